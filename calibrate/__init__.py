@@ -1,0 +1,1 @@
+"""Calibration from short real vLLM runs: drivers, plugins, step records and fitting."""

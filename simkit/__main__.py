@@ -1,0 +1,3 @@
+from simkit.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Trace ingestion: real prompt/output pairs, tokenizers, corpus definitions and derived profiles."""
