@@ -30,6 +30,11 @@ for _module in (traces_cmd, acceptance, catalog, predict, calibration):
     _module.register(app)
 
 
+@app.callback()
+def _root() -> None:
+    """Simulate vLLM serving throughput under model-free speculative decoding."""
+
+
 @app.command()
 def version() -> None:
     """Print simkit's version."""
