@@ -1,0 +1,53 @@
+"""Column contract of the measured records under calibrate/data/ (producer: the recorder;
+consumers: the cost-model fit and `simkit validate`)."""
+
+# One row per engine step of a real vLLM run (steps.parquet).
+STEP_COLUMNS = {
+    "run_id": "string",
+    "step": "int64",
+    "t_start_s": "float64",          # wall clock since the run started
+    "t_schedule_s": "float64",       # scheduler.schedule
+    "t_prepare_s": "float64",        # input preparation in the model runner
+    "t_forward_s": "float64",        # forward pass incl. graph replay / eager kernels, logits
+    "t_sample_s": "float64",         # sampler and rejection sampler incl. the GPU->CPU sync
+    "t_draft_s": "float64",          # CPU drafting (suffix / ngram proposer)
+    "t_update_s": "float64",         # scheduler.update_from_output and output processing
+    "t_step_s": "float64",           # wall time of the whole step
+    "num_reqs": "int64",
+    "num_tokens": "int64",
+    "num_padded_tokens": "int64",
+    "num_prefill_tokens": "int64",
+    "num_prefill_reqs": "int64",
+    "num_decode_reqs": "int64",
+    "num_spec_tokens": "int64",
+    "num_pad_drafts": "int64",
+    "num_accepted": "int64",
+    "num_drafting_reqs": "int64",
+    "context_tokens": "int64",
+    "graph_mode": "string",          # FULL / PIECEWISE / NONE
+}
+
+# One row per run (runs.parquet): the resolved settings and the measured outcome.
+RUN_COLUMNS = {
+    "run_id": "string",
+    "purpose": "string",             # "calibration" or "validation"
+    "model": "string",
+    "corpus": "string",
+    "config": "string",              # vanilla / suffix / kpad
+    "k": "int64",                    # 0 for vanilla
+    "concurrency": "int64",
+    "num_requests": "int64",
+    "tp": "int64",
+    "vllm_version": "string",
+    "runner": "string",              # v1 / v2
+    "async_scheduling": "bool",
+    "cudagraph_mode": "string",
+    "capture_sizes": "string",       # JSON list
+    "drafter_params": "string",      # JSON object
+    "gpu": "string",
+    "driver": "string",
+    "output_tokens": "int64",
+    "duration_s": "float64",         # steady-state window (warm-up excluded)
+    "output_tok_s": "float64",       # steady-state output tokens per second
+    "outputs_match_trace": "bool",   # every generated token equals the trace's output
+}

@@ -1,0 +1,1 @@
+"""Acceptance replay: exact greedy verification of model-free drafts against real outputs."""

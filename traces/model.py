@@ -1,0 +1,33 @@
+"""The trace model: one real request with its prompt and the output a named model produced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRequest:
+    """One real prompt as the model saw it (chat template applied) and that model's real output.
+
+    Token ids are int32 arrays. `model` is the model that produced the output (for a proxy corpus
+    it differs from the model being simulated; the corpus says so). `turn` counts from 1.
+    """
+
+    request_id: str
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
+    corpus: str
+    source: str
+    model: str
+    greedy: bool
+    turn: int = 1
+
+    @property
+    def prompt_len(self) -> int:
+        return int(self.prompt_ids.shape[0])
+
+    @property
+    def output_len(self) -> int:
+        return int(self.output_ids.shape[0])
