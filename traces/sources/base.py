@@ -1,0 +1,91 @@
+"""Shared pieces of the per-source loaders: the text record, the source descriptor, JSON readers."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simkit.errors import InputError
+
+Message = tuple[str, str]
+
+
+@dataclass
+class TextRecord:
+    """One request before tokenization: the conversation so far, and the producer's real output.
+
+    `exact_prompt` is the templated prompt exactly as the producer saw it (when the source stores
+    it) and `exact_template` names that template ("llama3", "qwen", "r1"); it is used only when the
+    simulated model's template is the same. `assistant_prefix` is text the harness appended after
+    the generation prompt (EvalPlus), part of the prompt.
+    """
+
+    request_id: str
+    messages: list[Message]
+    output: str
+    producer: str
+    greedy: bool
+    turn: int = 1
+    exact_prompt: str | None = None
+    exact_template: str | None = None
+    assistant_prefix: str = ""
+
+
+Loader = Callable[[Path, str, Counter], list[TextRecord]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A loadable source: which corpus it feeds, the files per producing model, and its loader."""
+
+    name: str
+    corpus: str
+    files: dict[str, tuple[str, ...]]  # producer -> traces-src relative paths it reads
+    loader: Loader
+    note: str = ""
+    extra_files: tuple[str, ...] = field(default=())  # shared files (prompts) read for every producer
+
+    @property
+    def producers(self) -> list[str]:
+        return list(self.files)
+
+    def paths(self, producer: str) -> list[str]:
+        return list(self.files[producer]) + list(self.extra_files)
+
+    def load(self, src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
+        return self.loader(src, producer, skipped)
+
+
+def read_json(path: Path) -> object:
+    """Parse a whole-file JSON document; a syntax error names the file and line."""
+    try:
+        return json.loads(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSONL file."""
+    out = []
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", path=str(path), line=lineno)
+            out.append((lineno, obj))
+    return out
+
+
+def need(obj: dict, key: str, path: Path, line: int | None = None) -> object:
+    """obj[key], or an InputError naming the file, line and missing field."""
+    if key not in obj:
+        raise InputError("missing field", path=str(path), line=line, field=key)
+    return obj[key]

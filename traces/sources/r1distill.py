@@ -1,0 +1,52 @@
+"""R1-distill reasoning traces (reasoning): long-CoT outputs TRUNCATED at ~1000 tokens.
+
+`full_response` = the templated prompt + generated text; it is split after the generation prompt
+"<｜Assistant｜><think>\\n". The prompt is rebuilt with the R1 template (with BOS, which the stored
+text lacks) from `original_message`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from simkit.errors import InputError
+from traces.sources.base import Source, TextRecord, need, read_json
+
+_FILES = {
+    "DeepSeek-R1-Distill-Qwen-14B": "r1distill_thinking_interp/responses_deepseek-r1-distill-qwen-14b.json",
+    "DeepSeek-R1-Distill-Llama-8B":
+        "r1distill_thinking_interp/responses_deepseek-r1-distill-llama-8b-legacy-messages.json",
+}
+MARKER = "<｜Assistant｜><think>\n"
+
+
+def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
+    path = src / _FILES[producer]
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        raise InputError("expected a JSON list", path=str(path))
+    out = []
+    for i, row in enumerate(rows):
+        full = need(row, "full_response", path)
+        message = need(row, "original_message", path)
+        question = message.get("content") if isinstance(message, dict) else None
+        if not question:
+            skipped["missing prompt"] += 1
+            continue
+        cut = full.find(MARKER)
+        if cut < 0:
+            skipped["prompt marker not found in full_response"] += 1
+            continue
+        output = full[cut + len(MARKER):]
+        if not output:
+            skipped["empty output"] += 1
+            continue
+        out.append(TextRecord(f"r1distill/{i}", [("user", question)], output, producer,
+                              greedy=True, exact_prompt="<｜begin▁of▁sentence｜>" + full[:cut + len(MARKER)],
+                              exact_template="r1"))
+    return out
+
+
+SOURCE = Source(name="r1distill", corpus="reasoning", files={k: (v,) for k, v in _FILES.items()},
+                loader=_load, note="temperature 0 default, max_tokens 1000 (truncated thinking)")
