@@ -145,10 +145,12 @@ def _build(corpus: str, model: str, progress) -> Corpus:
 def _progress(enabled: bool):
     if not enabled:
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                    transient=True)
+                    console=console, transient=True, disable=not console.is_terminal)
 
 
 def load_corpus(corpus: str, model: str, *, progress: bool = False) -> Corpus:

@@ -1,9 +1,170 @@
-"""CLI commands (filled in by the issue that owns this group)."""
+"""`simkit traces list|show|import`: the real-trace corpora and user-imported traces."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from simkit.errors import InputError
+
+DEFAULT_MODEL = "llama-3.1-8b"
+_FORMATS = ("table", "json")
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in _FORMATS:
+        raise InputError(f"unknown output format '{fmt}'; known: table, json", field="format")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _list(model: str, fmt: str) -> None:
+    from traces.corpora import CORPORA, MIX, load_corpus
+    from traces.stats import summary
+    from traces.user import list_user_corpora
+
+    _check_format(fmt)
+    rows = [summary(load_corpus(c, model, progress=fmt == "table")) for c in CORPORA]
+    mix = load_corpus(MIX, model)
+    rows.append(summary(mix) | {"proportions": {k: round(v, 4)
+                                                for k, v in mix.proportions.items()}})
+    for name in list_user_corpora():
+        try:
+            rows.append(summary(load_corpus(name, model)) | {"user": True})
+        except InputError as exc:  # tokenized for another vocabulary: listed, not loadable
+            rows.append({"corpus": name, "model": model, "user": True, "error": str(exc)})
+    if fmt == "json":
+        typer.echo(json.dumps({"model": model, "corpora": rows}, indent=2, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"corpora for {model}")
+    for col in ("corpus", "requests", "prompt tok", "output tok", "producing models"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["corpus"], "-", "-", "-", "-")
+            continue
+        table.add_row(r["corpus"], str(r["requests"]), f"{r['prompt_tokens']:,}",
+                      f"{r['output_tokens']:,}", ", ".join(r["producers"]))
+    con = _console()
+    con.print(table)
+    con.print("proxy notes (where outputs are not the model's own):")
+    for r in rows:
+        con.print(f"  {r['corpus']}: {r.get('proxy_note') or r.get('error')}")
+    shares = ", ".join(f"{k} {v:.1%}" for k, v in mix.proportions.items())
+    con.print(f"mix = every corpus shuffled (seed fixed); proportions: {shares}")
+
+
+def _show(name: str, model: str, fmt: str) -> None:
+    from traces.corpora import load_corpus
+    from traces.stats import detail
+
+    _check_format(fmt)
+    d = detail(load_corpus(name, model, progress=fmt == "table"))
+    if fmt == "json":
+        typer.echo(json.dumps(d, indent=2, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]{d['corpus']}[/bold] for {d['model']} (tokenizer {d['tokenizer']}): "
+              f"{d['requests']} requests, {d['prompt_tokens']:,} prompt / "
+              f"{d['output_tokens']:,} output tokens")
+    con.print(f"proxy note: {d['proxy_note']}")
+    lens = Table(title="length (tokens)")
+    for col in ("", "mean", "p50", "p90", "p99", "max"):
+        lens.add_column(col, justify="right")
+    for key in ("prompt_len", "output_len"):
+        x = d[key]
+        lens.add_row(key.split("_")[0], *(f"{x[k]:g}" for k in ("mean", "p50", "p90", "p99",
+                                                                 "max")))
+    con.print(lens)
+    br = Table(title="sources")
+    for col in ("source", "producer", "requests", "prompt tok", "output tok", "greedy",
+                "note"):
+        br.add_column(col, overflow="fold")
+    for b in d["breakdown"]:
+        br.add_row(b["source"], b["producer"], str(b["requests"]), f"{b['prompt_tokens']:,}",
+                   f"{b['output_tokens']:,}", f"{b['greedy_share']:.0%}", b["note"])
+    con.print(br)
+    if d["proportions"]:
+        con.print("proportions: " + ", ".join(f"{k} {v:.1%}" for k, v in
+                                              d["proportions"].items()))
+    if len(d["turns"]) > 1:
+        con.print("turns: " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
+    if d["skipped"]:
+        con.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()))
+
+
+def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None) -> None:
+    from traces.catalog import model_spec, tokenizer_family
+    from traces.corpora import CORPORA, MIX
+    from traces.importers import import_file
+    from traces.tokenizers import FAMILIES
+    from traces.user import save_user_corpus, user_corpus_path
+
+    if name in CORPORA or name == MIX:
+        raise InputError(f"'{name}' is a built-in corpus; choose another name", field="name")
+    user_corpus_path(name)  # validates the name before any work
+    if tokenizer is None and model is None:
+        raise InputError("give --tokenizer or --model to choose the tokenizer", field="tokenizer")
+    if tokenizer is not None and tokenizer not in FAMILIES:
+        raise InputError(f"unknown tokenizer '{tokenizer}'; known: {', '.join(FAMILIES)}",
+                         field="tokenizer")
+    family = tokenizer or tokenizer_family(model)
+    producer = model_spec(model).own if model else "unknown"
+    block = import_file(path, fmt, family, producer)
+    if len(block) == 0:
+        raise InputError("no usable records (see skipped reasons: "
+                         + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()) + ")",
+                         path=str(path))
+    save_user_corpus(name, block)
+    typer.echo(f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
+               f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens")
+    typer.echo(f"stored in {user_corpus_path(name)}")
+    if block.skipped:
+        typer.echo("skipped: " + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()))
+    else:
+        typer.echo("skipped: none")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add the `traces` command group to the root app."""
+    traces = typer.Typer(help="Real-trace corpora: list, show, import.", no_args_is_help=True)
+
+    @traces.command("list")
+    def list_cmd(
+        model: str = typer.Option(DEFAULT_MODEL, "--model", help="simulated model id"),
+        fmt: str = typer.Option("table", "--format", help="table or json"),
+    ) -> None:
+        """Corpora with request counts, token totals, producing models and proxy notes."""
+        _list(model, fmt)
+
+    @traces.command("show")
+    def show_cmd(
+        name: str = typer.Argument(..., help="corpus name (built-in or imported)"),
+        model: str = typer.Option(DEFAULT_MODEL, "--model", help="simulated model id"),
+        fmt: str = typer.Option("table", "--format", help="table or json"),
+    ) -> None:
+        """Prompt/output length percentiles and the source/producer breakdown of a corpus."""
+        _show(name, model, fmt)
+
+    @traces.command("import")
+    def import_cmd(
+        path: Path = typer.Argument(..., help="trace file"),
+        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom or tokens"),
+        name: str = typer.Option(..., "--name", help="corpus name to store it under"),
+        tokenizer: str = typer.Option(None, "--tokenizer", help="llama3, qwen, r1-qwen, r1-llama"),
+        model: str = typer.Option(None, "--model", help="model id (picks the tokenizer)"),
+    ) -> None:
+        """Tokenize a user trace file into a corpus stored in the user cache."""
+        _import(path, fmt, name, tokenizer, model)
+
+    app.add_typer(traces, name="traces")
