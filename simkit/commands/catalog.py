@@ -1,9 +1,180 @@
-"""CLI commands (filled in by the issue that owns this group)."""
+"""`simkit models list/show` and `simkit hardware list/show`: the catalogues, as tables or JSON."""
 
 from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
 
 import typer
 
 
+class Format(str, Enum):
+    """Output format of the catalogue commands."""
+
+    table = "table"
+    json = "json"
+
+
+FORMAT_OPT = typer.Option(Format.table, "--format", "-f", help="table or json")
+DEFAULT_TP_HW = ("h200", "b200")
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    """Default TP (smallest with a useful KV cache at gmu 0.85, max_model_len 16384) and the KV
+    capacity it leaves, on each hardware of DEFAULT_TP_HW."""
+    from simkit.costmodel.memory import choose_tp, kv_capacity_tokens, max_concurrent_seqs
+    from simkit.errors import InputError
+
+    out = {}
+    for hw in DEFAULT_TP_HW:
+        try:
+            tp = choose_tp(name, hw)
+        except InputError as exc:
+            out[hw] = {"tp": None, "why": str(exc)}
+            continue
+        out[hw] = {"tp": tp, "kv_capacity_tokens": kv_capacity_tokens(name, hw, tp),
+                   "max_seqs_at_16384": max_concurrent_seqs(name, hw, tp, 16384)}
+    return out
+
+
+def _emit_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, sort_keys=True))
+
+
+def _models_list(fmt: Format) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from simkit.catalog.models import get_model, list_models
+
+    rows = []
+    for name in list_models():
+        m = get_model(name)
+        dep = _deployment(name)
+        rows.append({"name": name, "params_b": round(m.param_count() / 1e9, 2),
+                     "active_params_b": round(m.active_params() / 1e9, 2), "attention": m.attention,
+                     "moe": f"{m.experts_active}/{m.experts_total}+{m.experts_shared}" if m.is_moe else "",
+                     "weight_dtype": m.weight_dtype, "kv_bytes_per_token": m.kv_bytes_per_token(1),
+                     "tp_h200": dep["h200"]["tp"], "tp_b200": dep["b200"]["tp"],
+                     "tokenizer_family": m.tokenizer_family})
+    if fmt is Format.json:
+        _emit_json(rows)
+        return
+    table = Table(title="simkit models (TP: smallest with a useful KV cache at gmu 0.85, max_model_len 16384)")
+    for col in ("model", "params", "active", "attn", "MoE k/E+shared", "dtype", "KV B/token", "TP h200",
+                "TP b200", "tokenizer"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], f"{r['params_b']:.2f}B", f"{r['active_params_b']:.2f}B", r["attention"], r["moe"],
+                      r["weight_dtype"], f"{r['kv_bytes_per_token']:,.0f}", str(r["tp_h200"]), str(r["tp_b200"]),
+                      r["tokenizer_family"])
+    Console(width=160).print(table)
+
+
+def _models_show(name: str, fmt: Format) -> None:
+    from simkit.catalog.models import get_model, param_error
+
+    m = get_model(name)
+    doc = m.summary()
+    doc["param_error_vs_published"] = param_error(m)
+    doc["default_deployment"] = _deployment(m.name if name == m.name else m)
+    if fmt is Format.json:
+        _emit_json(doc)
+        return
+    err = doc["param_error_vs_published"]
+    lines = [
+        f"model            {m.name}",
+        f"architecture     {m.layers} layers, hidden {m.hidden}, {m.heads} heads / {m.kv_heads} KV heads "
+        f"(head dim {m.head_dim}), FFN {m.intermediate}, vocab {m.vocab:,}",
+        f"attention        {m.attention}" + (f" (kv_lora_rank {m.kv_lora_rank}, rope dim {m.qk_rope_head_dim})"
+                                              if m.attention == "mla" else "")
+        + (f", sliding window {m.sliding_window} on {m.layers - m.full_attention_layers} layers"
+           if m.sliding_window else ""),
+    ]
+    if m.is_moe:
+        lines.append(f"experts          {m.experts_total} routed, {m.experts_active} active, {m.experts_shared} "
+                     f"shared, width {m.moe_intermediate}, first {m.first_k_dense} layer(s) dense")
+    lines += [
+        f"weights          {m.weight_dtype}" + (f" (FFN only, {m.bf16_ffn_layers} FFN layers bf16)"
+                                                if m.weight_dtype == "fp8" and m.fp8_scope == "ffn" else "")
+        + f", {doc['weight_gib']} GiB",
+        f"parameters       {doc['params_b']}B total, {doc['active_params_b']}B active"
+        + (f"; published {m.published_params_b}B ({err * 100:+.2f}%)" if err is not None else ""),
+        f"KV bytes/token   {m.kv_bytes_per_token(1):,.0f} (TP 1, bf16 cache)",
+        f"tokenizer        {m.tokenizer_family}",
+    ]
+    for hw, d in doc["default_deployment"].items():
+        if d["tp"] is None:
+            lines.append(f"default TP {hw:5s} none: {d['why']}")
+        else:
+            lines.append(f"default TP {hw:5s} {d['tp']} (KV capacity {d['kv_capacity_tokens']:,} tokens, "
+                         f"{d['max_seqs_at_16384']} sequences of 16384)")
+    lines.append(f"source           {m.source}")
+    if m.assumptions:
+        lines.append(f"assumptions      {m.assumptions}")
+    typer.echo("\n".join(lines))
+
+
+def _hardware_list(fmt: Format) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from simkit.catalog.hardware import get_hardware, list_hardware
+
+    rows = [get_hardware(n).summary() for n in list_hardware()]
+    if fmt is Format.json:
+        _emit_json(rows)
+        return
+    table = Table(title="simkit hardware (per GPU; dense tensor-core peaks)")
+    for col in ("name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s", "host speed", "values"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], f"{r['hbm_gib']:.1f}", f"{r['hbm_tbps']:g}", f"{r['bf16_tflops']:g}",
+                      f"{r['fp8_tflops']:g}", f"{r['fp4_tflops']:g}", f"{r['nvlink_gbps']:g}",
+                      f"{r['host_speed']:g}", r["label"])
+    Console(width=160).print(table)
+
+
+def _hardware_show(name: str, fmt: Format) -> None:
+    from simkit.catalog.hardware import get_hardware
+    from simkit.costmodel.profiles import default_profile
+
+    doc = get_hardware(name).summary()
+    doc["default_cost_profile"] = default_profile(doc["name"]) or "analytic"
+    if fmt is Format.json:
+        _emit_json(doc)
+        return
+    width = max(len(k) for k in doc)
+    typer.echo("\n".join(f"{k:{width}s}  {v}" for k, v in doc.items()))
+
+
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add the `models` and `hardware` command groups to the root app."""
+    models = typer.Typer(help="The model catalogue (architecture facts with sources).", no_args_is_help=True)
+    hardware = typer.Typer(help="The hardware catalogue (datasheet values unless calibrated).", no_args_is_help=True)
+
+    @models.command("list")
+    def models_list(fmt: Format = FORMAT_OPT) -> None:
+        """Every catalogue model: parameters, attention, MoE, KV bytes per token, default TP."""
+        _models_list(fmt)
+
+    @models.command("show")
+    def models_show(name: str = typer.Argument(..., help="model id, or a path to a HF config.json"),
+                    fmt: Format = FORMAT_OPT) -> None:
+        """One model: architecture, parameters, KV bytes/token, default TP on h200/b200, source, assumptions."""
+        _models_show(name, fmt)
+
+    @hardware.command("list")
+    def hardware_list(fmt: Format = FORMAT_OPT) -> None:
+        """Every catalogue GPU with its datasheet (or calibrated) values."""
+        _hardware_list(fmt)
+
+    @hardware.command("show")
+    def hardware_show(name: str = typer.Argument(..., help="hardware id: b200, h200, h100"),
+                      fmt: Format = FORMAT_OPT) -> None:
+        """One GPU: memory, bandwidth, peaks, NVLink, host speed factor, source, cost profile."""
+        _hardware_show(name, fmt)
+
+    app.add_typer(models, name="models")
+    app.add_typer(hardware, name="hardware")

@@ -1,0 +1,288 @@
+"""StepTimeEstimator: fits the non-negative coefficients of the device and host terms to measured
+step records (scikit-learn style fit / predict / score), reports run-grouped cross-validated
+error per component, and writes the JSON profile that load_cost_model(profile=...) reads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.metrics import r2_score
+from sklearn.model_selection import GroupKFold, KFold
+
+from simkit.catalog.hardware import get_hardware
+from simkit.costmodel.coefficients import Coefficients
+from simkit.costmodel.model import CostModel
+from simkit.costmodel.profiles import PROFILE_KIND, load_cost_model, write_profile
+from simkit.costmodel.records import batch_from_row, check_records, drafter_of, drop_untimed
+from simkit.errors import InputError
+
+DEVICE_TERMS = tuple(CostModel.DEVICE_TERM_COEF)
+# target column(s) -> (feature names, coefficient names); features are built in _features
+HOST_BLOCKS = {
+    "schedule": (("t_schedule_s",), ("sched_step_s", "sched_req_s")),
+    "prepare": (("t_prepare_s",), ("prep_step_s", "prep_req_s", "prep_token_s")),
+    "draft": (("t_draft_s",), ("suffix_step_s", "suffix_req_s", "ngram_step_s", "ngram_req_s")),
+    "update": (("t_update_s",), ("update_step_s", "update_req_s")),
+}
+SAMPLE_COEFS = ("sample_step_s", "sample_req_s", "rejection_token_s")
+COMPONENTS = ("schedule", "prepare", "forward_sample", "draft", "update", "step")
+# forward_sample = GPU time of the forward pass plus sampling (t_forward_s + t_sample_s)
+
+
+def _mape(y: np.ndarray, p: np.ndarray) -> float:
+    """Mean absolute percentage error over rows with a positive measurement (nan if none)."""
+    mask = y > 0
+    return float(np.mean(np.abs(p[mask] - y[mask]) / y[mask]) * 100) if mask.any() else float("nan")
+
+
+class StepTimeEstimator(RegressorMixin, BaseEstimator):
+    """Fits Coefficients to step records of one hardware.
+
+    X: DataFrame of step records (STEP_COLUMNS) plus run settings 'model', 'tp',
+    'async_scheduling' and 'drafter' or 'config' (columns win over the model/tp parameters).
+    y=None fits every component column; a Series y is taken as t_step_s and fits the whole
+    step as one linear sum (only valid for synchronous runs). prior_weight pulls terms the
+    data cannot identify toward their analytic defaults (relative weight; 0 = plain NNLS)."""
+
+    def __init__(self, model: str | None = None, hardware: str = "h200", tp: int | None = None,
+                 prior_weight: float = 1e-4) -> None:
+        self.model = model
+        self.hardware = hardware
+        self.tp = tp
+        self.prior_weight = prior_weight
+
+    # ---- features --------------------------------------------------------------------------
+    def _groups(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Model and TP of every row (columns, else the parameters)."""
+        n = len(X)
+        models = X["model"].astype(str).to_numpy() if "model" in X else np.array([self.model] * n, dtype=object)
+        if any(m is None for m in models):
+            raise InputError("no model: give a 'model' column or the model parameter", field="model")
+        tps = X["tp"].to_numpy() if "tp" in X else np.array([self.tp or 0] * n)
+        return models, tps
+
+    def _features(self, X: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Device terms (unscaled, per row) and host regressors, by name."""
+        models, tps = self._groups(X)
+        rows = X.to_dict("records")
+        dev = np.zeros((len(X), len(DEVICE_TERMS)))
+        cms: dict[tuple, CostModel] = {}
+        for i, row in enumerate(rows):
+            key = (models[i], int(tps[i]))
+            if key not in cms:
+                cms[key] = load_cost_model(key[0], self.hardware, key[1] or None, profile="analytic")
+            terms = cms[key].device_terms(row)
+            dev[i] = [terms[t] for t in DEVICE_TERMS]
+        reqs = X["num_reqs"].to_numpy(float)
+        one = np.ones(len(X))
+        drafter = np.array([drafter_of(r) for r in rows])
+        nd = X["num_drafting_reqs"].to_numpy(float)
+        drafting = (nd > 0).astype(float)
+        suf, ng = (drafter == "suffix").astype(float), (drafter == "ngram").astype(float)
+        return {
+            "device": dev,
+            "schedule": np.column_stack([one, reqs]),
+            "prepare": np.column_stack([one, reqs, X["num_tokens"].to_numpy(float)]),
+            "sample": np.column_stack([one, reqs, X["num_spec_tokens"].to_numpy(float)]),
+            "draft": np.column_stack([suf * drafting, suf * nd, ng * drafting, ng * nd]),
+            "update": np.column_stack([one, reqs]),
+        }
+
+    # ---- solving ---------------------------------------------------------------------------
+    def _solve(self, A: np.ndarray, y: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, list[bool]]:
+        """NNLS on max-scaled columns with a weak pull toward `prior`; columns that are zero
+        everywhere keep their prior and are reported as not fitted."""
+        used = np.abs(A).max(axis=0) > 0
+        coef = prior.astype(float).copy()
+        if not used.any() or len(y) == 0:
+            return coef, [False] * A.shape[1]
+        Au = A[:, used]
+        scale = np.abs(Au).max(axis=0)
+        ys = float(np.abs(y).mean()) or 1.0
+        # unknowns w = coef * scale / ys: dimensionless, so one prior weight suits every term
+        M, t = Au / scale, y / ys
+        lam = np.sqrt(self.prior_weight * len(y)) if self.prior_weight > 0 else 0.0
+        if lam > 0:
+            M = np.vstack([M, lam * np.eye(M.shape[1])])
+            t = np.concatenate([t, lam * prior[used] * scale / ys])
+        w, _ = nnls(M, t, maxiter=50 * M.shape[1])
+        coef[used] = w * ys / scale
+        return coef, list(used)
+
+    def fit(self, X: pd.DataFrame, y: Any = None) -> "StepTimeEstimator":
+        """Fit the coefficients; sets coefs_ (Coefficients, host values in reference-host
+        seconds), fitted_, not_fitted_ (name -> reason), skipped_ (reason -> rows), n_steps_, runs_.
+
+        y=None, per component: device terms on t_forward_s + t_sample_s (GPU time of forward and
+        sampling); schedule/prepare/draft/update on their columns; the host part of sampling on
+        what synchronous steps leave over (t_step_s minus every other component), else on
+        t_sample_host_s when the records have it; async_serial_s on asynchronous steps."""
+        check_records(X, need_times=y is None)
+        self.skipped_: dict[str, int] = {}
+        if y is None:
+            X, self.skipped_ = drop_untimed(X)
+            if len(X) == 0:
+                raise InputError("no step record has every time column", field="t_step_s")
+        hw = get_hardware(self.hardware)
+        feats = self._features(X)
+        values = Coefficients().to_dict()
+        fitted, not_fitted = [], {}
+        dev_names = [CostModel.DEVICE_TERM_COEF[t] for t in DEVICE_TERMS]
+
+        def solve(block, names, target, mask=None, what=None):
+            A = feats[block] if mask is None else feats[block][mask]
+            coef, used = self._solve(A, target, np.array([values[n] for n in names]))
+            for name, c, u in zip(names, coef, used):
+                values[name] = float(c)
+                (fitted.append(name) if u else not_fitted.__setitem__(name, f"no {what or block} steps exercise it"))
+
+        not_fitted["frontend_req_s"] = "runs in the front-end process; step records do not measure it"
+        col = lambda c: X[c].to_numpy(float)  # noqa: E731
+        if y is None:
+            solve("device", dev_names, col("t_forward_s") + col("t_sample_s"), what="device")
+            for block, (cols, names) in HOST_BLOCKS.items():   # measured on the fit host
+                mask = (X["num_drafting_reqs"].to_numpy() > 0) if block == "draft" else None
+                target = col(cols[0]) if mask is None else col(cols[0])[mask]
+                solve(block, names, target * hw.host_speed, mask)
+            sync = ~X["async_scheduling"].astype(bool).to_numpy()
+            if sync.any():
+                rest = (col("t_step_s") - col("t_forward_s") - col("t_sample_s") - col("t_schedule_s")
+                        - col("t_prepare_s") - col("t_draft_s") - col("t_update_s"))
+                solve("sample", SAMPLE_COEFS, rest[sync] * hw.host_speed, sync, "synchronous")
+            elif "t_sample_host_s" in X and X["t_sample_host_s"].notna().all():
+                solve("sample", SAMPLE_COEFS, col("t_sample_host_s") * hw.host_speed)
+            else:
+                for name in SAMPLE_COEFS:
+                    not_fitted[name] = "no synchronous steps and no t_sample_host_s column"
+            self.coefs_ = Coefficients.from_dict(values)
+            self._fit_async_serial(X, hw, values, fitted, not_fitted)
+        else:
+            if X["async_scheduling"].astype(bool).any():
+                raise InputError("a single step-time target needs synchronous runs (async steps overlap "
+                                 "host and device); pass y=None to fit the component columns",
+                                 field="async_scheduling")
+            hs = 1.0 / hw.host_speed
+            blocks = ("schedule", "prepare", "sample", "draft", "update")
+            feats["all"] = np.hstack([feats["device"]] + [feats[b] * hs for b in blocks])
+            names = dev_names + [n for b in blocks for n in
+                                 (SAMPLE_COEFS if b == "sample" else HOST_BLOCKS[b][1])]
+            solve("all", names, np.asarray(y, float), what="recorded")
+            not_fitted["async_serial_s"] = "no asynchronous steps in a single-target fit"
+            self.coefs_ = Coefficients.from_dict(values)
+        self.fitted_ = sorted(set(fitted) - set(not_fitted))
+        self.not_fitted_ = dict(sorted(not_fitted.items()))
+        self.runs_ = sorted(map(str, X["run_id"].unique()))
+        models, _ = self._groups(X)
+        self.models_ = sorted(set(map(str, models)))
+        self.n_steps_ = int(len(X))
+        return self
+
+    def _fit_async_serial(self, X, hw, values, fitted, not_fitted) -> None:
+        """The serial host part of async steps: median of measured minus modelled step time."""
+        mask = X["async_scheduling"].astype(bool).to_numpy()
+        if not mask.any():
+            not_fitted["async_serial_s"] = "no asynchronous steps in the records"
+            return
+        Xa = X[mask]
+        base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0))["step"]
+        resid = Xa["t_step_s"].to_numpy(float) - base
+        values["async_serial_s"] = max(0.0, float(np.median(resid))) * hw.host_speed
+        fitted.append("async_serial_s")
+        self.coefs_ = Coefficients.from_dict(values)
+
+    # ---- prediction ------------------------------------------------------------------------
+    def _predict_parts(self, X: pd.DataFrame, coefs: Coefficients) -> dict[str, np.ndarray]:
+        """Predicted seconds per component for every row."""
+        models, tps = self._groups(X)
+        cms: dict[tuple, CostModel] = {}
+        out = {c: np.zeros(len(X)) for c in COMPONENTS}
+        for i, row in enumerate(X.to_dict("records")):
+            key = (models[i], int(tps[i]))
+            if key not in cms:
+                base = load_cost_model(key[0], self.hardware, key[1] or None, profile="analytic")
+                cms[key] = CostModel(base.model, base.hw, base.tp, coefs, "fit")
+            cm = cms[key]
+            b = batch_from_row(row)
+            dev = cm.device_time(b)
+            host = cm.host_time(b)
+            out["schedule"][i], out["prepare"][i] = host.schedule, host.prepare
+            out["forward_sample"][i] = dev
+            out["draft"][i], out["update"][i] = host.draft, host.update
+            out["step"][i] = cm.step_time(dev, host, b.async_scheduling)
+        return out
+
+    def predict_components(self, X: pd.DataFrame) -> pd.DataFrame:
+        """Predicted seconds of each component (schedule, prepare, forward_sample, draft, update, step)."""
+        check_records(X, need_times=False)
+        return pd.DataFrame(self._predict_parts(X, self.coefs_), index=X.index)
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Predicted wall time of each step (seconds)."""
+        return self.predict_components(X)["step"].to_numpy()
+
+    def score(self, X: pd.DataFrame, y: Any = None, sample_weight: Any = None) -> float:
+        """R^2 of the predicted step time against y (default: the t_step_s column)."""
+        y = X["t_step_s"] if y is None else y
+        return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+
+    # ---- validation ------------------------------------------------------------------------
+    def cross_validate_report(self, X: pd.DataFrame, n_splits: int = 5) -> dict[str, Any]:
+        """K-fold cross-validated MAPE (%) per component, folds grouped by run_id (whole runs
+        held out); with a single run, contiguous blocks of steps instead (said in 'grouping')."""
+        check_records(X)
+        runs = X["run_id"].astype(str).to_numpy()
+        n_runs = len(set(runs))
+        if n_runs >= 2:
+            k = min(n_splits, n_runs)
+            splits = GroupKFold(n_splits=k).split(X, groups=runs)
+            grouping = f"by run ({n_runs} runs, {k} folds)"
+        else:
+            k = min(n_splits, len(X))
+            splits = KFold(n_splits=k, shuffle=False).split(X)
+            grouping = f"contiguous step blocks (one run, {k} folds)"
+        measured = {"schedule": "t_schedule_s", "prepare": "t_prepare_s", "draft": "t_draft_s",
+                    "update": "t_update_s", "step": "t_step_s"}
+        folds = []
+        for train, test in splits:
+            est = clone(self).fit(X.iloc[train])
+            pred = est.predict_components(X.iloc[test])
+            Xt = X.iloc[test]
+            row = {c: _mape(Xt[col].to_numpy(float), pred[c].to_numpy()) for c, col in measured.items()}
+            row["forward_sample"] = _mape((Xt["t_forward_s"] + Xt["t_sample_s"]).to_numpy(float),
+                                          pred["forward_sample"].to_numpy())
+            row["n_test_steps"] = int(len(test))
+            folds.append(row)
+        mean = {c: float(np.nanmean([f[c] for f in folds])) if any(f[c] == f[c] for f in folds) else None
+                for c in COMPONENTS}
+        self.cv_report_ = {"grouping": grouping, "metric": "MAPE %", "folds": folds, "mean": mean}
+        return self.cv_report_
+
+    # ---- profiles --------------------------------------------------------------------------
+    def to_profile(self, name: str) -> dict[str, Any]:
+        """The fitted coefficients as a profile dict (host values in reference-host seconds)."""
+        if not hasattr(self, "coefs_"):
+            raise InputError("fit the estimator before writing a profile", field="coefs_")
+        return {
+            "kind": PROFILE_KIND, "version": 1, "name": name, "hardware": self.hardware,
+            "models": self.models_, "runs": self.runs_, "n_steps": self.n_steps_,
+            "coefficients": self.coefs_.to_dict(), "fitted": self.fitted_, "not_fitted": self.not_fitted_,
+            "cv": getattr(self, "cv_report_", None), "default_for": [],
+            "created_by": "simkit.costmodel.estimator.StepTimeEstimator",
+            "note": "host coefficients are seconds on the reference host (host_speed 1.0); "
+                    "not_fitted coefficients keep their analytic defaults",
+        }
+
+    def save_profile(self, path: str, name: str | None = None) -> str:
+        """Write to_profile(name) as JSON; returns the path."""
+        from pathlib import Path
+
+        return str(write_profile(self.to_profile(name or Path(path).stem), path))
+
+
+__all__ = ["StepTimeEstimator", "COMPONENTS"]
+

@@ -1,0 +1,107 @@
+"""Cost-model profiles (fitted coefficients as JSON) and load_cost_model, which picks the
+analytic model or a calibrated profile and labels the result accordingly."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from simkit.catalog.hardware import HardwareSpec, get_hardware
+from simkit.catalog.models import ModelSpec, get_model
+from simkit.costmodel.coefficients import Coefficients
+from simkit.costmodel.memory import DEFAULT_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, choose_tp, kv_capacity_tokens
+from simkit.costmodel.model import CostModel
+from simkit.errors import InputError, UnknownNameError
+
+PROFILE_KIND = "simkit-costmodel-profile"
+
+
+def _embedded() -> dict[str, Any]:
+    """Embedded profile files (simkit/data/profiles/*.json) by name."""
+    out = {}
+    for entry in resources.files("simkit.data").joinpath("profiles").iterdir():
+        if entry.name.endswith(".json"):
+            out[entry.name[:-5]] = entry
+    return out
+
+
+def list_profiles() -> list[str]:
+    """Names of the embedded profiles."""
+    return sorted(_embedded())
+
+
+def read_profile(ref: str | Path) -> dict[str, Any]:
+    """A profile from a file path or an embedded name, validated (errors name file and field)."""
+    path = Path(ref)
+    if path.suffix == ".json" and path.is_file():
+        text, where = path.read_text(), str(path)
+    else:
+        emb = _embedded()
+        if str(ref) not in emb:
+            raise UnknownNameError("profile", str(ref), list(emb) + ["analytic"])
+        text, where = emb[str(ref)].read_text(), f"simkit/data/profiles/{ref}.json"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=where, line=exc.lineno) from None
+    if not isinstance(doc, dict) or doc.get("kind") != PROFILE_KIND:
+        raise InputError(f"not a cost-model profile (kind must be {PROFILE_KIND!r})", path=where, field="kind")
+    for key in ("name", "hardware", "coefficients"):
+        if key not in doc:
+            raise InputError("required key missing", path=where, field=key)
+    if not isinstance(doc["coefficients"], dict):
+        raise InputError("expected an object", path=where, field="coefficients")
+    doc["_coefs"] = Coefficients.from_dict(doc["coefficients"], path=where)
+    doc["_path"] = where
+    return doc
+
+
+def write_profile(doc: dict[str, Any], path: str | Path) -> Path:
+    """Write a profile dict as sorted, indented JSON (byte-identical for identical content)."""
+    path = Path(path)
+    clean = {k: v for k, v in doc.items() if not k.startswith("_")}
+    path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def default_profile(hardware: str) -> str | None:
+    """The embedded profile marked default for this hardware, or None (then: analytic)."""
+    for name in list_profiles():
+        doc = read_profile(name)
+        if hardware in doc.get("default_for", []):
+            return name
+    return None
+
+
+def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200", tp: int | None = None,
+                    profile: str | None = None, *, gmu: float = 0.85, max_model_len: int = 16384,
+                    max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS,
+                    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS) -> CostModel:
+    """The cost model for model x hardware. tp=None chooses the smallest TP with a useful KV cache
+    (CostModel.tp_chosen says so; callers print it). profile=None takes the hardware's default
+    profile if one is embedded, else the analytic coefficients (label "analytic");
+    profile="analytic" forces them; any other value is an embedded name or a JSON path."""
+    spec = get_model(model) if isinstance(model, str) else model
+    hw = get_hardware(hardware) if isinstance(hardware, str) else hardware
+    mem = {"max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs}
+    chosen = tp is None
+    if chosen:
+        tp = choose_tp(spec, hw, gmu=gmu, max_model_len=max_model_len, **mem)
+    capacity = kv_capacity_tokens(spec, hw, tp, gmu, **mem)
+    if profile is None:
+        profile = default_profile(hw.name) or "analytic"
+    if profile == "analytic":
+        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen)
+    doc = read_profile(profile)
+    coefs: Coefficients = doc["_coefs"]
+    label = f"calibrated {doc['name']}"
+    if doc["hardware"] != hw.name:
+        # device scales carry over as they are; host coefficients are stored in reference-host
+        # seconds and CostModel divides them by this hardware's host_speed
+        label += f" (fitted on {doc['hardware']}, transferred to {hw.name})"
+    return CostModel(spec, hw, tp, coefs, label, capacity, chosen)
+
+
+__all__ = ["load_cost_model", "read_profile", "write_profile", "list_profiles", "default_profile", "PROFILE_KIND"]

@@ -1,0 +1,85 @@
+"""Bridges between step-record tables (calibrate/schema.py STEP_COLUMNS plus run settings) and
+the cost model: validation, BatchDescriptors from rows, and the per-component targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calibrate.schema import STEP_COLUMNS
+from simkit.costmodel.batch import BatchDescriptor, GraphMode
+from simkit.errors import InputError
+
+BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tokens", "num_prefill_reqs",
+                 "num_decode_reqs", "num_spec_tokens", "num_pad_drafts", "num_drafting_reqs", "context_tokens",
+                 "graph_mode")
+TIME_COLUMNS = ("t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_draft_s", "t_update_s", "t_step_s")
+# run settings the fit needs beside each step (joined from runs.parquet by run_id)
+SETTING_COLUMNS = ("model", "tp", "async_scheduling")
+CONFIG_DRAFTER = {"vanilla": "none", "suffix": "suffix", "kpad": "suffix", "ngram": "ngram",
+                  "ngram-kpad": "ngram", "dynamic": "suffix"}
+
+
+def check_records(X: Any, need_times: bool = True, where: str = "step records") -> None:
+    """Raise an InputError naming the first missing column or bad value."""
+    cols = set(X.columns)
+    needed = list(BATCH_COLUMNS) + ["run_id", "async_scheduling"] + (list(TIME_COLUMNS) if need_times else [])
+    for col in needed:
+        if col not in cols:
+            raise InputError("column missing", path=where, field=col)
+    modes = set(map(str, X["graph_mode"].unique()))
+    bad = modes - {m.value for m in GraphMode}
+    if bad:
+        raise InputError(f"unknown graph mode(s) {sorted(bad)}", path=where, field="graph_mode")
+    for col in BATCH_COLUMNS[:-1]:
+        if (X[col] < 0).any():
+            row = int((X[col] < 0).to_numpy().argmax())
+            raise InputError("negative count", path=where, line=row + 1, field=col)
+    if need_times:
+        for col in TIME_COLUMNS:
+            if (X[col] < 0).any():
+                row = int((X[col] < 0).to_numpy().argmax())
+                raise InputError("negative time", path=where, line=row + 1, field=col)
+
+
+def drop_untimed(X: Any) -> tuple[Any, dict[str, int]]:
+    """Rows whose time columns are all present, and the count of rows dropped per missing
+    column (e.g. CUDA events never read back); nothing is dropped silently."""
+    skipped: dict[str, int] = {}
+    keep = None
+    for col in TIME_COLUMNS:
+        bad = X[col].isna()
+        if bad.any():
+            skipped[f"{col} missing"] = int(bad.sum())
+        keep = ~bad if keep is None else keep & ~bad
+    return (X if not skipped else X[keep]), skipped
+
+
+def drafter_of(row: dict) -> str:
+    """The drafter of a step: the row's 'drafter', else from 'config', else 'none'."""
+    d = row.get("drafter")
+    if isinstance(d, str) and d:
+        return d
+    cfg = row.get("config")
+    if isinstance(cfg, str) and cfg:
+        key = cfg if cfg in CONFIG_DRAFTER else cfg.split("-")[0]
+        if key not in CONFIG_DRAFTER:
+            raise InputError(f"unknown config {cfg!r}; known {sorted(CONFIG_DRAFTER)}", field="config")
+        return CONFIG_DRAFTER[key]
+    return "none"
+
+
+def batch_from_row(row: dict) -> BatchDescriptor:
+    """The BatchDescriptor a step record describes."""
+    return BatchDescriptor(
+        num_reqs=int(row["num_reqs"]), num_tokens=int(row["num_tokens"]),
+        num_padded_tokens=int(row["num_padded_tokens"]), num_prefill_tokens=int(row["num_prefill_tokens"]),
+        num_prefill_reqs=int(row["num_prefill_reqs"]), num_decode_reqs=int(row["num_decode_reqs"]),
+        num_spec_tokens=int(row["num_spec_tokens"]), num_pad_drafts=int(row["num_pad_drafts"]),
+        num_drafting_reqs=int(row["num_drafting_reqs"]), context_tokens=int(row["context_tokens"]),
+        graph_mode=GraphMode(str(row["graph_mode"])), async_scheduling=bool(row["async_scheduling"]),
+        drafter=drafter_of(row),
+    )
+
+
+__all__ = ["check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
+           "STEP_COLUMNS"]

@@ -1,0 +1,1 @@
+"""Embedded data files: model and hardware catalogues, cost-model profiles."""
