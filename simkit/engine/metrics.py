@@ -1,0 +1,192 @@
+"""Per-run measurements: per-step and per-request records, and their summary over a steady window.
+
+Steady-state window (closed loop): from the moment the C-th request completes (the synchronized
+start of C prefills has dispersed) to the moment the last request is submitted (after it, fewer
+than C requests are in flight: the drain). Open loop: from the arrival of the request at 10% of the
+arrival sequence to the last arrival. Throughput = output tokens emitted by steps ending inside the
+window / window length. Latencies (TTFT, TPOT, ITL) use requests that arrived inside the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from simkit.costmodel.batch import GraphMode
+
+_MODE_CODE = {GraphMode.FULL: 0, GraphMode.PIECEWISE: 1, GraphMode.NONE: 2}
+
+
+class Recorder:
+    """Collects plain Python lists during a run (cheap appends), turned into arrays at the end."""
+
+    def __init__(self) -> None:
+        self.step_end: list[float] = []
+        self.step_s: list[float] = []
+        self.host_s: list[float] = []          # host_frac * step_s
+        self.mode: list[int] = []
+        self.tokens: list[int] = []            # scheduled tokens
+        self.padded: list[int] = []            # tokens after graph padding
+        self.pad_drafts: list[int] = []
+        self.emitted: list[int] = []
+        self.accepted: list[int] = []
+        self.decodes: list[int] = []
+        self.decode_tokens: list[int] = []
+        self.reqs: list[int] = []
+        self.k: list[int] = []
+        self.kv_used: list[float] = []
+        self.req_arrival: list[float] = []
+        self.req_first: list[float] = []
+        self.req_done: list[float] = []
+        self.req_out: list[int] = []
+        self.req_preempt: list[int] = []
+        self.itl_time: list[float] = []        # arrival time of the request (for the window)
+        self.itl: list[float] = []
+
+    def step(self, end: float, cost, desc, outcome: tuple[int, int, int, int], k: int,
+             kv_used: float) -> None:
+        emitted, accepted, decodes, decode_tokens = outcome
+        self.step_end.append(end)
+        self.step_s.append(cost.step_s)
+        self.host_s.append(cost.host_frac * cost.step_s)
+        self.mode.append(_MODE_CODE[desc.graph_mode])
+        self.tokens.append(desc.num_tokens)
+        self.padded.append(desc.num_padded_tokens)
+        self.pad_drafts.append(desc.num_pad_drafts)
+        self.emitted.append(emitted)
+        self.accepted.append(accepted)
+        self.decodes.append(decodes)
+        self.decode_tokens.append(decode_tokens)
+        self.reqs.append(desc.num_reqs)
+        self.k.append(k)
+        self.kv_used.append(kv_used)
+
+    def finish(self, req, now: float) -> None:
+        self.req_arrival.append(req.arrival)
+        self.req_first.append(req.first_time)
+        self.req_done.append(now)
+        self.req_out.append(req.out_len)
+        self.req_preempt.append(req.preemptions)
+
+
+@dataclass
+class RunMetrics:
+    """Summary of one simulated run (all times in seconds unless the name says ms)."""
+
+    output_tok_s: float
+    request_throughput: float
+    window_start_s: float
+    window_end_s: float
+    window_kind: str                   # "steady" or "full-run" (too few requests for a window)
+    sim_time_s: float
+    steps: int
+    requests_done: int
+    output_tokens: int
+    ttft_ms_p50: float
+    ttft_ms_p90: float
+    ttft_ms_p99: float
+    tpot_ms_p50: float
+    tpot_ms_p90: float
+    tpot_ms_p99: float
+    itl_ms_p50: float
+    itl_ms_p90: float
+    itl_ms_p99: float
+    full_steps_frac: float
+    piecewise_steps_frac: float
+    none_steps_frac: float
+    full_time_frac: float
+    piecewise_time_frac: float
+    none_time_frac: float
+    padded_token_waste: float          # (graph padding + placeholder drafts) / padded tokens run
+    mean_accepted: float               # accepted drafts per decode request-step
+    tokens_per_step: float             # output tokens per decode request-step (incl. bonus)
+    host_frac: float                   # host-bound share of step time (time-weighted)
+    mean_step_ms: float
+    mean_batch_reqs: float
+    mean_k: float
+    kv_usage_mean: float
+    kv_usage_peak: float
+    preemptions: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else float("nan")
+
+
+def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: int) -> RunMetrics:
+    """Reduce a Recorder over the steady window (None or empty -> the whole run)."""
+    end = np.asarray(rec.step_end)
+    sim_time = float(end[-1]) if end.size else 0.0
+    kind = "steady"
+    if window is None or window[1] <= window[0]:
+        window, kind = (0.0, sim_time), "full-run"
+    w0, w1 = window
+    sel = (end > w0) & (end <= w1)
+    if not sel.any():
+        sel = np.ones_like(end, dtype=bool)
+        w0, w1, kind = 0.0, sim_time, "full-run"
+    dur = w1 - w0
+    step_s = np.asarray(rec.step_s)[sel]
+    host_s = np.asarray(rec.host_s)[sel]
+    mode = np.asarray(rec.mode, np.int8)[sel]
+    padded = np.asarray(rec.padded, np.int64)[sel]
+    tokens = np.asarray(rec.tokens, np.int64)[sel]
+    pad_drafts = np.asarray(rec.pad_drafts, np.int64)[sel]
+    emitted = np.asarray(rec.emitted, np.int64)[sel]
+    decodes = np.asarray(rec.decodes, np.int64)[sel]
+    decode_tokens = np.asarray(rec.decode_tokens, np.int64)[sel]
+    reqs = np.asarray(rec.reqs, np.int64)[sel]
+    accepted = np.asarray(rec.accepted, np.int64)[sel]
+    kv = np.asarray(rec.kv_used)[sel]
+    ks = np.asarray(rec.k)[sel]
+    n_steps = int(sel.sum())
+    t_total = float(step_s.sum())
+
+    arr = np.asarray(rec.req_arrival)
+    first = np.asarray(rec.req_first)
+    done = np.asarray(rec.req_done)
+    out = np.asarray(rec.req_out, np.int64)
+    rsel = (arr >= w0) & (arr <= w1) if kind == "steady" else np.ones_like(arr, dtype=bool)
+    ttft = (first - arr)[rsel] * 1e3
+    multi = rsel & (out > 1)
+    tpot = ((done - first)[multi] / (out[multi] - 1)) * 1e3
+    itl_t = np.asarray(rec.itl_time)
+    itl = np.asarray(rec.itl)
+    itl = (itl[(itl_t >= w0) & (itl_t <= w1)] if kind == "steady" else itl) * 1e3
+    completions = int(((done > w0) & (done <= w1)).sum())
+    dec_total = int(decodes.sum())
+    ran = int(padded.sum())
+
+    def share(code: int, by_time: bool) -> float:
+        if not n_steps:
+            return 0.0
+        if by_time:
+            return float(step_s[mode == code].sum() / t_total) if t_total > 0 else 0.0
+        return float((mode == code).mean())
+
+    return RunMetrics(
+        output_tok_s=float(emitted.sum() / dur) if dur > 0 else 0.0,
+        request_throughput=completions / dur if dur > 0 else 0.0,
+        window_start_s=float(w0), window_end_s=float(w1), window_kind=kind,
+        sim_time_s=sim_time, steps=len(rec.step_end), requests_done=len(rec.req_done),
+        output_tokens=int(np.sum(rec.emitted)),
+        ttft_ms_p50=_pct(ttft, 50), ttft_ms_p90=_pct(ttft, 90), ttft_ms_p99=_pct(ttft, 99),
+        tpot_ms_p50=_pct(tpot, 50), tpot_ms_p90=_pct(tpot, 90), tpot_ms_p99=_pct(tpot, 99),
+        itl_ms_p50=_pct(itl, 50), itl_ms_p90=_pct(itl, 90), itl_ms_p99=_pct(itl, 99),
+        full_steps_frac=share(0, False), piecewise_steps_frac=share(1, False),
+        none_steps_frac=share(2, False), full_time_frac=share(0, True),
+        piecewise_time_frac=share(1, True), none_time_frac=share(2, True),
+        padded_token_waste=float((padded - tokens).sum() + pad_drafts.sum()) / ran if ran else 0.0,
+        mean_accepted=float(accepted.sum()) / dec_total if dec_total else 0.0,
+        tokens_per_step=float(decode_tokens.sum()) / dec_total if dec_total else 0.0,
+        host_frac=float(host_s.sum() / t_total) if t_total > 0 else 0.0,
+        mean_step_ms=float(step_s.mean() * 1e3) if n_steps else 0.0,
+        mean_batch_reqs=float(reqs.mean()) if n_steps else 0.0, mean_k=float(ks.mean()) if n_steps else 0.0,
+        kv_usage_mean=float(kv.mean()) if n_steps else 0.0,
+        kv_usage_peak=float(np.max(rec.kv_used)) if rec.kv_used else 0.0,
+        preemptions=preemptions,
+    )

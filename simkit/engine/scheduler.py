@@ -1,0 +1,329 @@
+"""vLLM V1 continuous batching for one simulated engine: schedule a step, then apply its outcome.
+
+Pure Python, no SimPy: `schedule()` picks the step's tokens (running requests first, then waiting
+ones, under the token budget, max_num_seqs and KV blocks, preempting the most recently scheduled
+running request when blocks run out), `describe()` builds the BatchDescriptor with the CUDA-graph
+dispatch, and `update()` applies acceptance from the tables and proposes the next drafts.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable
+
+from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCostModel
+from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.cudagraph import Dispatcher
+from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
+from simkit.engine.workload import Workload
+
+
+class SimulationError(RuntimeError):
+    """The engine cannot make progress (e.g. the KV cache cannot hold one request's chunk)."""
+
+
+class Req:
+    """One in-flight request; lengths in tokens, times in simulated seconds."""
+
+    __slots__ = ("seq", "idx", "prompt_len", "out_len", "row0", "arrival", "computed", "t",
+                 "blocks", "draft", "spec", "first_time", "last_emit", "done_time", "event",
+                 "preemptions")
+
+    def __init__(self, seq: int, idx: int, prompt_len: int, out_len: int, row0: int,
+                 arrival: float) -> None:
+        self.seq, self.idx = seq, idx
+        self.prompt_len, self.out_len, self.row0 = prompt_len, out_len, row0
+        self.arrival = arrival
+        self.computed = 0          # tokens whose KV is in the cache
+        self.t = 0                 # output tokens produced so far
+        self.blocks = 0            # KV blocks held
+        self.draft = 0             # real draft tokens proposed for the next step
+        self.spec = 0              # spec tokens it will be scheduled with (draft, or K when padded)
+        self.first_time = -1.0
+        self.last_emit = -1.0
+        self.done_time = -1.0
+        self.event = None
+        self.preemptions = 0
+
+
+class Plan:
+    """What one step scheduled: one entry per scheduled request, plus its BatchDescriptor."""
+
+    __slots__ = ("entries", "k", "desc", "preempted")
+
+    def __init__(self, k: int) -> None:
+        # (request, tokens scheduled, spec tokens, real drafts among them, kind) with kind
+        # 0 = partial prefill chunk, 1 = last prefill chunk (samples a token), 2 = decode
+        self.entries: list[tuple[Req, int, int, int, int]] = []
+        self.k = k
+        self.desc: BatchDescriptor | None = None
+        self.preempted = 0
+
+
+class Scheduler:
+    """Engine state between steps, plus the K policy of the configuration."""
+
+    def __init__(self, cfg: EngineConfig, spec: SpecConfig, workload: Workload,
+                 cost_model: StepCostModel) -> None:
+        self.cfg, self.spec, self.cost_model = cfg, spec, cost_model
+        self.running: list[Req] = []
+        self.waiting: deque[Req] = deque()
+        self.free_blocks = cfg.num_blocks
+        self.total_blocks = cfg.num_blocks
+        self.drafter = spec.drafter
+        self.async_scheduling = spec.async_scheduling
+        self.dispatchers = {k: Dispatcher.build(cfg.cudagraph_mode, cfg.max_num_seqs, k,
+                                                cfg.max_num_batched_tokens)
+                            for k in spec.k_values}
+        self.cols: dict[int, tuple[list[int], list[int]]] = {}
+        if spec.drafter != "none":
+            for k in spec.k_values:
+                acc, dr, _ = workload.columns(spec.drafter, k)
+                self.cols[k] = (acc, dr)
+        self.policy = self._make_policy(workload)
+        self.k_cur = self.policy.choose(lambda k: [], 0, 0)
+        self.preemptions = 0
+
+    # -- K policies ---------------------------------------------------------------------------
+    def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
+        """Predicted step seconds of a uniform decode batch of n requests, each with K drafts."""
+        num_tokens = n * (1 + k)
+        mode, padded = self.dispatchers[k].dispatch(num_tokens, n, 1 + k)
+        desc = BatchDescriptor(n, num_tokens, padded, 0, 0, n, n * k, max(0, n * k - real_drafts),
+                               n, context + num_tokens, mode, False, self.drafter)
+        return self.cost_model.step_cost(desc).step_s
+
+    def _make_policy(self, workload: Workload) -> KPolicy:
+        spec = self.spec
+        if spec.policy is None:
+            return FixedK(spec.k if spec.drafter != "none" else 0)
+        params = dict(spec.policy_params)
+        if spec.policy == "table":
+            tab = workload.table(spec.drafter)
+            mean_acc = {}
+            for k in spec.ks:
+                acc, dr, offs = workload.columns(spec.drafter, k)
+                rows = [offs[r] + t for r in range(len(offs) - 1)
+                        for t in range(1, min(int(workload.output_len[r]), offs[r + 1] - offs[r]))]
+                mean_acc[k] = (sum(acc[i] for i in rows) / len(rows)) if rows else 0.0
+            del tab
+            ctx = float((workload.prompt_len + workload.output_len / 2).mean())
+            return BatchSizeTable(spec.ks, mean_acc, ctx, self.price)
+        if spec.policy == "feedback":
+            return FeedbackK(spec.ks, **params)
+        if spec.policy == "goodput":
+            return GoodputK(spec.ks, self.price, **params)
+        raise ValueError(f"unknown dynamic policy {spec.policy}")
+
+    # -- admission ----------------------------------------------------------------------------
+    def add(self, req: Req) -> None:
+        self.waiting.append(req)
+
+    def has_work(self) -> bool:
+        return bool(self.running) or bool(self.waiting)
+
+    def _preempt(self, req: Req) -> None:
+        self.free_blocks += req.blocks
+        req.blocks = req.computed = req.draft = req.spec = 0
+        req.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(req)
+
+    # -- one step -----------------------------------------------------------------------------
+    def schedule(self) -> Plan:
+        """Pick this step's tokens by vLLM V1 rules (decodes first, then waiting prefills).
+
+        Also builds the step's BatchDescriptor (counts, context, CUDA-graph mode and padding).
+        """
+        cfg = self.cfg
+        bs = cfg.block_size
+        budget = cfg.max_num_batched_tokens
+        max_len_1 = cfg.max_model_len - 1
+        plan = Plan(self.k_cur)
+        entries = plan.entries
+        running = self.running
+        free = self.free_blocks
+        num_tokens = prefill_tokens = prefill_reqs = spec_tokens = real_total = drafting = 0
+        ctx = max_q = 0
+        i = 0
+        while i < len(running) and budget > 0:
+            req = running[i]
+            computed = req.computed
+            n_tokens = req.prompt_len + req.t
+            n_new = n_tokens + req.spec - computed
+            if n_new > budget:
+                n_new = budget
+            if n_new > max_len_1 - computed:
+                n_new = max_len_1 - computed
+            if n_new <= 0:
+                i += 1
+                continue
+            need = -(-(computed + n_new) // bs) - req.blocks
+            if need > free:
+                stopped = False
+                self.free_blocks = free
+                while need > self.free_blocks:
+                    victim = running.pop()
+                    self._preempt(victim)
+                    plan.preempted += 1
+                    if victim is req:
+                        stopped = True
+                        break
+                free = self.free_blocks
+                if stopped:
+                    break
+            if need > 0:
+                free -= need
+                req.blocks += need
+            gap = n_tokens - computed
+            if gap == 1:                                  # decode (+ drafts)
+                spec = n_new - 1
+                real = req.draft if req.draft < spec else spec
+                entries.append((req, n_new, spec, real, 2))
+                spec_tokens += spec
+                real_total += real
+                drafting += 1
+            else:                                         # prefill chunk (resumed after preemption)
+                prefill_tokens += n_new
+                prefill_reqs += 1
+                if computed + n_new >= n_tokens:
+                    drafting += 1
+                    entries.append((req, n_new, 0, 0, 1))
+                else:
+                    entries.append((req, n_new, 0, 0, 0))
+            num_tokens += n_new
+            if n_new > max_q:
+                max_q = n_new
+            ctx += computed + n_new
+            budget -= n_new
+            i += 1
+        if not plan.preempted:
+            waiting = self.waiting
+            while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
+                req = waiting[0]
+                n_tokens = req.prompt_len + req.t
+                n_new = n_tokens - req.computed
+                if n_new > budget:
+                    n_new = budget
+                need = -(-(req.computed + n_new) // bs) - req.blocks
+                if need > free:
+                    break
+                waiting.popleft()
+                running.append(req)
+                free -= need
+                req.blocks += need
+                if req.computed + n_new >= n_tokens:
+                    drafting += 1
+                    entries.append((req, n_new, 0, 0, 1))
+                else:
+                    entries.append((req, n_new, 0, 0, 0))
+                prefill_tokens += n_new
+                prefill_reqs += 1
+                num_tokens += n_new
+                if n_new > max_q:
+                    max_q = n_new
+                ctx += req.computed + n_new
+                budget -= n_new
+        self.free_blocks = free
+        if not entries and self.has_work():
+            raise SimulationError(
+                f"nothing can be scheduled: {self.total_blocks} KV blocks cannot hold the next "
+                f"request's chunk (kv_capacity_tokens={cfg.kv_capacity_tokens})")
+        n = len(entries)
+        mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q)
+        plan.desc = BatchDescriptor(
+            num_reqs=n, num_tokens=num_tokens, num_padded_tokens=padded,
+            num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
+            num_decode_reqs=n - prefill_reqs, num_spec_tokens=spec_tokens,
+            num_pad_drafts=spec_tokens - real_total,
+            num_drafting_reqs=drafting if self.drafter != "none" else 0,
+            context_tokens=ctx, graph_mode=mode, async_scheduling=self.async_scheduling,
+            drafter=self.drafter)
+        return plan
+
+    def update(self, plan: Plan, now: float, itl: list[float], itl_arrival: list[float],
+               on_finish: Callable[[Req, float], None]) -> tuple[int, int, int, int]:
+        """Apply the step's outcome at time `now`; appends inter-token gaps to `itl`.
+
+        Each request that finished its prefill or decoded advances by a+1 tokens (a = accepted
+        drafts, capped at its scheduled real drafts), capped at its remaining output. Returns
+        (tokens emitted, drafts accepted, decode request-steps, tokens of decode steps).
+        """
+        acc_col = self.cols[plan.k][0] if plan.k in self.cols else None
+        emitted = accepted = decodes = decode_tokens = 0
+        pairs: list[tuple[int, int]] = []
+        candidates: list[Req] = []
+        finished = False
+        observe = self.policy.needs_observation
+        for req, n_new, s, real, kind in plan.entries:
+            if kind == 0:                                # partial prefill: no token, no draft
+                req.computed += n_new
+                continue
+            t = req.t
+            a = 0
+            if real > 0:
+                a = acc_col[req.row0 + t]
+                if a > real:
+                    a = real
+            e = a + 1
+            rem = req.out_len - t
+            if e > rem:
+                e = rem
+            if kind == 2:
+                decodes += 1
+                accepted += a
+                decode_tokens += e
+                if observe and s > 0:
+                    pairs.append((a, real))
+            req.computed = req.prompt_len + t + a
+            t += e
+            req.t = t
+            emitted += e
+            if req.first_time < 0:
+                req.first_time = now
+            else:
+                itl.append(now - req.last_emit)
+                itl_arrival.append(req.arrival)
+            req.last_emit = now
+            if t >= req.out_len:
+                self.free_blocks += req.blocks
+                req.blocks = 0
+                req.done_time = now
+                finished = True
+                on_finish(req, now)
+            else:
+                candidates.append(req)
+        if finished:
+            self.running = [r for r in self.running if r.done_time < 0]
+        self._propose(plan.k, pairs, candidates)
+        return emitted, accepted, decodes, decode_tokens
+
+    def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req]) -> None:
+        """Choose K for the next step and give each request that just sampled its next draft."""
+        if self.drafter == "none":
+            return
+        policy = self.policy
+        if policy.needs_observation:
+            policy.observe(pairs, k_prev)
+        n = len(candidates)
+        if isinstance(policy, FixedK):
+            k = policy.k
+        else:
+            ctx = sum(r.computed for r in self.running)
+            k = policy.choose(lambda kk: [self.cols[kk][1][r.row0 + r.t] for r in candidates],
+                              n, ctx)
+        self.k_cur = k
+        limit = self.cfg.max_model_len - k
+        no_draft = any(r.prompt_len + r.t > limit for r in candidates)
+        dr_col = self.cols[k][1]
+        pad = self.spec.pad
+        for req in candidates:
+            d = 0 if no_draft else dr_col[req.row0 + req.t]
+            req.draft = d
+            req.spec = (0 if no_draft else k) if pad else d
+
+    def kv_used_frac(self) -> float:
+        return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 0.0
+
+
+GRAPH_MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)

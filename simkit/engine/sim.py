@@ -1,0 +1,179 @@
+"""The SimPy model: client processes (closed loop or open-loop arrivals) and one engine loop.
+
+One SimPy timeout per engine step and one event per request; tokens are never individual events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from simkit.costmodel.batch import StepCostModel
+from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.metrics import Recorder, RunMetrics, summarize
+from simkit.engine.scheduler import Req, Scheduler
+from simkit.engine.workload import Workload
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """`concurrency` clients; each sends its next request as soon as the previous one finishes."""
+
+    concurrency: int = 32
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """Arrivals independent of completions: Poisson at `rate` req/s, or explicit `timestamps`."""
+
+    rate: float | None = None
+    timestamps: tuple[float, ...] | None = None
+
+
+@dataclass
+class RunResult:
+    """Metrics of one run plus what was skipped and why (nothing is dropped silently)."""
+
+    config: str
+    k: int
+    seed: int
+    metrics: RunMetrics
+    num_requests: int
+    skipped: dict[str, int] = field(default_factory=dict)
+    step_log: list | None = None        # [(BatchDescriptor, StepCost)] when keep_steps=True
+
+
+def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int
+                  ) -> tuple[list[int], dict[str, int]]:
+    """Seeded order of profile request indices (fresh permutations, cycled) and skip counts.
+
+    Skipped: prompts with no room for one output token under max_model_len, empty outputs, and
+    requests whose prompt + output cannot fit the whole KV cache.
+    """
+    plen, olen = workload.prompt_len, workload.output_len
+    skipped = {
+        "prompt_over_max_model_len": int((plen >= cfg.max_model_len).sum()),
+        "empty_output": int(((plen < cfg.max_model_len) & (olen <= 0)).sum()),
+    }
+    out_eff = np.minimum(np.minimum(olen, cfg.max_tokens), cfg.max_model_len - plen)
+    ok = (plen < cfg.max_model_len) & (olen > 0)
+    too_big = ok & (plen + out_eff > cfg.kv_capacity_tokens)
+    skipped["exceeds_kv_capacity"] = int(too_big.sum())
+    usable = np.flatnonzero(ok & ~too_big)
+    if usable.size == 0:
+        from simkit.errors import InputError
+
+        raise InputError(f"no usable request in {workload.name or 'the workload'} ({skipped})")
+    n = usable.size if num_requests is None else num_requests
+    rng = np.random.default_rng(seed)
+    order: list[int] = []
+    while len(order) < n:
+        order.extend(usable[rng.permutation(usable.size)].tolist())
+    return order[:n], skipped
+
+
+def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, spec: SpecConfig,
+             *, load: ClosedLoop | OpenLoop = ClosedLoop(), seed: int = 0,
+             num_requests: int | None = None, keep_steps: bool = False) -> RunResult:
+    """Run one configuration over the workload and summarise it (deterministic for a seed)."""
+    order, skipped = request_order(workload, cfg, num_requests, seed)
+    offsets = workload.offsets()
+    plen = workload.prompt_len.tolist()
+    olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
+                      cfg.max_model_len - workload.prompt_len).tolist()
+    sched = Scheduler(cfg, spec, workload, cost_model)
+    rec = Recorder()
+    log: list | None = [] if keep_steps else None
+    env = simpy.Environment()
+    state = {"next": 0, "wake": None, "last_arrival": 0.0, "done": 0, "warm_done_at": None}
+    warm_count = load.concurrency if isinstance(load, ClosedLoop) else None
+
+    def submit() -> Req | None:
+        j = state["next"]
+        if j >= len(order):
+            return None
+        state["next"] = j + 1
+        idx = order[j]
+        req = Req(j, idx, plen[idx], olen[idx], offsets[idx], env.now)
+        state["last_arrival"] = env.now
+        sched.add(req)
+        wake = state["wake"]
+        if wake is not None and not wake.triggered:
+            wake.succeed()
+        return req
+
+    def on_finish(req: Req, now: float) -> None:
+        rec.finish(req, now)
+        state["done"] += 1
+        if warm_count is not None and state["done"] == warm_count:
+            state["warm_done_at"] = now
+        if req.event is not None:
+            req.event.succeed()
+
+    def client():
+        while True:
+            req = submit()
+            if req is None:
+                return
+            req.event = env.event()
+            yield req.event
+
+    def arrivals(times: list[float]):
+        for t in times:
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            submit()
+
+    def engine():
+        cm = cost_model
+        while True:
+            if not sched.has_work():
+                if state["next"] >= len(order):
+                    return
+                state["wake"] = env.event()
+                yield state["wake"]
+                continue
+            plan = sched.schedule()
+            cost = cm.step_cost(plan.desc)
+            yield env.timeout(cost.step_s)
+            outcome = sched.update(plan, env.now, rec.itl, rec.itl_time, on_finish)
+            rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            if log is not None:
+                log.append((plan.desc, cost))
+
+    if isinstance(load, ClosedLoop):
+        for _ in range(min(load.concurrency, len(order))):
+            env.process(client())
+    else:
+        times = _arrival_times(load, len(order), seed)
+        env.process(arrivals(times))
+    env.process(engine())
+    env.run()
+
+    if isinstance(load, ClosedLoop):
+        start = state["warm_done_at"]
+        window = None if start is None else (start, state["last_arrival"])
+    else:
+        times = _arrival_times(load, len(order), seed)
+        window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
+    metrics = summarize(rec, window, sched.preemptions)
+    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log)
+
+
+def _arrival_times(load: OpenLoop, n: int, seed: int) -> list[float]:
+    """Arrival times of an open loop: the given timestamps (first n), or seeded Poisson arrivals."""
+    if load.timestamps is not None:
+        times = sorted(float(t) for t in load.timestamps)[:n]
+        if len(times) < n:
+            from simkit.errors import InputError
+
+            raise InputError(f"{len(times)} timestamps for {n} requests", field="timestamps")
+        return times
+    if not load.rate or load.rate <= 0:
+        from simkit.errors import InputError
+
+        raise InputError("open loop needs rate > 0 or timestamps", field="rate")
+    gaps = np.random.default_rng([seed, 7]).exponential(1.0 / load.rate, n)
+    return np.cumsum(gaps).tolist()

@@ -1,0 +1,89 @@
+"""What the engine replays: request lengths plus per-position acceptance tables, per drafter.
+
+The engine reads a(t, K) and d(t, K) as flat Python lists per (drafter, K) column, because list
+indexing in the step loop is several times faster than indexing NumPy arrays element by element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simkit.acceptance.table import AcceptanceTable
+
+
+class DrafterUnavailable(LookupError):
+    """The workload has no acceptance table for the drafter a config needs."""
+
+
+@dataclass
+class Workload:
+    """Requests (prompt/output lengths) and their acceptance tables keyed by drafter name."""
+
+    prompt_len: np.ndarray
+    output_len: np.ndarray
+    tables: dict[str, AcceptanceTable]
+    name: str = ""
+    proxy_note: str = ""
+    origin: str = ""
+    _columns: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_table(cls, table: AcceptanceTable, **kw) -> "Workload":
+        return cls(np.asarray(table.prompt_len, np.int32), np.asarray(table.output_len, np.int32),
+                   {table.drafter: table}, **kw)
+
+    @classmethod
+    def from_profile(cls, profile) -> "Workload":
+        """Build from a simkit.profiles CorpusProfile (.table, optional .tables for other drafters)."""
+        tables: dict[str, AcceptanceTable] = {}
+        extra = getattr(profile, "tables", None) or {}
+        for key, tab in dict(extra).items():
+            tables[str(key)] = tab
+        main = getattr(profile, "table", None)
+        if main is not None:
+            tables.setdefault(main.drafter, main)
+        name = f"{getattr(profile, 'model', '')}/{getattr(profile, 'corpus', '')}".strip("/")
+        return cls(np.asarray(profile.prompt_len, np.int32), np.asarray(profile.output_len, np.int32),
+                   tables, name=name, proxy_note=getattr(profile, "proxy_note", "") or "",
+                   origin=getattr(profile, "origin", "") or "")
+
+    @property
+    def num_requests(self) -> int:
+        return int(self.prompt_len.shape[0])
+
+    def has_drafter(self, drafter: str) -> bool:
+        return drafter == "none" or drafter in self.tables
+
+    def table(self, drafter: str) -> AcceptanceTable:
+        if drafter not in self.tables:
+            raise DrafterUnavailable(
+                f"{drafter} is unavailable for {self.name or 'this workload'}: it has only "
+                f"{', '.join(sorted(self.tables)) or 'no'} acceptance tables")
+        return self.tables[drafter]
+
+    def effective_k(self, drafter: str, k: int) -> int:
+        """The table column used for K: K itself, or kmax when K exceeds the table.
+
+        Under vLLM's suffix defaults (tree depth 24, spec factor 1.0) a draft never exceeds 12
+        tokens (d <= match length and match + d <= 24), so columns above 12 are identical and
+        K=24 reads the kmax column exactly when kmax >= 12.
+        """
+        return min(k, self.table(drafter).kmax)
+
+    def columns(self, drafter: str, k: int) -> tuple[list[int], list[int], list[int]]:
+        """(accepted, drafted, offsets) as Python lists for one K column (cached)."""
+        kk = self.effective_k(drafter, k)
+        key = (drafter, kk)
+        if key not in self._columns:
+            tab = self.table(drafter)
+            self._columns[key] = (tab.accepted[:, kk - 1].tolist(), tab.drafted[:, kk - 1].tolist(),
+                                  np.asarray(tab.offsets, np.int64).tolist())
+        return self._columns[key]
+
+    def offsets(self) -> list[int]:
+        """Row offsets of the tables (all tables share the request order)."""
+        if not self.tables:
+            return [0] * (self.num_requests + 1)
+        return np.asarray(next(iter(self.tables.values())).offsets, np.int64).tolist()
