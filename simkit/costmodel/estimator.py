@@ -152,13 +152,20 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
             sync = ~X["async_scheduling"].astype(bool).to_numpy()
             if sync.any():
                 rest = (col("t_step_s") - col("t_forward_s") - col("t_sample_s") - col("t_schedule_s")
-                        - col("t_prepare_s") - col("t_draft_s") - col("t_update_s"))
+                        - col("t_prepare_s") - col("t_draft_s") - col("t_update_s") - self._forcing(X))
                 solve("sample", SAMPLE_COEFS, rest[sync] * hw.host_speed, sync, "synchronous")
             elif "t_sample_host_s" in X and X["t_sample_host_s"].notna().all():
                 solve("sample", SAMPLE_COEFS, col("t_sample_host_s") * hw.host_speed)
             else:
                 for name in SAMPLE_COEFS:
                     not_fitted[name] = "no synchronous steps and no t_sample_host_s column"
+            if "t_gap_s" in X and X["t_gap_s"].notna().all() and (col("t_gap_s") > 0).any():
+                # time between steps: output processing outside the engine step (recorder column)
+                not_fitted.pop("frontend_req_s")
+                reqs = X[["num_reqs"]].to_numpy(float)
+                coef, used = self._solve(reqs, col("t_gap_s") * hw.host_speed, np.array([values["frontend_req_s"]]))
+                values["frontend_req_s"] = float(coef[0])
+                fitted.append("frontend_req_s")
             self.coefs_ = Coefficients.from_dict(values)
             self._fit_async_serial(X, hw, values, fitted, not_fitted)
         else:
@@ -182,6 +189,11 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         self.n_steps_ = int(len(X))
         return self
 
+    @staticmethod
+    def _forcing(X: pd.DataFrame) -> np.ndarray | float:
+        """Host time the recorder spent forcing trace tokens (not vLLM's work), if recorded."""
+        return X["t_force_s"].fillna(0.0).to_numpy(float) if "t_force_s" in X else 0.0
+
     def _fit_async_serial(self, X, hw, values, fitted, not_fitted) -> None:
         """The serial host part of async steps: median of measured minus modelled step time."""
         mask = X["async_scheduling"].astype(bool).to_numpy()
@@ -189,8 +201,8 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
             not_fitted["async_serial_s"] = "no asynchronous steps in the records"
             return
         Xa = X[mask]
-        base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0))["step"]
-        resid = Xa["t_step_s"].to_numpy(float) - base
+        base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0))["step"]
+        resid = Xa["t_step_s"].to_numpy(float) - self._forcing(Xa) - base
         values["async_serial_s"] = max(0.0, float(np.median(resid))) * hw.host_speed
         fitted.append("async_serial_s")
         self.coefs_ = Coefficients.from_dict(values)

@@ -81,5 +81,27 @@ def batch_from_row(row: dict) -> BatchDescriptor:
     )
 
 
-__all__ = ["check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
+def join_runs(steps: Any, runs: Any) -> Any:
+    """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
+    by run_id; a step whose run is missing is an error naming the run."""
+    cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k") if c in runs.columns]
+    missing = set(steps["run_id"]) - set(runs["run_id"])
+    if missing:
+        raise InputError(f"steps of unknown run(s) {sorted(missing)[:5]}", path="runs", field="run_id")
+    dup = [c for c in cols if c != "run_id" and c in steps.columns]
+    return steps.drop(columns=dup).merge(runs[cols], on="run_id", how="left", validate="many_to_one")
+
+
+def read_records(steps_path: str, runs_path: str) -> Any:
+    """steps.parquet joined with runs.parquet, ready for StepTimeEstimator.fit."""
+    import pandas as pd
+
+    try:
+        steps, runs = pd.read_parquet(steps_path), pd.read_parquet(runs_path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read parquet: {exc}", path=str(steps_path)) from None
+    return join_runs(steps, runs)
+
+
+__all__ = ["join_runs", "read_records", "check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
            "STEP_COLUMNS"]

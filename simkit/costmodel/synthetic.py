@@ -55,7 +55,8 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
                           noise: float = 0.02) -> pd.DataFrame:
     """n_steps records of one synthetic run, with the recorder's column meanings: t_forward_s and
     t_sample_s are GPU time (forward; sampler + rejection kernels), t_sample_host_s the host side
-    of sampling; each is the model's value times log-normal noise of `noise` (relative sd).
+    of sampling, t_gap_s the front-end work between steps; each is the model's value times
+    log-normal noise of `noise` (relative sd).
     Deterministic for a seed."""
     rng = np.random.default_rng(seed)
     base = load_cost_model(model, hardware, tp, profile="analytic")
@@ -65,7 +66,7 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
     for step in range(n_steps):
         b = random_batch(rng, drafter, k, async_scheduling)
         host = cm.host_time(b)
-        e = np.exp(rng.normal(0.0, noise, size=7))
+        e = np.exp(rng.normal(0.0, noise, size=8))
         parts_dev = cm.device_breakdown(b)
         sampling = (parts_dev["sampler"] + parts_dev["rejection"]) * e[6]
         fwd = (sum(parts_dev.values()) - parts_dev["sampler"] - parts_dev["rejection"]) * e[0]
@@ -78,7 +79,9 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
             step_s = max(dev, overlap) + parts["t_draft_s"] + coefs.async_serial_s / cm.host_speed
         else:
             step_s = sum(parts.values()) + sample_host
-        rows.append(dict(run_id=run_id, step=step, t_start_s=t, **parts, t_step_s=step_s, t_sample_host_s=sample_host,
+        step_s = max(step_s, host.frontend)   # the model's front-end floor (never binding here)
+        rows.append(dict(run_id=run_id, step=step, t_start_s=t, **parts, t_step_s=step_s,
+                         t_sample_host_s=sample_host, t_gap_s=host.frontend * e[7],
                          num_reqs=b.num_reqs, num_tokens=b.num_tokens, num_padded_tokens=b.num_padded_tokens,
                          num_prefill_tokens=b.num_prefill_tokens, num_prefill_reqs=b.num_prefill_reqs,
                          num_decode_reqs=b.num_decode_reqs, num_spec_tokens=b.num_spec_tokens,
