@@ -25,6 +25,13 @@ STEP_COLUMNS = {
     "num_drafting_reqs": "int64",
     "context_tokens": "int64",
     "graph_mode": "string",          # FULL / PIECEWISE / NONE
+    # --- added by the recorder (issue 6); meanings in docs/calibration.md ---
+    "t_end_s": "float64",            # wall clock since the run started, at the end of the step
+    "t_exec_host_s": "float64",      # host time inside model-runner execute_model
+    "t_sample_host_s": "float64",    # host time inside sample_tokens (incl. GPU wait, drafting)
+    "t_force_s": "float64",          # host time spent forcing the trace's tokens (ours, not vLLM's)
+    "t_gap_s": "float64",            # host time between steps (front-end output processing, driver)
+    "num_emitted_tokens": "int64",   # output tokens that reached requests in this step
 }
 
 # One row per run (runs.parquet): the resolved settings and the measured outcome.
@@ -50,4 +57,26 @@ RUN_COLUMNS = {
     "duration_s": "float64",         # steady-state window (warm-up excluded)
     "output_tok_s": "float64",       # steady-state output tokens per second
     "outputs_match_trace": "bool",   # every generated token equals the trace's output
+    # --- added by the runner (issue 6); meanings in docs/calibration.md ---
+    "forced": "bool",                # trace tokens forced at every sampled position
+    "max_tokens_cap": "int64",       # outputs truncated to this many tokens (0: no cap)
+    "max_num_seqs": "int64",
+    "max_num_batched_tokens": "int64",
+    "max_model_len": "int64",
+    "gpu_memory_utilization": "float64",
+    "prefix_caching": "bool",
+    "scheduler_cls": "string",
+    "steady_state": "bool",          # False: the run was too short for the steady-state window
+    "window": "string",              # how the steady-state window was chosen (JSON)
+    "total_duration_s": "float64",   # first step start to last completion
+    "total_output_tokens": "int64",
+    "num_steps": "int64",
+    "num_drafts": "int64",           # requests-steps with >= 1 real draft token
+    "num_draft_tokens": "int64",     # scheduled draft tokens incl. -1 placeholders
+    "num_pad_tokens": "int64",       # -1 placeholders among them
+    "num_accepted_tokens": "int64",
+    "requests_skipped": "string",    # JSON {reason: count}
+    "engine_start_s": "float64",
+    "started_utc": "string",
+    "notes": "string",
 }

@@ -1,9 +1,73 @@
-"""CLI commands (filled in by the issue that owns this group)."""
+"""`simkit calibrate ...`: real vLLM calibration runs (GPU host) and their records."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+calibrate_app = typer.Typer(help="Real vLLM 0.26 calibration runs and their step records.",
+                            no_args_is_help=True)
+
+
+def _ints(text: str, name: str) -> list[int]:
+    from simkit.errors import InputError
+
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"expected a comma list of integers, got {text!r}", field=name) from None
+    if not vals or min(vals) < 1:
+        raise InputError("values must be integers >= 1", field=name)
+    return vals
+
+
+@calibrate_app.command("run")
+def run(
+    model: str = typer.Option(..., help="catalogue model, e.g. llama-3.1-8b"),
+    corpus: str = typer.Option(..., help="corpus of the request file(s)"),
+    config: str = typer.Option(..., help="vanilla | suffix | kpad"),
+    out: Path = typer.Option(..., help="folder for steps_*.parquet and runs.jsonl"),
+    k: int = typer.Option(0, help="draft length K (kpad: required; suffix: 0 = vLLM default)"),
+    concurrency: str = typer.Option("32", help="requests in flight; a comma list makes one run each"),
+    num_requests: str = typer.Option("64", help="requests per run (one value, or one per concurrency)"),
+    purpose: str = typer.Option("calibration", help="calibration | validation"),
+    model_dir: Optional[Path] = typer.Option(None, help="model folder (config.json written if absent)"),
+    requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file"),
+    requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl files"),
+    max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens"),
+    tp: int = typer.Option(1, help="tensor parallel size"),
+    no_force: bool = typer.Option(False, help="do not force the trace's tokens"),
+) -> None:
+    """Start vLLM 0.26 in-process (dummy weights, forced trace outputs) and record every step."""
+    from calibrate.runner import RunSpec, requests_for, run_engine
+    from simkit.errors import InputError
+
+    concs = _ints(concurrency, "concurrency")
+    nums = _ints(num_requests, "num-requests")
+    if len(nums) == 1:
+        nums = nums * len(concs)
+    if len(nums) != len(concs):
+        raise InputError("give one --num-requests, or one per --concurrency", field="num-requests")
+    runs = [RunSpec(corpus, c, n, purpose) for c, n in zip(concs, nums)]
+    files = requests_for(model, [corpus], requests_dir, requests)
+    rows = run_engine(model, config, k, runs, out, files, model_dir, max_tokens_cap, None, tp,
+                      not no_force)
+    for r in rows:
+        typer.echo(f"{r['run_id']}: {r['output_tok_s']:.1f} tok/s, match={r['outputs_match_trace']}")
+
+
+@calibrate_app.command("merge")
+def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.jsonl or runs.parquet"),
+              into: Path = typer.Option(..., help="output folder for steps.parquet / runs.parquet")) -> None:
+    """Concatenate record folders into one steps.parquet and runs.parquet."""
+    from calibrate.merge import merge
+
+    n_runs, n_steps = merge(folders, into)
+    typer.echo(f"merged {n_runs} runs, {n_steps} steps into {into}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
+    app.add_typer(calibrate_app, name="calibrate")

@@ -1,0 +1,104 @@
+"""Trace-forced outputs: which logits row must pick which token so that vLLM reproduces a trace.
+
+With dummy weights the target's greedy choice is meaningless; forcing the recorded token at every
+sampled position (including every verification position under speculative decoding) makes the
+accepted-draft counts of a real run equal those of the real trace, while all GPU and host work
+still runs as deployed. This module holds the pure index arithmetic (tested without a GPU) and a
+small torch helper that applies it to a logits tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Written into the forced column of each logits row. Dummy weights give logits of order 1e-2, so
+# this is the argmax by a wide margin, and it is exactly representable in bf16, fp16 and fp32.
+FORCE_VALUE = 8192.0
+
+
+@dataclass
+class ForcedOutputs:
+    """Registry: request id -> (prompt length, the trace's output ids). Shared with the hooks."""
+
+    prompt_len: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    _alias: dict[str, str | None] = field(default_factory=dict)
+
+    def register(self, request_id: str, prompt_len: int, output_ids: np.ndarray) -> None:
+        """Add one request; ids must not contain '-' (vLLM appends '-<random>' internally)."""
+        if "-" in request_id:
+            raise ValueError(f"request id {request_id!r} must not contain '-'")
+        self.prompt_len[request_id] = int(prompt_len)
+        self.outputs[request_id] = np.asarray(output_ids, dtype=np.int64)
+
+    def resolve(self, internal_id: str) -> str | None:
+        """Map vLLM's internal id ('<external>-<8 hex>') back to the registered id, or None."""
+        hit = self._alias.get(internal_id, "")
+        if hit != "":
+            return hit
+        key: str | None = internal_id if internal_id in self.outputs else None
+        if key is None:
+            base = internal_id.rsplit("-", 1)[0]
+            key = base if base in self.outputs else None
+        self._alias[internal_id] = key
+        return key
+
+    def forget(self, request_id: str) -> None:
+        """Drop a finished request (keeps the registry small over long runs)."""
+        self.prompt_len.pop(request_id, None)
+        self.outputs.pop(request_id, None)
+
+
+def forced_rows(
+    forced: ForcedOutputs,
+    req_ids: list[str],
+    last_pos: np.ndarray,
+    rows_per_req: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the logits tensor and the token each must choose.
+
+    Request i owns rows_per_req[i] consecutive rows (1 without drafts, 1 + drafts under spec
+    decode); they are the logits of the inputs at positions last_pos[i]-rows+1 .. last_pos[i]
+    (absolute, prompt included), and the input at position p predicts output index p+1-prompt_len.
+    Rows whose output index falls outside the trace (partial prefills, drafts past max_tokens)
+    and requests not in the registry are left alone.
+    """
+    n = len(req_ids)
+    rows_per_req = np.asarray(rows_per_req, dtype=np.int64)[:n]
+    last_pos = np.asarray(last_pos, dtype=np.int64)[:n]
+    total = int(rows_per_req.sum())
+    if n == 0 or total == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    keys = [forced.resolve(r) for r in req_ids]
+    plen = np.array([forced.prompt_len[k] if k is not None else 0 for k in keys], dtype=np.int64)
+    outs = [forced.outputs[k] if k is not None else np.empty(0, np.int64) for k in keys]
+    out_len = np.array([len(o) for o in outs], dtype=np.int64)
+
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(rows_per_req, out=starts[1:])
+    owner = np.repeat(np.arange(n), rows_per_req)
+    k = np.arange(total, dtype=np.int64) - starts[owner]
+    pos = last_pos[owner] - (rows_per_req[owner] - 1) + k
+    j = pos + 1 - plen[owner]
+    ok = (j >= 0) & (j < out_len[owner])
+    rows = np.nonzero(ok)[0]
+    if rows.size == 0:
+        return rows, rows
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(out_len, out=offsets[1:])
+    flat = np.concatenate(outs) if out_len.sum() else np.empty(0, np.int64)
+    toks = flat[offsets[owner[rows]] + j[rows]]
+    return rows, toks
+
+
+def apply_forcing(logits, rows: np.ndarray, toks: np.ndarray) -> None:
+    """Write FORCE_VALUE at (row, token) so greedy sampling picks the trace's token (no sync)."""
+    if rows.size == 0:
+        return
+    import torch
+
+    idx = torch.from_numpy(np.stack([rows, toks]).astype(np.int64)).to(
+        logits.device, non_blocking=True)
+    logits[idx[0], idx[1]] = FORCE_VALUE

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One device call: install vLLM from the carried chunks if this machine lacks it, then start one
+# engine per group and make its runs, merging records into $OUT after each engine.
+# usage: bash calibrate/gpu/session.sh BUDGET_S MODEL GROUP...
+#   GROUP = config:k@corpus:conc:n[:purpose],corpus:conc:n[:purpose],...
+# env: CAP (max_tokens cap, default 1024), EST (tok/s at c=32 for the skip estimate, default 0)
+set -uo pipefail
+BUDGET=$1; MODEL=$2; shift 2
+T_END=$(( $(date +%s) + BUDGET ))
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+if [ ! -f /root/site/vllm_offline_env.sh ]; then
+  t=$(date +%s)
+  bash /root/carry/chunk01/install-on-gpu.sh /root/carry > "$OUT/install.log" 2>&1 \
+    || { tail -40 "$OUT/install.log"; exit 3; }
+  echo "INSTALL ok in $(( $(date +%s) - t ))s"
+fi
+. /root/site/vllm_offline_env.sh
+export PYTHONPATH="$PWD:$PYTHONPATH" VLLM_ENABLE_V1_MULTIPROCESSING=0 PYTHONUNBUFFERED=1
+WORK=/root/work/$(date +%s%N); mkdir -p "$WORK"
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm,clocks.max.sm,power.draw --format=csv >> "$OUT/env.txt" 2>&1
+for g in "$@"; do
+  eng=${g%%@*}; runs=${g#*@}; cfg=${eng%%:*}; k=${eng#*:}
+  left=$(( T_END - $(date +%s) ))
+  if [ $left -lt 100 ]; then echo "SKIP engine $eng: ${left}s left"; continue; fi
+  echo "ENGINE $MODEL $eng ($left s left)"
+  t=$(date +%s)
+  timeout $(( left - 8 )) python3 -m calibrate.runner --model "$MODEL" --config "$cfg" --k "$k" \
+    --runs "$runs" --out "$WORK" --requests-dir .gpu/requests --max-tokens-cap "${CAP:-1024}" \
+    --deadline "$T_END" --est-tok-s "${EST:-0}" >> "$LOG" 2>&1
+  rc=$?
+  echo "ENGINE $eng rc=$rc in $(( $(date +%s) - t ))s"
+  grep -E "^(RUN|SKIP)" "$LOG" | tail -n 12 | grep -F "_${cfg}" || true
+  [ $rc -ne 0 ] && grep -E "Error|error:|Traceback" "$LOG" | tail -n 8
+  python3 -m calibrate.merge "$WORK" "$OUT" 2>&1 | tail -1
+done
+ls -la "$OUT"

@@ -1,0 +1,75 @@
+"""Merge per-run record files into one steps.parquet and runs.parquet.
+
+On the GPU host: `python -m calibrate.merge WORKDIR OUTDIR` after each engine (so a call cut off
+later still returns what finished). Here: `python -m calibrate.merge A B ... --into calibrate/data`
+concatenates several returned steps/runs pairs, dropping nothing and refusing duplicate run ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from calibrate.records import write_runs, write_steps
+from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
+
+
+def _read_rows(folder: Path) -> tuple[list[dict], list[dict]]:
+    import pandas as pd
+
+    runs: list[dict] = []
+    steps: list[dict] = []
+    if (folder / "runs.jsonl").exists():
+        for line in (folder / "runs.jsonl").read_text().splitlines():
+            if line.strip():
+                runs.append(json.loads(line))
+        for r in runs:
+            p = folder / f"steps_{r['run_id']}.parquet"
+            if p.exists():
+                steps.extend(pd.read_parquet(p).to_dict("records"))
+    elif (folder / "runs.parquet").exists():
+        runs = pd.read_parquet(folder / "runs.parquet").to_dict("records")
+        steps = pd.read_parquet(folder / "steps.parquet").to_dict("records")
+    return runs, steps
+
+
+def merge(folders: list[Path], out: Path) -> tuple[int, int]:
+    """Write out/steps.parquet and out/runs.parquet from the folders; returns (runs, steps)."""
+    runs: list[dict] = []
+    steps: list[dict] = []
+    for f in folders:
+        r, s = _read_rows(Path(f))
+        runs += r
+        steps += s
+    ids = [r["run_id"] for r in runs]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"duplicate run ids across inputs: {dup}")
+    runs.sort(key=lambda r: (r["started_utc"], r["run_id"]))
+    order = {rid: i for i, rid in enumerate(r["run_id"] for r in runs)}
+    steps = [s for s in steps if s["run_id"] in order]
+    steps.sort(key=lambda s: (order[s["run_id"]], s["step"]))
+    out.mkdir(parents=True, exist_ok=True)
+    if runs:
+        write_runs(out / "runs.parquet", [{c: r.get(c) for c in RUN_COLUMNS} for r in runs])
+    if steps:
+        write_steps(out / "steps.parquet", [{c: s.get(c) for c in STEP_COLUMNS} for s in steps])
+    return len(runs), len(steps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: merge FOLDER... into OUT (the last positional, or --into)."""
+    ap = argparse.ArgumentParser(prog="calibrate.merge")
+    ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--into", type=Path)
+    a = ap.parse_args(argv)
+    folders, out = (a.folders, a.into) if a.into else (a.folders[:-1], a.folders[-1])
+    n_runs, n_steps = merge(folders, out)
+    print(f"merged {n_runs} runs, {n_steps} steps into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

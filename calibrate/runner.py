@@ -1,0 +1,348 @@
+"""Drive a real in-process vLLM 0.26 engine with trace requests at a fixed concurrency (GPU host).
+
+One engine per (model, config, K); several runs (corpus, concurrency, requests) reuse it, with the
+prefix cache and the suffix tree reset between runs so every run starts cold. Each run writes
+steps_<run>.parquet and appends its row to runs.jsonl as soon as it ends, so a call that is cut
+off still returns what finished. `python -m calibrate.runner --help` and `simkit calibrate run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibrate.forcing import ForcedOutputs
+from calibrate.model_configs import canonical, write_model_dir
+from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
+from calibrate.requests_io import CalRequest, read_requests, select_requests
+from simkit.errors import InputError
+
+CONFIGS = ("vanilla", "suffix", "kpad")
+MAX_MODEL_LEN = 16384
+MAX_NUM_BATCHED_TOKENS = 8192  # the OpenAI server's default on a >= 70 GiB GPU
+MAX_NUM_SEQS = 1024            # likewise
+GPU_MEMORY_UTILIZATION = 0.85
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One measured run on an engine."""
+
+    corpus: str
+    concurrency: int
+    num_requests: int
+    purpose: str = "calibration"
+
+    @classmethod
+    def parse(cls, text: str) -> "RunSpec":
+        """'corpus:concurrency:num_requests[:purpose]'."""
+        parts = text.split(":")
+        if len(parts) not in (3, 4):
+            raise InputError(f"run spec {text!r} is not corpus:concurrency:num_requests[:purpose]",
+                             field="runs")
+        try:
+            c, n = int(parts[1]), int(parts[2])
+        except ValueError:
+            raise InputError(f"run spec {text!r}: concurrency and num_requests must be integers",
+                             field="runs") from None
+        if c < 1 or n < 1:
+            raise InputError(f"run spec {text!r}: values must be >= 1", field="runs")
+        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration")
+
+
+def speculative_config(config: str, k: int) -> dict | None:
+    """vLLM speculative_config for a simkit config name (k=0 keeps vLLM's default K for suffix)."""
+    if config == "vanilla":
+        return None
+    if config == "suffix":
+        return {"method": "suffix", **({"num_speculative_tokens": k} if k > 0 else {})}
+    if config == "kpad":
+        if k < 1:
+            raise InputError("kpad needs --k >= 1", field="k")
+        return {"method": "suffix", "num_speculative_tokens": k}
+    raise InputError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}", field="config")
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def _resolved(engine: Any, config: str, install_info: dict) -> dict[str, Any]:
+    """The settings vLLM actually resolved (not what we asked for)."""
+    import torch
+    import vllm
+
+    vc = engine.vllm_config
+    cc, sc = vc.compilation_config, vc.scheduler_config
+    spec = vc.speculative_config
+    drafter: dict[str, Any] = {}
+    k = 0
+    if spec is not None:
+        k = int(spec.num_speculative_tokens)
+        drafter = {"method": spec.method, "num_speculative_tokens": k}
+        for f in ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                  "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"):
+            drafter[f] = getattr(spec, f, None)
+    return {
+        "vllm_version": vllm.__version__,
+        "runner": install_info["runner"],
+        "async_scheduling": bool(sc.async_scheduling),
+        "cudagraph_mode": str(getattr(cc.cudagraph_mode, "name", cc.cudagraph_mode)),
+        "capture_sizes": dumps(sorted(int(s) for s in (cc.cudagraph_capture_sizes or []))),
+        "drafter_params": dumps(drafter),
+        "k": k if config != "vanilla" else 0,
+        "gpu": torch.cuda.get_device_name(0),
+        "driver": _driver_version(),
+        "tp": int(vc.parallel_config.tensor_parallel_size),
+        "max_num_seqs": int(sc.max_num_seqs),
+        "max_num_batched_tokens": int(sc.max_num_batched_tokens),
+        "max_model_len": int(vc.model_config.max_model_len),
+        "gpu_memory_utilization": float(vc.cache_config.gpu_memory_utilization),
+        "prefix_caching": bool(vc.cache_config.enable_prefix_caching),
+        "scheduler_cls": install_info["scheduler_cls"],
+    }
+
+
+class Engine:
+    """One in-process vLLM engine with the recorder (and the forcing) installed."""
+
+    def __init__(self, model: str, config: str, k: int, model_dir: Path, tp: int = 1,
+                 force: bool = True) -> None:
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
+        from vllm import EngineArgs
+        from vllm.v1.engine.llm_engine import LLMEngine
+
+        from calibrate.recorder import StepRecorder
+
+        self.model, self.config = canonical(model), config
+        t = time.perf_counter()
+        args = EngineArgs(
+            model=str(model_dir), load_format="dummy", skip_tokenizer_init=True,
+            dtype="bfloat16", seed=0, tensor_parallel_size=tp,
+            gpu_memory_utilization=GPU_MEMORY_UTILIZATION, max_model_len=MAX_MODEL_LEN,
+            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_num_seqs=MAX_NUM_SEQS,
+            disable_log_stats=False, speculative_config=speculative_config(config, k),
+            scheduler_cls="calibrate.kpad.KPadScheduler" if config == "kpad" else None,
+        )
+        self.engine = LLMEngine.from_engine_args(args)
+        self.start_s = time.perf_counter() - t
+        self.forced = ForcedOutputs() if force else None
+        self.rec = StepRecorder(self.forced)
+        info = self.rec.install(self.engine)
+        self.settings = _resolved(self.engine, config, info)
+        self.settings["engine_start_s"] = self.start_s
+        if config == "kpad" and "KPad" not in info["scheduler_cls"]:
+            raise RuntimeError(f"kpad scheduler not in use: {info['scheduler_cls']}")
+
+    def _runner(self) -> Any:
+        return self.engine.engine_core.engine_core.model_executor.driver_worker.worker.model_runner
+
+    def reset_caches(self) -> list[str]:
+        """Cold start for the next run: prefix cache and the suffix decoding global tree."""
+        notes = []
+        if not self.engine.reset_prefix_cache():
+            notes.append("prefix cache reset refused")
+        drafter = getattr(self._runner(), "drafter", None)
+        if drafter is not None and hasattr(drafter, "suffix_cache"):
+            from arctic_inference.suffix_decoding import SuffixDecodingCache
+
+            spec = self.engine.vllm_config.speculative_config
+            drafter.suffix_cache = SuffixDecodingCache(
+                max_tree_depth=spec.suffix_decoding_max_tree_depth,
+                max_cached_requests=spec.suffix_decoding_max_cached_requests)
+        return notes
+
+    def run(self, run_id: str, reqs: list[CalRequest], concurrency: int,
+            record: bool = True) -> dict[str, Any]:
+        """Closed loop: keep `concurrency` requests in flight until all finished."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        eng, rec = self.engine, self.rec
+        pending = list(reversed(reqs))
+        want = {r.id: r for r in reqs}
+        got: dict[str, list[int]] = {}
+        completions: list[float] = []
+        last_admission: float | None = None
+
+        def admit() -> None:
+            nonlocal last_admission
+            r = pending.pop()
+            if self.forced is not None:
+                self.forced.register(r.id, len(r.prompt_ids), r.output_ids)
+            sp = SamplingParams(max_tokens=int(len(r.output_ids)), temperature=0.0,
+                                ignore_eos=True, detokenize=False,
+                                output_kind=RequestOutputKind.FINAL_ONLY)
+            eng.add_request(r.id, TokensPrompt(prompt_token_ids=r.prompt_ids.tolist()), sp)
+            last_admission = time.perf_counter() - rec.t0
+
+        if record:
+            rec.start_run(run_id)
+        else:
+            rec.t0 = time.perf_counter()
+        for _ in range(min(concurrency, len(pending))):
+            admit()
+        admitted_initial = last_admission
+        while eng.has_unfinished_requests():
+            for out in eng.step():
+                if not out.finished:
+                    continue
+                rid = out.request_id if out.request_id in want else out.request_id.rsplit("-", 1)[0]
+                got[rid] = list(out.outputs[0].token_ids)
+                completions.append(time.perf_counter() - rec.t0)
+                if self.forced is not None:
+                    self.forced.forget(rid)
+                if pending:
+                    admit()
+        end = time.perf_counter() - rec.t0
+        rows = rec.stop_run() if record else []
+        if last_admission == admitted_initial:
+            last_admission = None
+        mism = [rid for rid, r in want.items() if got.get(rid) != r.output_ids.tolist()]
+        return {"rows": rows, "completions": completions, "last_admission": last_admission,
+                "end": end, "mismatched": mism, "forced_rows": rec.forced_rows_total,
+                "output_tokens": int(sum(len(v) for v in got.values()))}
+
+
+def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, config: str,
+            cap: int, skipped: dict, forced: bool, started: str) -> dict[str, Any]:
+    """One runs.parquet row from a finished run."""
+    rows = res["rows"]
+    w = steady_window(res["completions"], res["last_admission"], res["end"])
+    t_end = np.array([r["t_end_s"] for r in rows], dtype=np.float64)
+    emitted = np.array([r["num_emitted_tokens"] for r in rows], dtype=np.int64)
+    tokens, rate = window_throughput(t_end, emitted, w)
+    notes = []
+    if res["mismatched"]:
+        notes.append(f"{len(res['mismatched'])} requests differ from the trace")
+    return {
+        "run_id": run_id, "purpose": spec.purpose, "model": model, "corpus": spec.corpus,
+        "config": config, "concurrency": spec.concurrency, "num_requests": spec.num_requests,
+        **{k: settings[k] for k in ("k", "tp", "vllm_version", "runner", "async_scheduling",
+                                     "cudagraph_mode", "capture_sizes", "drafter_params", "gpu",
+                                     "driver", "max_num_seqs", "max_num_batched_tokens",
+                                     "max_model_len", "gpu_memory_utilization", "prefix_caching",
+                                     "scheduler_cls", "engine_start_s")},
+        "output_tokens": tokens, "duration_s": w.t1 - w.t0, "output_tok_s": rate,
+        "outputs_match_trace": forced and not res["mismatched"],
+        "forced": forced, "max_tokens_cap": cap, "steady_state": w.steady,
+        "window": dumps({"rule": w.rule, "t0": round(w.t0, 6), "t1": round(w.t1, 6)}),
+        "total_duration_s": res["end"], "total_output_tokens": res["output_tokens"],
+        **step_summary(rows),
+        "requests_skipped": dumps(skipped), "started_utc": started, "notes": "; ".join(notes),
+    }
+
+
+def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Path,
+               requests: dict[str, Path], model_dir: Path | None = None, cap: int = 1024,
+               deadline: float | None = None, tp: int = 1, force: bool = True,
+               est_tok_s: float = 0.0) -> list[dict[str, Any]]:
+    """Start one engine and make the runs; returns the run rows written so far."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    key = canonical(model)
+    model_dir = Path(model_dir) if model_dir else write_model_dir(key, out_dir / f"model-{key}")
+    if not (model_dir / "config.json").exists():
+        write_model_dir(key, model_dir)
+    loaded = {c: read_requests(p) for c, p in requests.items()}
+    eng = Engine(key, config, k, model_dir, tp=tp, force=force)
+    kk = eng.settings["k"]
+    tag = f"{key}_{config}{kk if config != 'vanilla' else ''}"
+    log = out_dir / "runs.jsonl"
+    # Warm-up: first use of sampler/rejection kernels and allocator growth stay out of the runs.
+    first = next(iter(loaded.values()))
+    warm, _ = select_requests(first, 4, MAX_MODEL_LEN, kk, 32)
+    eng.run("warmup", warm, 4, record=False)
+    done: list[dict[str, Any]] = []
+    for spec in runs:
+        run_id = f"{tag}_{spec.corpus}_c{spec.concurrency}_n{spec.num_requests}"
+        reqs, skipped = select_requests(loaded[spec.corpus], spec.num_requests, MAX_MODEL_LEN,
+                                        kk, cap)
+        if len(reqs) < spec.num_requests:
+            skipped["not_enough_requests_in_file"] = spec.num_requests - len(reqs)
+        if deadline is not None and est_tok_s > 0:
+            need = sum(len(r.output_ids) for r in reqs) / (est_tok_s * min(1.0, spec.concurrency / 32))
+            if time.time() + need > deadline:
+                print(f"SKIP {run_id}: estimated {need:.0f}s exceeds the deadline", flush=True)
+                continue
+        notes = eng.reset_caches()
+        started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        t = time.time()
+        res = eng.run(run_id, reqs, spec.concurrency)
+        row = run_row(run_id, spec, eng.settings, res, key, config, cap, skipped, force, started)
+        if notes:
+            row["notes"] = "; ".join([row["notes"], *notes]).strip("; ")
+        write_steps(out_dir / f"steps_{run_id}.parquet", res["rows"])
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, sort_keys=True) + "\n")
+        done.append(row)
+        print(f"RUN {run_id}: {row['output_tok_s']:.1f} tok/s steady={row['steady_state']} "
+              f"match={row['outputs_match_trace']} steps={row['num_steps']} "
+              f"acc={row['num_accepted_tokens']}/{row['num_draft_tokens']} "
+              f"wall={time.time() - t:.1f}s", flush=True)
+    return done
+
+
+def requests_for(model: str, corpora: list[str], requests_dir: Path | None,
+                 requests_file: Path | None) -> dict[str, Path]:
+    """Request file per corpus: --requests for a single corpus, else DIR/<model>__<corpus>.jsonl."""
+    if requests_file is not None:
+        if len(set(corpora)) != 1:
+            raise InputError("--requests serves one corpus; use --requests-dir for several",
+                             field="requests")
+        return {corpora[0]: Path(requests_file)}
+    if requests_dir is None:
+        raise InputError("give --requests FILE or --requests-dir DIR", field="requests")
+    out = {}
+    for c in corpora:
+        p = Path(requests_dir) / f"{canonical(model)}__{c}.jsonl"
+        if not p.exists():
+            raise InputError("request file not found (make it with calibrate.make_requests)",
+                             path=str(p))
+        out[c] = p
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m calibrate.runner`: one engine, one or more runs."""
+    ap = argparse.ArgumentParser(prog="calibrate.runner", description=__doc__)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--config", required=True, choices=CONFIGS)
+    ap.add_argument("--k", type=int, default=0)
+    ap.add_argument("--runs", required=True, help="comma list of corpus:conc:n[:purpose]")
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--requests-dir", type=Path)
+    ap.add_argument("--requests", type=Path)
+    ap.add_argument("--model-dir", type=Path)
+    ap.add_argument("--max-tokens-cap", type=int, default=1024)
+    ap.add_argument("--deadline", type=float, help="epoch seconds; later runs are skipped")
+    ap.add_argument("--est-tok-s", type=float, default=0.0)
+    ap.add_argument("--tp", type=int, default=1)
+    ap.add_argument("--no-force", action="store_true")
+    a = ap.parse_args(argv)
+    runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
+    reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
+    run_engine(a.model, a.config, a.k, runs, a.out, reqs, a.model_dir, a.max_tokens_cap,
+               a.deadline, a.tp, not a.no_force, a.est_tok_s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
