@@ -258,3 +258,12 @@ def test_determinism_same_inputs_same_floats():
     a = load_cost_model("k-exaone-236b", "b200").step_cost(b)
     c = load_cost_model("k-exaone-236b", "b200").step_cost(b)
     assert a == c and get_hardware("b200").host_speed == 1.0
+
+
+def test_cost_model_pickles_for_worker_processes():
+    import pickle
+
+    cm = load_cost_model("deepseek-r1", "h200")
+    back = pickle.loads(pickle.dumps(cm))
+    b = decode(24, k=4, ctx=3000, mode=GraphMode.PIECEWISE, drafter="suffix")
+    assert back.step_cost(b) == cm.step_cost(b) and back.label == cm.label and back.tp == cm.tp

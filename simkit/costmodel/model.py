@@ -327,6 +327,17 @@ class CostModel:
             step = device_s + host.total
         return max(step, host.frontend)
 
+    def __getstate__(self) -> dict:
+        """Picklable (spawned worker processes): the bound closure is rebuilt on load."""
+        state = dict(self.__dict__)
+        state.pop("_fast", None)
+        state.pop("step_cost", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._build_fast()
+
     def describe(self) -> str:
         """One line saying what this model is: model, hardware, TP (chosen or given), label."""
         how = "chosen" if self.tp_chosen else "given"
