@@ -1,0 +1,274 @@
+"""`predict`: the configuration ladder for one model and corpus, over seeds, on local processes.
+
+Every (config, seed) pair is one simulation. Workload and cost model are loaded once in the
+parent and inherited by forked workers. Results are assembled in submission order, so the output
+is byte-identical whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from simkit.engine.config import EngineConfig, SpecConfig, parse_configs
+from simkit.engine.cudagraph import CudagraphMode
+from simkit.engine.sim import ClosedLoop, simulate
+from simkit.engine.workload import DrafterUnavailable, Workload
+
+DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+RESULT_KEYS = ("config", "k", "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla",
+               "full_graph_frac", "mean_accepted", "host_frac", "tpot_ms_p50", "ttft_ms_p50")
+
+
+@dataclass
+class Row:
+    """One configuration's prediction: means over seeds (std for throughput) plus details."""
+
+    config: str
+    k: int
+    output_tok_s: float
+    output_tok_s_std: float
+    speedup_vs_vanilla: float | None
+    full_graph_frac: float
+    mean_accepted: float
+    host_frac: float
+    tpot_ms_p50: float
+    ttft_ms_p50: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def result_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {k: _clean(d[k]) for k in RESULT_KEYS}
+
+
+@dataclass
+class Prediction:
+    """A full ladder for one (model, corpus, hardware, TP), with the best-K verdict."""
+
+    model: str
+    corpus: str
+    hardware: str
+    tp: int
+    cost_label: str
+    proxy_note: str
+    origin: str
+    concurrency: int
+    num_requests: int
+    seeds: int
+    rows: list[Row]
+    unavailable: dict[str, str]
+    skipped: dict[str, int]
+    best_config: str | None
+    best_k: int | None
+    dynamic_verdict: str
+    why: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The JSON document of `simkit predict --format json` (keys exactly as documented)."""
+        return {"model": self.model, "corpus": self.corpus, "hardware": self.hardware,
+                "tp": self.tp, "results": [r.result_dict() for r in self.rows],
+                "best_config": self.best_config, "best_k": self.best_k}
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, float):
+        return round(v, 6)
+    return v
+
+
+# -- per-process context (filled in the parent before forking) --------------------------------
+_CONTEXT: dict[tuple, tuple[Workload, Any]] = {}
+
+
+def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,
+                 source: str = "auto", max_model_len: int = 16384,
+                 max_num_batched_tokens: int = 8192) -> tuple[tuple, Workload, Any]:
+    """Load (once per process) the workload profile and the cost model for a cell."""
+    key = (model, corpus, hardware, tp, profile, source, max_model_len, max_num_batched_tokens)
+    if key not in _CONTEXT:
+        from simkit.costmodel import load_cost_model
+        from simkit.profiles import load_profile
+
+        prof = load_profile(model, corpus, source=source)
+        workload = Workload.from_profile(prof)
+        if not workload.name:
+            workload.name = f"{model}/{corpus}"
+        cost = load_cost_model(model, hardware, tp=tp, profile=profile,
+                               max_model_len=max_model_len,
+                               max_num_batched_tokens=max_num_batched_tokens)
+        _CONTEXT[key] = (workload, cost)
+    workload, cost = _CONTEXT[key]
+    return key, workload, cost
+
+
+def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, concurrency: int,
+         num_requests: int | None) -> dict[str, Any]:
+    workload, cost = _CONTEXT[key]
+    res = simulate(workload, cost, cfg, spec, load=ClosedLoop(concurrency), seed=seed,
+                   num_requests=num_requests)
+    out = res.metrics.to_dict()
+    out["_skipped"] = res.skipped
+    out["_num_requests"] = res.num_requests
+    return out
+
+
+def run_jobs(jobs: list[tuple], workers: int | None,
+             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """Run (key, cfg, spec, seed, concurrency, num_requests) jobs, results in job order."""
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    if workers == 1:
+        out = []
+        for job in jobs:
+            out.append(_run(*job))
+            if progress:
+                progress(1)
+        return out
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_run, *job) for job in jobs]
+        out = []
+        for fut in futures:
+            out.append(fut.result())
+            if progress:
+                progress(1)
+        return out
+
+
+def engine_config(cost, *, max_tokens: int = 8192, max_model_len: int = 16384,
+                  max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
+                  cudagraph_mode: str | CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE
+                  ) -> EngineConfig:
+    """Server limits with the KV capacity of the cost model (gpu_memory_utilization inside it)."""
+    mode = cudagraph_mode if isinstance(cudagraph_mode, CudagraphMode) else \
+        CudagraphMode.parse(cudagraph_mode)
+    return EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        max_model_len=max_model_len, max_tokens=max_tokens,
+                        kv_capacity_tokens=int(cost.kv_capacity_tokens), cudagraph_mode=mode)
+
+
+def summarize_rows(specs: list[SpecConfig], runs: list[list[dict[str, Any]]]) -> list[Row]:
+    """Mean (and std of throughput) over seeds per config; speedup against vanilla's mean."""
+    rows = []
+    for spec, rs in zip(specs, runs):
+        tput = np.array([r["output_tok_s"] for r in rs])
+
+        def mean(key: str) -> float:
+            vals = np.array([r[key] for r in rs], dtype=float)
+            vals = vals[np.isfinite(vals)]
+            return float(vals.mean()) if vals.size else float("nan")
+
+        details = {key: mean(key) for key in (
+            "tokens_per_step", "piecewise_steps_frac", "none_steps_frac", "full_time_frac",
+            "piecewise_time_frac", "none_time_frac", "padded_token_waste", "itl_ms_p50",
+            "itl_ms_p90", "itl_ms_p99", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p90",
+            "tpot_ms_p99", "request_throughput", "mean_step_ms", "mean_batch_reqs", "mean_k",
+            "kv_usage_mean", "kv_usage_peak", "preemptions", "steps")}
+        details["full_run_windows"] = float(sum(r["window_kind"] != "steady" for r in rs))
+        if spec.ks:
+            details["ks"] = ",".join(map(str, spec.ks))
+        rows.append(Row(spec.name, spec.k if spec.drafter != "none" else 0,
+                        float(tput.mean()), float(tput.std(ddof=1)) if tput.size > 1 else 0.0,
+                        None, mean("full_steps_frac"), mean("mean_accepted"), mean("host_frac"),
+                        mean("tpot_ms_p50"), mean("ttft_ms_p50"), details))
+    base = next((r for r in rows if r.config == "vanilla"), None)
+    for r in rows:
+        r.speedup_vs_vanilla = (r.output_tok_s / base.output_tok_s
+                                if base and base.output_tok_s > 0 else None)
+    return rows
+
+
+def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
+    """(best_config, best_k, dynamic-vs-best-K line, why line of the best config)."""
+    if not rows:
+        return None, None, "", ""
+    best = max(rows, key=lambda r: r.output_tok_s)
+    kpads = [r for r in rows if r.config.startswith("kpad-")]
+    best_kpad = max(kpads, key=lambda r: r.output_tok_s) if kpads else None
+    best_k = best_kpad.k if best_kpad else None
+    dyn = [r for r in rows if r.config.startswith("dynamic")]
+    line = ""
+    if dyn and best_kpad:
+        top = max(dyn, key=lambda r: r.output_tok_s)
+        gain = top.output_tok_s / best_kpad.output_tok_s - 1
+        spread = max(top.output_tok_s_std, best_kpad.output_tok_s_std)
+        if abs(top.output_tok_s - best_kpad.output_tok_s) <= spread:
+            beats = "ties (within the seed spread)"
+        else:
+            beats = "beats" if gain > 0 else "does not beat"
+        line = (f"{top.config} ({top.output_tok_s:,.0f} tok/s) {beats} best K={best_k} "
+                f"({best_kpad.output_tok_s:,.0f} tok/s): {gain:+.1%}")
+    why = (f"{best.config}: {best.full_graph_frac:.0%} FULL steps, "
+           f"{best.details.get('tokens_per_step', 0):.2f} tokens/step, host {best.host_frac:.0%}")
+    return best.config, best_k, line, why
+
+
+def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None = None,
+            concurrency: int = 32, max_tokens: int = 8192, configs: str = DEFAULT_CONFIGS,
+            seeds: int = 3, num_requests: int | None = None, max_model_len: int = 16384,
+            max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
+            cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
+            source: str = "auto", workers: int | None = None,
+            progress: Callable[[int, int], Callable[[int], None]] | None = None) -> Prediction:
+    """Simulate every configuration over `seeds` seeds and pick the best K.
+
+    `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
+    so that the steady window exists. `progress(total, done)` may return a callback per job.
+    """
+    from simkit.errors import InputError
+
+    if seeds < 1:
+        raise InputError("must be >= 1", field="seeds")
+    if concurrency < 1:
+        raise InputError("must be >= 1", field="concurrency")
+    specs = parse_configs(configs)
+    key, workload, cost = load_context(model, corpus, hardware, tp, cost_profile, source,
+                                       max_model_len, max_num_batched_tokens)
+    cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
+                        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        cudagraph_mode=cudagraph_mode)
+    unavailable: dict[str, str] = {}
+    runnable = []
+    for spec in specs:
+        if workload.has_drafter(spec.drafter):
+            runnable.append(spec)
+        else:
+            try:
+                workload.table(spec.drafter)
+            except DrafterUnavailable as exc:
+                unavailable[spec.name] = str(exc)
+    n_req = num_requests or max(workload.num_requests, 4 * concurrency)
+    for spec in runnable:                      # build the column lists before forking
+        for k in spec.k_values if spec.drafter != "none" else ():
+            workload.columns(spec.drafter, k)
+    jobs = [(key, cfg, spec, seed, concurrency, n_req) for spec in runnable for seed in range(seeds)]
+    tick = progress(len(jobs)) if progress else None
+    flat = run_jobs(jobs, workers, tick)
+    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
+    rows = summarize_rows(runnable, runs)
+    best_config, best_k, dyn_line, why = verdict(rows)
+    skipped = flat[0]["_skipped"] if flat else {}
+    return Prediction(model=model, corpus=corpus, hardware=hardware, tp=int(cost.tp),
+                      cost_label=str(cost.label), proxy_note=workload.proxy_note,
+                      origin=workload.origin, concurrency=concurrency, num_requests=n_req,
+                      seeds=seeds, rows=rows, unavailable=unavailable, skipped=skipped,
+                      best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why)
+
+
+def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,
+                  workload: Workload, cost, source: str = "auto", max_model_len: int = 16384,
+                  max_num_batched_tokens: int = 8192) -> None:
+    """Pre-seed the context cache (tests and callers with their own workload/cost objects)."""
+    _CONTEXT[(model, corpus, hardware, tp, profile, source, max_model_len,
+              max_num_batched_tokens)] = (workload, cost)
+
+
+__all__ = ["DEFAULT_CONFIGS", "Prediction", "Row", "predict", "run_jobs", "engine_config",
+           "load_context", "summarize_rows", "verdict", "with_workload"]

@@ -1,0 +1,116 @@
+"""`sweep`: predict over models x corpora on local processes; one table (parquet + CSV) and a plot.
+
+One job = one (model, corpus) cell with all its configurations and seeds, so each worker loads a
+profile and a cost model once per cell and frees them afterwards.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+SWEEP_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "config", "k",
+                 "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla", "full_graph_frac",
+                 "mean_accepted", "tokens_per_step", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
+                 "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k")
+
+
+def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Run one cell in this process; returns its rows, or the reason it could not run."""
+    from simkit.engine import predict as P
+    from simkit.errors import SimkitError
+
+    try:
+        pred = P.predict(model, corpus, workers=1, **kwargs)
+    except (SimkitError, FileNotFoundError, LookupError) as exc:
+        return {"model": model, "corpus": corpus, "error": str(exc), "rows": []}
+    finally:
+        P._CONTEXT.clear()
+    rows = []
+    for r in pred.rows:
+        rows.append({
+            "model": model, "corpus": corpus, "hardware": pred.hardware, "tp": pred.tp,
+            "cost_label": pred.cost_label, "origin": pred.origin, "config": r.config, "k": r.k,
+            "output_tok_s": r.output_tok_s, "output_tok_s_std": r.output_tok_s_std,
+            "speedup_vs_vanilla": r.speedup_vs_vanilla, "full_graph_frac": r.full_graph_frac,
+            "mean_accepted": r.mean_accepted, "tokens_per_step": r.details["tokens_per_step"],
+            "host_frac": r.host_frac, "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
+            "itl_ms_p99": r.details["itl_ms_p99"],
+            "padded_token_waste": r.details["padded_token_waste"],
+            "preemptions": r.details["preemptions"],
+            "is_best": r.config == pred.best_config,
+            "is_best_k": r.config.startswith("kpad-") and r.k == pred.best_k})
+    return {"model": model, "corpus": corpus, "error": None, "rows": rows,
+            "unavailable": pred.unavailable}
+
+
+def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: int | None = None,
+          progress: Callable[[int], Callable[[int], None]] | None = None,
+          **kwargs: Any) -> dict[str, Any]:
+    """Run every (model, corpus) cell; write sweep.parquet, sweep.csv and speedup_per_k.png."""
+    import pandas as pd
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = [(m, c) for m in models for c in corpora]
+    tick = progress(len(cells)) if progress else None
+    workers = max(1, min(workers or os.cpu_count() or 1, len(cells)))
+    results: list[dict[str, Any]] = []
+    if workers == 1:
+        for m, c in cells:
+            results.append(_cell(m, c, kwargs))
+            if tick:
+                tick(1)
+    else:
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_cell, m, c, kwargs) for m, c in cells]
+            for fut in futures:
+                results.append(fut.result())
+                if tick:
+                    tick(1)
+    rows = [row for res in results for row in res["rows"]]
+    frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+    frame.to_parquet(out / "sweep.parquet", index=False)
+    frame.to_csv(out / "sweep.csv", index=False, float_format="%.6g")
+    plot_speedup_per_k(frame, out / "speedup_per_k.png")
+    failed = {f"{r['model']}/{r['corpus']}": r["error"] for r in results if r["error"]}
+    return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
+            "frame": frame}
+
+
+def plot_speedup_per_k(frame, path: str | Path) -> None:
+    """One panel per corpus: K-pad speedup over vanilla against K, one line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kp = frame[frame["config"].str.startswith("kpad-")]
+    corpora = sorted(kp["corpus"].unique()) if len(kp) else []
+    n = max(1, len(corpora))
+    cols = min(3, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False,
+                             sharey=True)
+    for ax, corpus in zip(axes.flat, corpora):
+        sub = kp[kp["corpus"] == corpus]
+        for model in sorted(sub["model"].unique()):
+            m = sub[sub["model"] == model].sort_values("k")
+            ax.plot(m["k"], m["speedup_vs_vanilla"], marker="o", lw=1, ms=3, label=model)
+        ax.set_title(corpus)
+        ax.set_xlabel("K (K-pad + FULL_AND_PIECEWISE)")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(corpora):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("speedup vs vanilla")
+    if corpora:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
+    fig.suptitle("simkit sweep: predicted speedup per K per corpus")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.96))
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
