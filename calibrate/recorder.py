@@ -110,6 +110,23 @@ class StepRecorder:
         self._last_end: float | None = None
         self._sched_out: Any = None
         self.forced_rows_total = 0
+        self.force_error = ""
+
+    def force(self, logits: Any, ids: list[str], last: np.ndarray, rows: np.ndarray) -> None:
+        """Overwrite the logits rows of this step so greedy sampling yields the trace's tokens."""
+        assert self.forced is not None
+        r, tok = forced_rows(self.forced, ids, last, rows)
+        apply_forcing(logits, r, tok)
+        self.forced_rows_total += int(r.size)
+
+    def disable_forcing(self, exc: BaseException) -> None:
+        """Forcing failed: keep the run going unforced and say why (the run row reports it)."""
+        import traceback
+
+        self.force_error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        print(f"FORCING DISABLED: {self.force_error}", flush=True)
+        traceback.print_exc()
+        self.forced = None
 
     # ------------------------------------------------------------------ run control
     def start_run(self, run_id: str) -> None:
@@ -275,19 +292,20 @@ class StepRecorder:
             rec._event("S0")
             if rec.forced is not None and logits is not None:
                 t = _now()
-                ib = runner.input_batch
-                n = ib.num_reqs
-                ids = list(ib.req_ids[:n])
-                so = rec._sched_out
-                nsched = np.fromiter((so.num_scheduled_tokens[r] for r in ids), np.int64, n)
-                last = ib.num_computed_tokens_cpu[:n].astype(np.int64) + nsched - 1
-                if spec_decode_metadata is None:
-                    rows = np.ones(n, np.int64)
-                else:
-                    rows = np.asarray(spec_decode_metadata.num_draft_tokens, np.int64) + 1
-                r, tok = forced_rows(rec.forced, ids, last, rows)
-                apply_forcing(logits, r, tok)
-                rec.forced_rows_total += int(r.size)
+                try:
+                    ib = runner.input_batch
+                    n = ib.num_reqs
+                    ids = list(ib.req_ids[:n])
+                    so = rec._sched_out
+                    nsched = np.fromiter((so.num_scheduled_tokens[r] for r in ids), np.int64, n)
+                    last = ib.num_computed_tokens_cpu[:n].astype(np.int64) + nsched - 1
+                    if spec_decode_metadata is None:
+                        rows = np.ones(n, np.int64)
+                    else:
+                        rows = np.asarray(spec_decode_metadata.num_draft_tokens, np.int64) + 1
+                    rec.force(logits, ids, last, rows)
+                except Exception as exc:  # noqa: BLE001 - record, stop forcing, keep measuring
+                    rec.disable_forcing(exc)
                 rec._cur.t_force += _now() - t
             out = sample(logits, spec_decode_metadata)
             rec._event("S1")
@@ -421,13 +439,14 @@ class _ForcingSamplerV2:
         rec = self._rec
         if rec.active and rec.forced is not None and rec._cur is not None:
             t = _now()
-            n = input_batch.num_reqs
-            ids = list(input_batch.req_ids[:n])
-            last = (input_batch.num_computed_tokens_np[:n].astype(np.int64)
-                    + np.asarray(input_batch.num_scheduled_tokens[:n], np.int64) - 1)
-            rows = np.diff(np.asarray(input_batch.cu_num_logits_np[: n + 1], np.int64))
-            r, tok = forced_rows(rec.forced, ids, last, rows)
-            apply_forcing(logits, r, tok)
-            rec.forced_rows_total += int(r.size)
+            try:
+                n = input_batch.num_reqs
+                ids = list(input_batch.req_ids[:n])
+                last = (input_batch.num_computed_tokens_np[:n].astype(np.int64)
+                        + np.asarray(input_batch.num_scheduled_tokens[:n], np.int64) - 1)
+                rows = np.diff(np.asarray(input_batch.cu_num_logits_np[: n + 1], np.int64))
+                rec.force(logits, ids, last, rows)
+            except Exception as exc:  # noqa: BLE001 - record, stop forcing, keep measuring
+                rec.disable_forcing(exc)
             rec._cur.t_force += _now() - t
         return self._inner(logits, input_batch, *a, **k)

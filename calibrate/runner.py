@@ -218,7 +218,8 @@ class Engine:
         mism = [rid for rid, r in want.items() if got.get(rid) != r.output_ids.tolist()]
         return {"rows": rows, "completions": completions, "last_admission": last_admission,
                 "end": end, "mismatched": mism, "forced_rows": rec.forced_rows_total,
-                "output_tokens": int(sum(len(v) for v in got.values()))}
+                "output_tokens": int(sum(len(v) for v in got.values())),
+                "force_error": rec.force_error}
 
 
 def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, config: str,
@@ -230,6 +231,9 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
     emitted = np.array([r["num_emitted_tokens"] for r in rows], dtype=np.int64)
     tokens, rate = window_throughput(t_end, emitted, w)
     notes = []
+    if res.get("force_error"):
+        forced = False
+        notes.append(f"forcing disabled: {res['force_error']}")
     if res["mismatched"]:
         notes.append(f"{len(res['mismatched'])} requests differ from the trace")
     return {
