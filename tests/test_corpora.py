@@ -178,10 +178,19 @@ def test_catalogue_lists():
     assert tokenizer_family("ds-r1-distill-qwen-32b") == "r1-qwen"
 
 
+def test_distill_proxy_note_warns_about_missing_think_traces():
+    chat = load_corpus("chat", "ds-r1-distill-llama-70b")
+    assert "no <think> trace" in chat.proxy_note
+    assert chat.sources["alpaca_eval"] == "Llama-3.1-70B-Instruct"
+    reasoning = load_corpus("reasoning", "ds-r1-distill-llama-70b")
+    assert reasoning.sources == {"r1distill": "DeepSeek-R1-Distill-Llama-8B"}
+
+
 def test_mix_is_every_corpus_shuffled_deterministically():
     mix = load_corpus(MIX, "llama-3.1-8b")
     parts = {c: len(load_corpus(c, "llama-3.1-8b")) for c in CORPORA}
     assert len(mix) == sum(parts.values())
+    assert len({r.request_id for r in mix.requests}) == len(mix)
     assert Counter(r.corpus for r in mix.requests) == parts
     assert mix.proportions == pytest.approx({c: n / len(mix) for c, n in parts.items()})
     again = load_corpus(MIX, "llama-3.1-8b")

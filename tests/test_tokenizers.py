@@ -92,9 +92,10 @@ def test_templates_reproduce_vllm_model_input(rel, template):
     assert mismatched == []
 
 
-def test_r1_template_matches_stored_distill_prompts():
-    rows = json.loads((SRC / "r1distill_thinking_interp/"
-                       "responses_deepseek-r1-distill-qwen-14b.json").read_bytes())
+@pytest.mark.parametrize("name", ["responses_deepseek-r1-distill-qwen-14b.json",
+                                  "responses_deepseek-r1-distill-llama-8b-legacy-messages.json"])
+def test_r1_template_matches_stored_distill_prompts(name):
+    rows = json.loads((SRC / "r1distill_thinking_interp" / name).read_bytes())
     bos = "<｜begin▁of▁sentence｜>"
     for r in rows:
         prompt = r1_chat([("user", r["original_message"]["content"])])

@@ -24,6 +24,9 @@ PRODUCER_VOCAB = {L8: "llama3", L70: "llama3", L405: "llama3", L3_8: "llama3", L
                   R1DL8: "llama3", Q7: "qwen", Q32: "qwen", Q72: "qwen", Q2_7: "qwen",
                   Q2_72: "qwen", SKY: "qwen", QWQ: "qwen", R1DQ14: "qwen", R1: "deepseek-v3"}
 ALL_PRODUCERS = list(PRODUCER_VOCAB)
+_DISTILL_NOTE = ("outside the reasoning corpus no R1-distill outputs exist: those corpora replay "
+                 "non-reasoning models' answers (no <think> trace), so output lengths there are "
+                 "not the distill's")
 VOCAB_OF_FAMILY = {"llama3": "llama3", "r1-llama": "llama3", "qwen": "qwen", "r1-qwen": "qwen"}
 
 
@@ -53,15 +56,16 @@ MODELS: dict[str, ModelSpec] = {m.model_id: m for m in (
     ModelSpec("qwen2.5-32b", "qwen", Q32, (Q32, Q72, Q7, SKY, QWQ, Q2_72, Q2_7, R1DQ14)),
     ModelSpec("qwen2.5-72b", "qwen", Q72, (Q72, Q32, Q7, Q2_72, Q2_7, SKY, QWQ, R1DQ14)),
     ModelSpec("ds-r1-distill-qwen-7b", "r1-qwen", "DeepSeek-R1-Distill-Qwen-7B",
-              (R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY)),
+              (R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY), family_note=_DISTILL_NOTE),
     ModelSpec("ds-r1-distill-qwen-32b", "r1-qwen", "DeepSeek-R1-Distill-Qwen-32B",
-              (R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7)),
+              (R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE),
     ModelSpec("ds-r1-distill-llama-70b", "r1-llama", "DeepSeek-R1-Distill-Llama-70B",
-              (R1DL8, R1, L70, L405, L8, L3_70, L3_8)),
+              (R1DL8, R1, L70, L405, L8, L3_70, L3_8), family_note=_DISTILL_NOTE),
     ModelSpec("deepseek-r1", "r1-llama", R1, (R1, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
               family_note=("DeepSeek-R1's own tokenizer (DeepSeek-V3, ~129k vocab) is not "
                            "available offline; proxy tokenizer r1-llama (Llama-3 128k vocab, "
-                           "same 1-3 digit grouping, R1 chat format)")),
+                           "same 1-3 digit grouping, R1 chat format); R1's own outputs exist only "
+                           "for summarization (final answer, no think trace)")),
     ModelSpec("k-exaone-236b", "llama3", "K-EXAONE-236B", (L405, L70, L8, L3_70, L3_8, Q72),
               family_note=("no EXAONE tokenizer or outputs are available; proxy tokenizer llama3 "
                            "with the Llama-3.1 chat template and the largest Llama-3.1 outputs")),

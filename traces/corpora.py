@@ -40,7 +40,10 @@ __all__ = ["Corpus", "list_corpora", "list_models", "load_corpus", "tokenizer_fa
 
 @dataclass
 class Corpus:
-    """Tokenized requests of one corpus for one simulated model, with where they came from."""
+    """Tokenized requests of one corpus for one simulated model, with where they came from.
+
+    In "mix" each TraceRequest keeps the name of the corpus it came from in `.corpus`.
+    """
 
     name: str
     model: str

@@ -129,6 +129,7 @@ def bpe_file_for(family: str) -> str:
     return LLAMA3_BPE if family in ("llama3", "r1-llama") else QWEN_BPE
 
 
+@functools.lru_cache(maxsize=None)
 def tokenizer_fingerprint(family: str) -> str:
     """A short digest of everything that defines a family's encoding (file bytes, pattern, specials)."""
     enc = get_tokenizer(family)

@@ -1,8 +1,9 @@
 """R1-distill reasoning traces (reasoning): long-CoT outputs TRUNCATED at ~1000 tokens.
 
 `full_response` = the templated prompt + generated text; it is split after the generation prompt
-"<｜Assistant｜><think>\\n". The prompt is rebuilt with the R1 template (with BOS, which the stored
-text lacks) from `original_message`.
+"<｜Assistant｜><think>\\n". For R1-format models the prompt is that stored prefix plus the BOS
+the stored text lacks (equal to r1_chat(original_message) for every record; tested); other
+families render `original_message` with their own template.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _FILES = {
         "r1distill_thinking_interp/responses_deepseek-r1-distill-llama-8b-legacy-messages.json",
 }
 MARKER = "<｜Assistant｜><think>\n"
+BOS = "<｜begin▁of▁sentence｜>"
 
 
 def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
@@ -42,9 +44,9 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
         if not output:
             skipped["empty output"] += 1
             continue
+        exact = BOS + full[:cut + len(MARKER)]
         out.append(TextRecord(f"r1distill/{i}", [("user", question)], output, producer,
-                              greedy=True, exact_prompt="<｜begin▁of▁sentence｜>" + full[:cut + len(MARKER)],
-                              exact_template="r1"))
+                              greedy=True, exact_prompt=exact, exact_template="r1"))
     return out
 
 
