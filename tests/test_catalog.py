@@ -180,3 +180,45 @@ def test_cli_unknown_name_is_one_line_exit_2():
     assert res.returncode == 2
     assert res.stderr.strip().startswith("error: unknown model 'gpt-9'")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_mixtral_style_config_uses_intermediate_size_as_expert_width(tmp_path):
+    # Mixtral-8x7B public config facts; published total 46.7B
+    cfg = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 32000, "tie_word_embeddings": False}
+    path = tmp_path / "mixtral" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    m = model_from_config_json(path)
+    assert (m.experts_total, m.experts_active, m.moe_intermediate, m.moe_layers) == (8, 2, 14336, 32)
+    assert abs(m.param_count() / 46.7e9 - 1) < 0.01
+    assert abs(m.active_params() / 12.9e9 - 1) < 0.02
+    cfg["num_experts_per_tok"] = 9
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="num_experts_per_tok"):
+        model_from_config_json(path)
+
+
+def test_user_hardware_from_json(tmp_path):
+    doc = get_hardware("h200").summary()
+    doc = {k: v for k, v in doc.items() if k not in ("label", "name")}
+    doc["hbm_tbps"] = 5.5
+    path = tmp_path / "h200-oc.json"
+    path.write_text(json.dumps(doc))
+    hw = get_hardware(str(path))
+    assert hw.name == "h200-oc" and hw.hbm_tbps == 5.5
+    del doc["nvlink_gbps"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="field 'nvlink_gbps'"):
+        get_hardware(str(path))
+
+
+def test_higher_gmu_never_needs_more_gpus():
+    for name in MODEL_IDS:
+        for hw in ("h200", "b200"):
+            try:
+                low = choose_tp(name, hw, gmu=0.80)
+            except InputError:
+                continue
+            assert choose_tp(name, hw, gmu=0.95) <= low

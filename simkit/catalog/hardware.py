@@ -94,13 +94,31 @@ def list_hardware() -> list[str]:
     return sorted(_catalog())
 
 
+def hardware_from_json(path: str) -> HardwareSpec:
+    """A user hardware entry from a JSON file with the catalogue's fields (errors name the field)."""
+    from pathlib import Path
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object", path=str(path))
+    doc.setdefault("name", Path(path).stem)
+    return hardware_from_dict(doc, str(path))
+
+
 def get_hardware(name: str) -> HardwareSpec:
-    """An embedded hardware entry by id (case-insensitive)."""
+    """An embedded hardware entry by id (case-insensitive), or a user entry from a .json path."""
     cat = _catalog()
     key = name.lower()
-    if key not in cat:
-        raise UnknownNameError("hardware", name, list(cat))
-    return cat[key]
+    if key in cat:
+        return cat[key]
+    if name.endswith(".json"):
+        return hardware_from_json(name)
+    raise UnknownNameError("hardware", name, list(cat))
 
 
-__all__ = ["HardwareSpec", "get_hardware", "list_hardware", "hardware_from_dict"]
+__all__ = ["HardwareSpec", "get_hardware", "list_hardware", "hardware_from_dict", "hardware_from_json"]

@@ -245,7 +245,8 @@ def spec_from_config(cfg: dict, name: str, path: str, extra: dict | None = None)
         experts_total=experts,
         experts_active=_get(cfg, ("num_experts_per_tok", "moe_topk"), path, 0) if experts else 0,
         experts_shared=_get(cfg, ("n_shared_experts", "num_shared_experts"), path, 0) if experts else 0,
-        moe_intermediate=_get(cfg, ("moe_intermediate_size",), path, 0) if experts else 0,
+        # Mixtral-style configs give the expert width as intermediate_size
+        moe_intermediate=_get(cfg, ("moe_intermediate_size",), path, cfg.get("intermediate_size", 0)) if experts else 0,
         first_k_dense=_get(cfg, ("first_k_dense_replace",), path, 0) if experts else 0,
         attention="mla" if mla else "gqa",
         kv_lora_rank=_get(cfg, ("kv_lora_rank",), path, 0) if mla else 0,
@@ -266,6 +267,9 @@ def spec_from_config(cfg: dict, name: str, path: str, extra: dict | None = None)
         source=extra.get("source", f"config.json at {path}"),
         assumptions=extra.get("assumptions", ""),
     )
+    if spec.is_moe and not 0 < spec.experts_active <= spec.experts_total:
+        raise InputError(f"num_experts_per_tok must be in 1..{spec.experts_total}", path=path,
+                         field="num_experts_per_tok")
     if spec.is_moe and (spec.experts_active == 0 or spec.moe_intermediate == 0):
         raise InputError("MoE config needs num_experts_per_tok and moe_intermediate_size", path=path,
                          field="num_experts_per_tok")
