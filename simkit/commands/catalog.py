@@ -20,21 +20,22 @@ FORMAT_OPT = typer.Option(Format.table, "--format", "-f", help="table or json")
 DEFAULT_TP_HW = ("h200", "b200")
 
 
-def _deployment(name: str) -> dict[str, Any]:
-    """Default TP (smallest with a useful KV cache at gmu 0.85, max_model_len 16384) and the KV
-    capacity it leaves, on each hardware of DEFAULT_TP_HW."""
+def _deployment(name: Any, gmu: float = 0.85, max_model_len: int = 16384) -> dict[str, Any]:
+    """Default TP (smallest with a useful KV cache at gmu, max_model_len) and the KV capacity it
+    leaves, on each hardware of DEFAULT_TP_HW."""
     from simkit.costmodel.memory import choose_tp, kv_capacity_tokens, max_concurrent_seqs
     from simkit.errors import InputError
 
     out = {}
     for hw in DEFAULT_TP_HW:
         try:
-            tp = choose_tp(name, hw)
+            tp = choose_tp(name, hw, gmu=gmu, max_model_len=max_model_len)
         except InputError as exc:
             out[hw] = {"tp": None, "why": str(exc)}
             continue
-        out[hw] = {"tp": tp, "kv_capacity_tokens": kv_capacity_tokens(name, hw, tp),
-                   "max_seqs_at_16384": max_concurrent_seqs(name, hw, tp, 16384)}
+        out[hw] = {"tp": tp, "gmu": gmu, "kv_capacity_tokens": kv_capacity_tokens(name, hw, tp, gmu),
+                   "max_model_len": max_model_len,
+                   "max_seqs_at_max_model_len": max_concurrent_seqs(name, hw, tp, max_model_len, gmu)}
     return out
 
 
@@ -72,13 +73,13 @@ def _models_list(fmt: Format) -> None:
     Console(width=160).print(table)
 
 
-def _models_show(name: str, fmt: Format) -> None:
+def _models_show(name: str, fmt: Format, gmu: float = 0.85, max_model_len: int = 16384) -> None:
     from simkit.catalog.models import get_model, param_error
 
     m = get_model(name)
     doc = m.summary()
     doc["param_error_vs_published"] = param_error(m)
-    doc["default_deployment"] = _deployment(m.name if name == m.name else m)
+    doc["default_deployment"] = _deployment(m, gmu, max_model_len)
     if fmt is Format.json:
         _emit_json(doc)
         return
@@ -108,8 +109,8 @@ def _models_show(name: str, fmt: Format) -> None:
         if d["tp"] is None:
             lines.append(f"default TP {hw:5s} none: {d['why']}")
         else:
-            lines.append(f"default TP {hw:5s} {d['tp']} (KV capacity {d['kv_capacity_tokens']:,} tokens, "
-                         f"{d['max_seqs_at_16384']} sequences of 16384)")
+            lines.append(f"default TP {hw:5s} {d['tp']} (gmu {gmu}: KV capacity {d['kv_capacity_tokens']:,} "
+                         f"tokens, {d['max_seqs_at_max_model_len']} sequences of {max_model_len})")
     lines.append(f"source           {m.source}")
     if m.assumptions:
         lines.append(f"assumptions      {m.assumptions}")
@@ -161,9 +162,12 @@ def register(app: typer.Typer) -> None:
 
     @models.command("show")
     def models_show(name: str = typer.Argument(..., help="model id, or a path to a HF config.json"),
-                    fmt: Format = FORMAT_OPT) -> None:
+                    fmt: Format = FORMAT_OPT,
+                    gmu: float = typer.Option(0.85, "--gmu", min=0.01, max=1.0,
+                                             help="gpu_memory_utilization for the default TP"),
+                    max_model_len: int = typer.Option(16384, "--max-model-len", min=1)) -> None:
         """One model: architecture, parameters, KV bytes/token, default TP on h200/b200, source, assumptions."""
-        _models_show(name, fmt)
+        _models_show(name, fmt, gmu, max_model_len)
 
     @hardware.command("list")
     def hardware_list(fmt: Format = FORMAT_OPT) -> None:
