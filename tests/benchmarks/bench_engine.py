@@ -1,0 +1,76 @@
+"""Engine speed: simulated output tokens per CPU second per config, wall time of one predict (all
+configs, mix corpus) and of the full sweep (11 models x all corpora). Targets on the 2-core CI
+machine: predict < 10 s, sweep < 5 min. Prints figures; asserts nothing about time.
+
+    python tests/benchmarks/bench_engine.py [--model llama-3.1-8b] [--corpus mix] [--no-sweep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="llama-3.1-8b")
+    ap.add_argument("--corpus", default="mix")
+    ap.add_argument("--hardware", default="h200")
+    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--sweep-seeds", type=int, default=1)
+    args = ap.parse_args()
+
+    from simkit.engine.config import parse_configs
+    from simkit.engine.predict import DEFAULT_CONFIGS, engine_config, load_context, predict
+    from simkit.engine.sim import ClosedLoop, simulate
+
+    print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
+    t0 = time.perf_counter()
+    _, workload, cost = load_context(args.model, args.corpus, args.hardware, None, None)
+    print(f"load profile + cost model ({args.model}/{args.corpus}): "
+          f"{time.perf_counter() - t0:.2f} s; {workload.num_requests} requests, "
+          f"{int(workload.output_len.sum()):,} output tokens, origin {workload.origin}")
+    cfg = engine_config(cost)
+    print(f"{'config':18s} {'steps':>7s} {'out tokens':>11s} {'cpu s':>7s} {'sim tok/cpu-s':>14s}"
+          f" {'steps/cpu-s':>12s}")
+    for spec in parse_configs(DEFAULT_CONFIGS):
+        c0 = time.process_time()
+        res = simulate(workload, cost, cfg, spec, load=ClosedLoop(32), seed=0,
+                       num_requests=max(workload.num_requests, 128))
+        dt = time.process_time() - c0
+        m = res.metrics
+        print(f"{spec.name:18s} {m.steps:7d} {m.output_tokens:11,d} {dt:7.2f} "
+              f"{m.output_tokens / dt:14,.0f} {m.steps / dt:12,.0f}")
+
+    t0 = time.perf_counter()
+    pred = predict(args.model, args.corpus, hardware=args.hardware)
+    wall = time.perf_counter() - t0
+    print(f"predict {args.model}/{args.corpus}: {len(pred.rows)} configs x {pred.seeds} seeds, "
+          f"{pred.num_requests} requests each: wall {wall:.2f} s (target < 10 s)")
+
+    if not args.no_sweep:
+        from simkit.catalog.models import list_models
+        from simkit.engine.sweep import sweep
+        from traces.corpora import list_corpora
+
+        models, corpora = list_models(), list_corpora()
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            res = sweep(models, corpora, out, configs=DEFAULT_CONFIGS, hardware=args.hardware,
+                        seeds=args.sweep_seeds)
+            wall = time.perf_counter() - t0
+        print(f"sweep {len(models)} models x {len(corpora)} corpora ({res['cells']} cells, "
+              f"{res['rows']} rows, {args.sweep_seeds} seed): wall {wall:.1f} s (target < 300 s); "
+              f"cells not run: {len(res['failed'])}")
+        for cell, err in sorted(res["failed"].items()):
+            print(f"  not run {cell}: {err}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the parent process: {peak:.0f} MiB; load average at end: "
+          f"{os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
