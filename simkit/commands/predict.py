@@ -48,8 +48,10 @@ def render_table(pred) -> str:
     if pred.proxy_note:
         corpus += f" | proxy: {pred.proxy_note}"
     console.print(corpus)
-    console.print(f"closed loop, concurrency {pred.concurrency}, {pred.num_requests} requests, "
-                  f"{pred.seeds} seed(s); steady window = C-th completion .. last submission")
+    window = ("C-th completion .. last submission" if pred.load.startswith("closed")
+              else "arrival at 10% .. last arrival")
+    console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); "
+                  f"steady window = {window}")
     table = Table(show_edge=False, pad_edge=False)
     for col, just in (("config", "left"), ("K", "right"), ("tok/s", "right"), ("±std", "right"),
                       ("speedup", "right"), ("FULL", "right"), ("PIECEW", "right"),
@@ -150,6 +152,8 @@ def register(app: typer.Typer) -> None:
                                                    help="calibrated cost-model profile"),
         source: str = typer.Option("auto", "--source", help="auto, raw-traces or shipped"),
         workers: Optional[int] = typer.Option(None, "--workers", help="local processes"),
+        request_rate: Optional[float] = typer.Option(
+            None, "--request-rate", help="open loop: Poisson arrivals (req/s) instead of clients"),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.engine.predict import predict as run_predict
@@ -163,7 +167,8 @@ def register(app: typer.Typer) -> None:
                                num_requests=num_requests, max_num_seqs=max_num_seqs,
                                max_num_batched_tokens=max_num_batched_tokens,
                                cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
-                               source=source, workers=workers, progress=prog)
+                               source=source, workers=workers, request_rate=request_rate,
+                               progress=prog)
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":

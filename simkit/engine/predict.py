@@ -18,7 +18,7 @@ import numpy as np
 
 from simkit.engine.config import EngineConfig, SpecConfig, parse_configs
 from simkit.engine.cudagraph import CudagraphMode
-from simkit.engine.sim import ClosedLoop, simulate
+from simkit.engine.sim import ClosedLoop, OpenLoop, simulate
 from simkit.engine.workload import DrafterUnavailable, Workload
 
 DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
@@ -56,6 +56,7 @@ class Prediction:
     hardware: str
     tp: int
     cost_label: str
+    load: str
     proxy_note: str
     origin: str
     concurrency: int
@@ -109,11 +110,10 @@ def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile
     return key, workload, cost
 
 
-def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, concurrency: int,
+def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, load: ClosedLoop | OpenLoop,
          num_requests: int | None) -> dict[str, Any]:
     workload, cost = _CONTEXT[key]
-    res = simulate(workload, cost, cfg, spec, load=ClosedLoop(concurrency), seed=seed,
-                   num_requests=num_requests)
+    res = simulate(workload, cost, cfg, spec, load=load, seed=seed, num_requests=num_requests)
     out = res.metrics.to_dict()
     out["_skipped"] = res.skipped
     out["_num_requests"] = res.num_requests
@@ -122,7 +122,7 @@ def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, concurrency
 
 def run_jobs(jobs: list[tuple], workers: int | None,
              progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
-    """Run (key, cfg, spec, seed, concurrency, num_requests) jobs, results in job order."""
+    """Run (key, cfg, spec, seed, load, num_requests) jobs, results in job order."""
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if workers == 1:
         out = []
@@ -215,12 +215,13 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             seeds: int = 3, num_requests: int | None = None, max_model_len: int = 16384,
             max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
             cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
-            source: str = "auto", workers: int | None = None,
+            source: str = "auto", workers: int | None = None, request_rate: float | None = None,
             progress: Callable[[int, int], Callable[[int], None]] | None = None) -> Prediction:
     """Simulate every configuration over `seeds` seeds and pick the best K.
 
     `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
-    so that the steady window exists. `progress(total, done)` may return a callback per job.
+    so that the steady window exists. `request_rate` (req/s) switches from the closed loop to
+    seeded Poisson arrivals (capacity planning). `progress(total)` returns a per-job callback.
     """
     from simkit.errors import InputError
 
@@ -248,7 +249,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     for spec in runnable:                      # build the column lists before forking
         for k in spec.k_values if spec.drafter != "none" else ():
             workload.columns(spec.drafter, k)
-    jobs = [(key, cfg, spec, seed, concurrency, n_req) for spec in runnable for seed in range(seeds)]
+    load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
+    jobs = [(key, cfg, spec, seed, load, n_req) for spec in runnable for seed in range(seeds)]
     tick = progress(len(jobs)) if progress else None
     flat = run_jobs(jobs, workers, tick)
     runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
@@ -256,7 +258,9 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     best_config, best_k, dyn_line, why = verdict(rows)
     skipped = flat[0]["_skipped"] if flat else {}
     return Prediction(model=model, corpus=corpus, hardware=hardware, tp=int(cost.tp),
-                      cost_label=str(cost.label), proxy_note=workload.proxy_note,
+                      cost_label=str(cost.label),
+                      load=(f"open loop, Poisson {request_rate:g} req/s" if request_rate else
+                            f"closed loop, concurrency {concurrency}"), proxy_note=workload.proxy_note,
                       origin=workload.origin, concurrency=concurrency, num_requests=n_req,
                       seeds=seeds, rows=rows, unavailable=unavailable, skipped=skipped,
                       best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why)

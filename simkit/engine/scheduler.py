@@ -22,6 +22,22 @@ class SimulationError(RuntimeError):
     """The engine cannot make progress (e.g. the KV cache cannot hold one request's chunk)."""
 
 
+def mean_accepted_per_step(workload: Workload, drafter: str, k: int) -> float:
+    """Mean accepted drafts per decode step when every request runs alone from t=1 at cap K
+    (what an operator reads from vLLM's acceptance metrics when tuning a K table offline)."""
+    acc, _, offs = workload.columns(drafter, k)
+    steps = total = 0
+    for r, length in enumerate(workload.output_len.tolist()):
+        base, end = offs[r], min(length, offs[r + 1] - offs[r])
+        t = 1
+        while t < end:
+            a = acc[base + t]
+            total += a
+            steps += 1
+            t += a + 1
+    return total / steps if steps else 0.0
+
+
 class Req:
     """One in-flight request; lengths in tokens, times in simulated seconds."""
 
@@ -99,14 +115,7 @@ class Scheduler:
             return FixedK(spec.k if spec.drafter != "none" else 0)
         params = dict(spec.policy_params)
         if spec.policy == "table":
-            tab = workload.table(spec.drafter)
-            mean_acc = {}
-            for k in spec.ks:
-                acc, dr, offs = workload.columns(spec.drafter, k)
-                rows = [offs[r] + t for r in range(len(offs) - 1)
-                        for t in range(1, min(int(workload.output_len[r]), offs[r + 1] - offs[r]))]
-                mean_acc[k] = (sum(acc[i] for i in rows) / len(rows)) if rows else 0.0
-            del tab
+            mean_acc = {k: mean_accepted_per_step(workload, spec.drafter, k) for k in spec.ks}
             ctx = float((workload.prompt_len + workload.output_len / 2).mean())
             return BatchSizeTable(spec.ks, mean_acc, ctx, self.price)
         if spec.policy == "feedback":
