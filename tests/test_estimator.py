@@ -154,26 +154,46 @@ def test_join_runs_brings_run_settings(exact):
         join_runs(steps, runs.iloc[1:])
 
 
-def _real_records():
-    root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
-    steps = sorted(root.glob("**/steps*.parquet")) if root.is_dir() else []
-    runs = sorted(root.glob("**/runs*.parquet")) if root.is_dir() else []
-    return steps, runs
-
-
 def test_fit_on_real_h200_records_when_present():
-    steps, runs = _real_records()
-    if not steps or not runs:
+    from simkit.costmodel.fit import load_record_dir
+
+    root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+    if not root.is_dir() or not list(root.glob("**/steps*.parquet")):
         pytest.skip("no measured step records under calibrate/data/ yet (produced by the calibration issue)")
-    S = pd.concat([pd.read_parquet(p) for p in steps], ignore_index=True)
-    R = pd.concat([pd.read_parquet(p) for p in runs], ignore_index=True).drop_duplicates("run_id")
-    X = join_runs(S, R)
-    X = X[X["gpu"].str.contains("H200", case=False)] if "gpu" in X else X
-    if X.empty:
-        pytest.skip("measured records exist but none from an H200")
+    try:
+        X, left_out = load_record_dir(root, "h200")
+    except InputError as exc:
+        pytest.skip(f"measured records exist but none usable on an H200: {exc}")
     est = StepTimeEstimator(hardware="h200")
     rep = est.cross_validate_report(X, n_splits=5)
-    print("real-record CV MAPE %:", rep["mean"], rep["grouping"])
+    print("real-record CV MAPE %:", rep["mean"], rep["grouping"], "left out:", left_out)
     est.fit(X)
     assert all(v >= 0 for v in est.coefs_.to_dict().values())
     assert rep["mean"]["step"] is not None and np.isfinite(rep["mean"]["step"])
+
+
+def test_fit_profile_from_a_record_folder(tmp_path):
+    from simkit.costmodel.fit import fit_profile, main
+
+    runs_spec = [("c0", "llama-3.1-8b", 1, "suffix", 8, "calibration", "NVIDIA H200"),
+                 ("c1", "llama-3.1-8b", 1, "none", 0, "calibration", "NVIDIA H200"),
+                 ("c2", "llama-3.1-8b", 1, "suffix", 4, "calibration", "NVIDIA H200"),
+                 ("v0", "llama-3.1-8b", 1, "suffix", 8, "validation", "NVIDIA H200"),
+                 ("b0", "llama-3.1-8b", 1, "suffix", 8, "calibration", "NVIDIA B200")]
+    steps = pd.concat([generate_step_records(m, "h200", tp, TRUE, 150, seed=i, run_id=rid, drafter=d, k=k)
+                       for i, (rid, m, tp, d, k, _, _) in enumerate(runs_spec)], ignore_index=True)
+    steps = steps.drop(columns=["model", "tp", "async_scheduling", "drafter"])
+    runs = pd.DataFrame([{"run_id": rid, "model": m, "tp": tp, "async_scheduling": d == "none",
+                          "config": "vanilla" if d == "none" else "suffix", "k": k, "purpose": p, "gpu": g}
+                         for rid, m, tp, d, k, p, g in runs_spec])
+    (tmp_path / "rec").mkdir()
+    steps.to_parquet(tmp_path / "rec" / "steps.parquet")
+    runs.to_parquet(tmp_path / "rec" / "runs.parquet")
+    out = tmp_path / "h200-test.json"
+    doc = fit_profile(tmp_path / "rec", "h200-test", "h200", out, default_for=("h200",), n_splits=3)
+    assert doc["left_out"] == {"runs not on h200": 150, "validation runs (held out of the fit)": 150}
+    assert doc["n_steps"] == 450 and doc["runs"] == ["c0", "c1", "c2"] and doc["default_for"] == ["h200"]
+    assert doc["cv"]["mean"]["step"] < 3.0
+    cm = load_cost_model("llama-3.1-8b", "h200", profile=str(out))
+    assert cm.label == "calibrated h200-test"
+    assert main(["--records", str(tmp_path / "nothing"), "--name", "x"]) == 2

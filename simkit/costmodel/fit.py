@@ -1,0 +1,92 @@
+"""Fit a cost-model profile from measured step records (steps*.parquet + runs*.parquet) and write
+it as JSON: the one call the calibration command (or a person) needs.
+
+python -m simkit.costmodel.fit --records calibrate/data --name h200-vllm026 --out profile.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from simkit.errors import InputError, SimkitError
+
+
+def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int]]:
+    """Every steps*.parquet under root joined with the runs*.parquet beside them, kept only for
+    runs on `hardware` (the runs' 'gpu' column, e.g. 'NVIDIA H200'); returns the frame and the
+    number of steps left out per reason."""
+    import pandas as pd
+
+    from simkit.costmodel.records import join_runs
+
+    root = Path(root)
+    steps = sorted(root.glob("**/steps*.parquet"))
+    runs = sorted(root.glob("**/runs*.parquet"))
+    if not steps or not runs:
+        raise InputError("no steps*.parquet / runs*.parquet found", path=str(root))
+    S = pd.concat([pd.read_parquet(p) for p in steps], ignore_index=True)
+    R = pd.concat([pd.read_parquet(p) for p in runs], ignore_index=True).drop_duplicates("run_id", keep="last")
+    X = join_runs(S, R)
+    left_out: dict[str, int] = {}
+    if "gpu" in X:
+        on_hw = X["gpu"].astype(str).str.contains(hardware, case=False)
+        if (~on_hw).any():
+            left_out[f"runs not on {hardware}"] = int((~on_hw).sum())
+        X = X[on_hw]
+    if "purpose" in R and "purpose" not in X:
+        X = X.merge(R[["run_id", "purpose"]], on="run_id", how="left")
+    if "purpose" in X:
+        held = X["purpose"].astype(str) == "validation"
+        if held.any():
+            left_out["validation runs (held out of the fit)"] = int(held.sum())
+        X = X[~held]
+    if X.empty:
+        raise InputError(f"no calibration steps on {hardware}", path=str(root))
+    return X.reset_index(drop=True), left_out
+
+
+def fit_profile(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
+                default_for: tuple[str, ...] = (), n_splits: int = 5) -> dict[str, Any]:
+    """Cross-validate, fit on all calibration steps, and (if out) write the profile JSON."""
+    from simkit.costmodel.estimator import StepTimeEstimator
+    from simkit.costmodel.profiles import write_profile
+
+    X, left_out = load_record_dir(records, hardware)
+    est = StepTimeEstimator(hardware=hardware)
+    est.cross_validate_report(X, n_splits=n_splits)
+    est.fit(X)
+    doc = est.to_profile(name)
+    doc["default_for"] = sorted(default_for)
+    doc["left_out"] = left_out
+    doc["skipped"] = est.skipped_
+    if out:
+        write_profile(doc, out)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", required=True, help="folder with steps*.parquet and runs*.parquet")
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--hardware", default="h200")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--default-for", action="append", default=[], help="mark default for this hardware")
+    ap.add_argument("--folds", type=int, default=5)
+    args = ap.parse_args(argv)
+    try:
+        doc = fit_profile(args.records, args.name, args.hardware, args.out, tuple(args.default_for), args.folds)
+    except SimkitError as exc:
+        print(f"error: {exc}")
+        return 2
+    print(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out", "skipped",
+                                          "fitted", "not_fitted")}, indent=1))
+    print("cross-validated MAPE % (" + doc["cv"]["grouping"] + "):",
+          json.dumps({k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
