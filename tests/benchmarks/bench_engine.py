@@ -14,6 +14,36 @@ import tempfile
 import time
 
 
+def gpu_recipe_scenario(hardware: str = "h200") -> None:
+    """The one measured H200 run in docs (gpu-recipe.md): Llama-3.1-8B, 32 prompts x 512 tokens,
+    max_tokens 256, max_num_seqs 32, max_model_len 4096; dummy weights accepted every draft.
+    Printed beside the measurement as a sanity check of engine + cost model (not a fit)."""
+    import numpy as np
+
+    from simkit.acceptance.table import AcceptanceTable
+    from simkit.costmodel import load_cost_model
+    from simkit.engine.config import EngineConfig, parse_configs
+    from simkit.engine.sim import ClosedLoop, simulate
+    from simkit.engine.workload import Workload
+
+    n, plen, olen, kmax = 32, 512, 256, 8
+    offsets = np.arange(n + 1, dtype=np.int64) * olen
+    full = np.tile(np.arange(1, kmax + 1, dtype=np.uint8), (n * olen, 1))   # d = a = K
+    table = AcceptanceTable("llama-3.1-8b", "gpu-recipe", "suffix", {}, kmax, "sequential",
+                            np.full(n, plen, np.int32), np.full(n, olen, np.int32), offsets,
+                            full, full.copy())
+    cost = load_cost_model("llama-3.1-8b", hardware, max_model_len=4096)
+    cfg = EngineConfig(max_num_seqs=32, max_model_len=4096,
+                       kv_capacity_tokens=cost.kv_capacity_tokens)
+    measured = {"vanilla": 5576, "suffix-4": 12270}
+    for spec in parse_configs("vanilla,suffix:4"):
+        m = simulate(Workload.from_table(table), cost, cfg, spec, load=ClosedLoop(32)).metrics
+        sim = m.output_tokens / m.sim_time_s
+        print(f"gpu-recipe scenario {spec.name:9s}: simulated {sim:7,.0f} tok/s (whole run), "
+              f"measured {measured[spec.name]:,} tok/s on H200 ({sim / measured[spec.name] - 1:+.0%}); "
+              f"cost model {cost.label}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="llama-3.1-8b")
@@ -28,6 +58,7 @@ def main() -> None:
     from simkit.engine.sim import ClosedLoop, simulate
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
+    gpu_recipe_scenario(args.hardware)
     t0 = time.perf_counter()
     _, workload, cost = load_context(args.model, args.corpus, args.hardware, None, None)
     print(f"load profile + cost model ({args.model}/{args.corpus}): "
