@@ -21,7 +21,10 @@ PROFILE_KIND = "simkit-costmodel-profile"
 def _embedded() -> dict[str, Any]:
     """Embedded profile files (simkit/data/profiles/*.json) by name."""
     out = {}
-    for entry in resources.files("simkit.data").joinpath("profiles").iterdir():
+    folder = resources.files("simkit.data").joinpath("profiles")
+    if not folder.is_dir():
+        return out
+    for entry in folder.iterdir():
         if entry.name.endswith(".json"):
             out[entry.name[:-5]] = entry
     return out
