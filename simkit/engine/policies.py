@@ -20,7 +20,8 @@ class KPolicy(Protocol):
 
     def observe(self, pairs: Sequence[tuple[int, int]], k: int) -> None: ...
 
-    def choose(self, drafts_at: Callable[[int], list[int]], n_decode: int, context: int) -> int: ...
+    def choose(self, drafts_at: Callable[[int], list[int]], n_decode: int, context: int,
+               n_scheduled: int) -> int: ...
 
 
 class FixedK:
@@ -34,7 +35,7 @@ class FixedK:
     def observe(self, pairs, k) -> None:  # noqa: D102 - nothing to learn
         return None
 
-    def choose(self, drafts_at, n_decode, context) -> int:
+    def choose(self, drafts_at, n_decode, context, n_scheduled) -> int:
         return self.k
 
 
@@ -80,7 +81,8 @@ class AcceptanceEWMA:
 
 
 class BatchSizeTable:
-    """(a) K looked up from the number of running requests, like vLLM's per-batch-size K table.
+    """(a) K looked up from the number of requests the step scheduled, like vLLM 0.26's
+    num_speculative_tokens_per_batch_size (its dense batch_size -> K lookup after each step).
 
     The table is tuned offline, once per run: for each batch-size bucket, the K in KS with the
     highest (1 + mean accepted at K over the corpus) per predicted step second.
@@ -100,9 +102,9 @@ class BatchSizeTable:
     def observe(self, pairs, k) -> None:
         return None
 
-    def choose(self, drafts_at, n_decode, context) -> int:
+    def choose(self, drafts_at, n_decode, context, n_scheduled) -> int:
         for n, k in self.table:
-            if n_decode <= n:
+            if n_scheduled <= n:
                 return k
         return self.table[-1][1]
 
@@ -121,7 +123,7 @@ class FeedbackK:
     def observe(self, pairs, k) -> None:
         self.ewma.update(pairs, k)
 
-    def choose(self, drafts_at, n_decode, context) -> int:
+    def choose(self, drafts_at, n_decode, context, n_scheduled) -> int:
         best = self.ks[0]
         for k in self.ks:
             if self.ewma.uncond[k] >= self.threshold:
@@ -144,7 +146,7 @@ class GoodputK:
     def observe(self, pairs, k) -> None:
         self.ewma.update(pairs, k)
 
-    def choose(self, drafts_at, n_decode, context) -> int:
+    def choose(self, drafts_at, n_decode, context, n_scheduled) -> int:
         if n_decode == 0:
             return self.ks[-1]
         cum = self.ewma.cumulative()

@@ -97,7 +97,7 @@ class Scheduler:
                 acc, dr, _ = workload.columns(spec.drafter, k)
                 self.cols[k] = (acc, dr)
         self.policy = self._make_policy(workload)
-        self.k_cur = self.policy.choose(lambda k: [], 0, 0)
+        self.k_cur = self.policy.choose(lambda k: [], 0, 0, 1)
         self.preemptions = 0
 
     # -- K policies ---------------------------------------------------------------------------
@@ -304,10 +304,11 @@ class Scheduler:
                 candidates.append(req)
         if finished:
             self.running = [r for r in self.running if r.done_time < 0]
-        self._propose(plan.k, pairs, candidates)
+        self._propose(plan.k, pairs, candidates, len(plan.entries))
         return emitted, accepted, decodes, decode_tokens
 
-    def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req]) -> None:
+    def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req],
+                 n_scheduled: int) -> None:
         """Choose K for the next step and give each request that just sampled its next draft."""
         if self.drafter == "none":
             return
@@ -320,7 +321,7 @@ class Scheduler:
         else:
             ctx = sum(r.computed for r in self.running)
             k = policy.choose(lambda kk: [self.cols[kk][1][r.row0 + r.t] for r in candidates],
-                              n, ctx)
+                              n, ctx, n_scheduled)
         self.k_cur = k
         limit = self.cfg.max_model_len - k
         no_draft = any(r.prompt_len + r.t > limit for r in candidates)
