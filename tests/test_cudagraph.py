@@ -76,3 +76,11 @@ def test_full_mode_covers_non_uniform_and_none_mode_never_pads():
     assert pw.dispatch(10, 2, 5) == (GraphMode.PIECEWISE, 16)
     none = Dispatcher.build(CudagraphMode.NONE, 1024, 4, 8192)
     assert none.dispatch(10, 2, 5) == (GraphMode.NONE, 10)
+
+
+def test_full_decode_keys_stop_at_q_times_max_num_seqs():
+    # max_num_seqs 3, K=4: capture max min(3*5*2, 512) = 30; [1,2,4,8,16,24] rounded to 5s
+    d = Dispatcher.build(FAP, 3, 4, 8192)
+    assert d.sizes == (5, 10, 20, 25)
+    assert d.dispatch(15, 3, 5) == (GraphMode.PIECEWISE, 20)  # padded 20 > 3*5: no FULL key
+    assert d.dispatch(10, 2, 5) == (GraphMode.FULL, 10)

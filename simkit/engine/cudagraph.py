@@ -64,12 +64,14 @@ class Dispatcher:
     mode: CudagraphMode
     num_spec_tokens: int
     sizes: tuple[int, ...]
+    max_num_seqs: int = 1024
 
     @classmethod
     def build(cls, mode: CudagraphMode, max_num_seqs: int, num_spec_tokens: int,
               max_num_batched_tokens: int) -> "Dispatcher":
         return cls(mode, num_spec_tokens,
-                   tuple(capture_sizes(max_num_seqs, num_spec_tokens, max_num_batched_tokens, mode)))
+                   tuple(capture_sizes(max_num_seqs, num_spec_tokens, max_num_batched_tokens, mode)),
+                   max_num_seqs)
 
     @property
     def max_size(self) -> int:
@@ -79,7 +81,8 @@ class Dispatcher:
         """Mode and padded tokens of a batch of num_reqs requests, num_tokens scheduled tokens.
 
         Uniform decode: every request has exactly q = 1+K tokens (max_query_len == q and
-        num_tokens == q * num_reqs), vLLM's test.
+        num_tokens == q * num_reqs), vLLM's test. Under FULL_AND_PIECEWISE the FULL decode keys
+        cover capture sizes from q to q * max_num_seqs.
         """
         if self.mode is CudagraphMode.NONE or num_tokens > self.max_size or num_tokens <= 0:
             return GraphMode.NONE, num_tokens
@@ -88,6 +91,7 @@ class Dispatcher:
             return GraphMode.FULL, padded
         if self.mode is CudagraphMode.FULL_AND_PIECEWISE:
             q = 1 + self.num_spec_tokens
-            if max_query_len == q and num_tokens == q * num_reqs:
+            if (max_query_len == q and num_tokens == q * num_reqs
+                    and q <= padded <= q * self.max_num_seqs):
                 return GraphMode.FULL, padded
         return GraphMode.PIECEWISE, padded
