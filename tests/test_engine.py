@@ -143,3 +143,23 @@ def test_open_loop_low_rate_has_no_queueing():
     # arrivals ~1 s apart, each request takes 4 steps of 1 ms: TTFT is one step
     assert res.metrics.ttft_ms_p99 == pytest.approx(1.0)
     assert res.metrics.requests_done == 20
+
+
+def test_itl_counts_streamed_chunks_and_tpot_divides_by_tokens():
+    # suffix: prefill (1 token), then chunks of 3 and 1 tokens: two ITL gaps, TPOT over 4 tokens
+    cost = LinearCost(base_s=1e-3, per_token_s=0.0)
+    w = workload([10], [5], acc=lambda r, t, k: 2, dr=lambda r, t, k: 4)
+    m = simulate(w, cost, EngineConfig(), suffix(4), load=ClosedLoop(1)).metrics
+    assert m.itl_ms_p50 == pytest.approx(1.0) and m.itl_ms_p99 == pytest.approx(1.0)
+    assert m.tpot_ms_p50 == pytest.approx(2.0 / 4)
+    assert m.tokens_per_step == pytest.approx((3 + 1) / 2)
+
+
+def test_open_loop_given_timestamps_are_used_as_arrivals():
+    cost = LinearCost(base_s=1e-3, per_token_s=0.0)
+    stamps = (0.0, 0.5, 0.5, 2.0)
+    res = simulate(workload([20] * 4, [3] * 4), cost, EngineConfig(), vanilla(),
+                   load=OpenLoop(timestamps=stamps), num_requests=4, keep_steps=True)
+    # the two requests arriving together at 0.5 s share their prefill step
+    assert [d.num_reqs for d, _ in res.step_log] == [1, 1, 1, 2, 2, 2, 1, 1, 1]
+    assert res.metrics.sim_time_s == pytest.approx(2.003)
