@@ -1,0 +1,130 @@
+"""Build acceptance tables a(t, K), d(t, K) for K = 1..kmax by replaying requests through a drafter.
+
+Orderings (docs/acceptance.md says what each approximates):
+- "sequential": requests one after another; each response is complete in the global tree before the
+  next request starts. Exact for that order, for every K policy.
+- "concurrent": C requests in flight; they advance one output token per tick in round-robin order and
+  a finished request's slot goes to the next request. The global tree at (r, t) holds the other
+  in-flight responses as far as this interleaving has them; the real interleaving depends on K and
+  acceptance, which a table shared by all K cannot follow.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Sequence
+
+import numpy as np
+
+from simkit.acceptance.table import AcceptanceTable
+from simkit.drafters.ngram import NgramParams, ngram_draft_all_positions
+from simkit.drafters.suffix import SuffixCache, SuffixParams
+
+ORDERINGS = ("sequential", "concurrent")
+
+
+def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    plen = np.array([len(r.prompt_ids) for r in requests], dtype=np.int32)
+    olen = np.array([len(r.output_ids) for r in requests], dtype=np.int32)
+    offsets = np.zeros(len(requests) + 1, dtype=np.int64)
+    np.cumsum(olen, out=offsets[1:])
+    rows = int(offsets[-1])
+    return plen, olen, offsets, np.zeros((rows, kmax), np.uint8), np.zeros((rows, kmax), np.uint8)
+
+
+def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kmax: int = 16,
+                ordering: str = "sequential", concurrency: int = 32, model: str = "",
+                corpus: str = "", progress: Callable[[int], None] | None = None) -> AcceptanceTable:
+    """Acceptance table for `requests` (objects with int prompt_ids / output_ids arrays).
+
+    `progress(n)` is called with the number of output tokens just processed.
+    """
+    if not 1 <= kmax <= 255:
+        raise ValueError("kmax must be in 1..255 (uint8 table)")
+    if ordering not in ORDERINGS:
+        raise ValueError(f"ordering must be one of {ORDERINGS}")
+    plen, olen, offsets, acc, dr = _alloc(requests, kmax)
+    if drafter == "suffix":
+        params = params or SuffixParams()
+        if ordering == "sequential":
+            _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress)
+        else:
+            _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress)
+        pdict = params.as_dict()
+    elif drafter == "ngram":
+        params = params or NgramParams()
+        for r, req in enumerate(requests):       # n-gram drafts depend on the request alone
+            d, a = ngram_draft_all_positions(req.prompt_ids, req.output_ids, kmax, params)
+            lo, hi = int(offsets[r]), int(offsets[r + 1])
+            dr[lo:hi] = d
+            acc[lo:hi] = a
+            if progress:
+                progress(len(req.output_ids))
+        pdict = params.as_dict()
+        ordering = "sequential"
+    else:
+        raise ValueError(f"unknown drafter {drafter!r} (suffix, ngram)")
+    if ordering == "concurrent":
+        pdict = {**pdict, "concurrency": concurrency}
+    return AcceptanceTable(model=model, corpus=corpus, drafter=drafter, params=pdict, kmax=kmax,
+                           ordering=ordering, prompt_len=plen, output_len=olen, offsets=offsets,
+                           accepted=acc, drafted=dr)
+
+
+def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress) -> None:
+    cache = SuffixCache(params)
+    for r, req in enumerate(requests):
+        out = [int(x) for x in req.output_ids]
+        if not out:
+            continue
+        cache.start_request(r, req.prompt_ids)
+        cache.add_active_response(r, out[:1])
+        base = int(offsets[r])
+        for t in range(1, len(out)):
+            d, a = cache.draft_all(r, kmax, out[t:t + kmax])
+            dr[base + t] = d
+            acc[base + t] = a
+            cache.add_active_response(r, out[t:t + 1])
+        cache.stop_request(r)
+        if progress:
+            progress(len(out))
+
+
+def _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress) -> None:
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    cache = SuffixCache(params)
+    queue = deque(r for r, req in enumerate(requests) if len(req.output_ids))
+    outs: dict[int, list[int]] = {}
+    active: list[list[int]] = []          # [request, t]
+
+    def start(r: int) -> None:
+        outs[r] = [int(x) for x in requests[r].output_ids]
+        cache.start_request(r, requests[r].prompt_ids)
+        cache.add_active_response(r, outs[r][:1])
+        active.append([r, 1])
+
+    while queue and len(active) < concurrency:
+        start(queue.popleft())
+    while active:
+        still: list[list[int]] = []
+        for slot in active:
+            r, t = slot
+            out = outs[r]
+            if t < len(out):
+                d, a = cache.draft_all(r, kmax, out[t:t + kmax])
+                base = int(offsets[r])
+                dr[base + t] = d
+                acc[base + t] = a
+                cache.add_active_response(r, out[t:t + 1])
+                slot[1] = t + 1
+            if slot[1] >= len(out):
+                cache.stop_request(r)
+                del outs[r]
+                if progress:
+                    progress(len(out))
+            else:
+                still.append(slot)
+        active = still
+        while queue and len(active) < concurrency:
+            start(queue.popleft())
