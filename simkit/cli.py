@@ -24,9 +24,10 @@ from simkit.commands import (  # noqa: E402
     catalog,
     predict,
     traces_cmd,
+    whatif,
 )
 
-for _module in (traces_cmd, acceptance, catalog, predict, calibration):
+for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif):
     _module.register(app)
 
 

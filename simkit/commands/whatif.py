@@ -1,0 +1,218 @@
+"""`simkit whatif ...`: capacity, hardware, host, concurrency, quantization, reference.
+
+Every subcommand prints a table (or JSON with --format json) and writes a PNG with --plot PATH.
+Heavy imports stay inside the command bodies."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Optional
+
+import typer
+
+whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
+                              "study reproduced.", no_args_is_help=True)
+
+FORMAT = typer.Option("table", "--format", help="table or json")
+PLOT = typer.Option(None, "--plot", help="write a PNG plot to this path")
+WORKERS = typer.Option(None, "--workers", help="local worker processes (default: all cores)")
+SEEDS_HELP = "seeds per point (results are means over seeds)"
+
+
+PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
+
+
+def _fmt(v, col: str = "") -> str:
+    if isinstance(v, float) and v == v and any(p in col for p in PERCENT_COLUMNS):
+        return f"{v - 1:+.1%}" if col.startswith("vs_") else (
+            f"{v:.0%}" if col.startswith("host_frac") else f"{v:+.1%}")
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int) and abs(v) >= 1000:
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        a = abs(v)
+        if a >= 100:
+            return f"{v:,.0f}"
+        if a >= 1:
+            return f"{v:.2f}"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def render(result) -> str:
+    """A WhatIfResult as a text table plus its notes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=260, color_system=None, force_terminal=False)
+    console.print(f"whatif {result.name}: {result.question}")
+    table = Table(show_edge=False, pad_edge=False)
+    for col in result.columns:
+        table.add_column(col, justify="left" if col in ("config", "hardware", "binding", "model",
+                                                        "lever") else "right")
+    for row in result.rows:
+        table.add_row(*[_fmt(row.get(c), c) for c in result.columns])
+    console.print(table)
+    for note in result.notes:
+        console.print(f"- {note}")
+    return buf.getvalue()
+
+
+def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
+    """Print in the requested format; write the plot if asked."""
+    from simkit.errors import InputError
+
+    if fmt not in ("table", "json"):
+        raise InputError(f"unknown format {fmt!r}; use table or json", field="format")
+    if plot_path:
+        plot_fn(result, plot_path)
+    if fmt == "json":
+        typer.echo(json.dumps(result.to_json_dict(), indent=1))
+    else:
+        typer.echo(render(result).rstrip())
+        if plot_path:
+            typer.echo(f"plot: {plot_path}")
+
+
+@whatif_app.command("capacity")
+def capacity_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model"),
+    corpus: str = typer.Option("mix", "--corpus"),
+    hardware: str = typer.Option("h200", "--hardware"),
+    tp: Optional[int] = typer.Option(None, "--tp", help="TP degree (default: chosen)"),
+    target_rate: Optional[float] = typer.Option(None, "--target-rate", help="req/s to serve"),
+    target_tok_s: Optional[float] = typer.Option(None, "--target-tok-s",
+                                                 help="output tok/s to serve"),
+    ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="p99 TTFT goal (ms)"),
+    tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="p99 TPOT goal (ms)"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    min_requests: int = typer.Option(128, "--min-requests"),
+    max_requests: int = typer.Option(1500, "--max-requests"),
+    rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
+    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default 20 req/s)."""
+    from simkit.whatif import capacity as C
+
+    if target_rate is None and target_tok_s is None:
+        target_rate = 20.0
+    res = C.capacity(model, corpus, hardware=hardware, tp=tp, target_rate=target_rate,
+                     target_tok_s=target_tok_s, goals=C.Goals(ttft, tpot), configs=configs,
+                     seeds=seeds, min_requests=min_requests, max_requests=max_requests,
+                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol)
+    emit(res, fmt, plot, C.plot)
+
+
+@whatif_app.command("hardware")
+def hardware_cmd(
+    model: str = typer.Option("llama-3.1-70b", "--model"),
+    corpus: str = typer.Option("mix", "--corpus"),
+    targets: str = typer.Option("h100,h200,b200", "--targets",
+                                help="comma list of hardware names or JSON paths"),
+    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
+    concurrency: int = typer.Option(32, "--concurrency"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    num_requests: int = typer.Option(128, "--num-requests"),
+    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
+    from simkit.whatif import hardware as H
+
+    res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
+                     concurrency=concurrency, seeds=seeds, num_requests=num_requests,
+                     workers=workers, cost_profile=cost_profile)
+    emit(res, fmt, plot, H.plot)
+
+
+@whatif_app.command("host")
+def host_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model"),
+    corpus: str = typer.Option("mix", "--corpus"),
+    hardware: str = typer.Option("b200", "--hardware"),
+    tp: Optional[int] = typer.Option(None, "--tp"),
+    factors: str = typer.Option("0.5,0.75,1,1.5,2,4", "--factors",
+                                help="host speed factors (1 and 2 are always added)"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
+    concurrency: int = typer.Option(32, "--concurrency"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    num_requests: int = typer.Option(128, "--num-requests"),
+    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """Host-CPU speed sweep: which configurations are host-bound."""
+    from simkit.whatif import host as H
+
+    res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
+                 concurrency=concurrency, seeds=seeds, num_requests=num_requests,
+                 workers=workers, cost_profile=cost_profile)
+    emit(res, fmt, plot, H.plot)
+
+
+@whatif_app.command("concurrency")
+def concurrency_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model"),
+    corpus: str = typer.Option("mix", "--corpus"),
+    hardware: str = typer.Option("h200", "--hardware"),
+    tp: Optional[int] = typer.Option(None, "--tp"),
+    levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    min_requests: int = typer.Option(32, "--min-requests"),
+    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """Throughput and latency vs concurrency; where speculative decoding stops paying."""
+    from simkit.whatif import concurrency as C
+
+    res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
+                        seeds=seeds, min_requests=min_requests, workers=workers,
+                        cost_profile=cost_profile)
+    emit(res, fmt, plot, C.plot)
+
+
+@whatif_app.command("quantization")
+def quantization_cmd(
+    model: str = typer.Option("llama-3.1-70b", "--model"),
+    corpus: str = typer.Option("mix", "--corpus"),
+    hardware: str = typer.Option("b200", "--hardware"),
+    tp: Optional[int] = typer.Option(None, "--tp"),
+    weight_bytes_factor: Optional[float] = typer.Option(
+        None, "--weight-bytes-factor", help="linear-weight bytes multiplier (default NVFP4)"),
+    flop_speedup: Optional[float] = typer.Option(
+        None, "--flop-speedup", help="linear-layer FLOP speed-up (default FP4 peak ratio)"),
+    acceptance_scale: float = typer.Option(0.9, "--acceptance-scale",
+                                           help="accepted lengths x this (assumption)"),
+    quant_corpus: Optional[str] = typer.Option(
+        None, "--quant-corpus", help="corpus of the quantized model's outputs (replaces the scale)"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
+    concurrency: int = typer.Option(32, "--concurrency"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    num_requests: int = typer.Option(128, "--num-requests"),
+    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
+    from simkit.whatif import quantization as Q
+
+    res = Q.quantization(model, corpus, hardware=hardware, tp=tp,
+                         weight_bytes_factor=weight_bytes_factor, flop_speedup=flop_speedup,
+                         acceptance_scale=acceptance_scale, quant_corpus=quant_corpus,
+                         configs=configs, concurrency=concurrency, seeds=seeds,
+                         num_requests=num_requests, workers=workers, cost_profile=cost_profile)
+    emit(res, fmt, plot, Q.plot)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `whatif` group (and `sweep-ray`, see simkit.commands.whatif_ray)."""
+    app.add_typer(whatif_app, name="whatif")

@@ -1,0 +1,91 @@
+"""The study's qualitative findings checked with simkit: the best-K pattern across corpora (mix
+favours large K, chat and short code small K) and how the errors move with what simkit must
+assume (host CPU speed, TP degree)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simkit.reference.published import FINDINGS, PUBLISHED
+from simkit.reference.reproduce import predict_model, with_published
+from simkit.whatif.common import WhatIfResult
+
+BEST_K_COLUMNS = ["model", "corpus", "best_k", "kpad_4", "kpad_6", "kpad_8", "kpad_12",
+                  "dynamic_vs_best_k"]
+SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "final_pred",
+                 "final_err", "ratio_pred", "ratio_err"]
+
+
+def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = ("mix", "chat",
+                   "code"), *, hardware: str = "b200", seeds: int = 1,
+                   num_requests: int | None = None, workers: int | None = None,
+                   source: str = "auto") -> WhatIfResult:
+    """Best K-pad K per (model, corpus), K in {4, 6, 8, 12}."""
+    models = models or ["llama-3.1-8b"]
+    rows = []
+    for m in models:
+        for c in corpora:
+            p = predict_model(m, hardware=hardware, corpus=c, seeds=seeds,
+                              configs="vanilla,kpad:4,6,8,12,dynamic",
+                              num_requests=num_requests, workers=workers, source=source)
+            van = p["van_pred"] or float("nan")
+            row = {"model": m, "corpus": c, "best_k": p["best_k"],
+                   "dynamic_vs_best_k": p["dynamic_vs_best_k"]}
+            for k, v in p["kpad_tok_s"].items():
+                row[f"kpad_{k}"] = v / van
+            rows.append(row)
+    mix = [r["best_k"] for r in rows if r["corpus"] == "mix"]
+    small = [r["best_k"] for r in rows if r["corpus"] != "mix"]
+    agrees = bool(mix and small and min(mix) >= 8 and max(small) <= 6)
+    notes = [f"study: {FINDINGS['best_k']}",
+             "kpad_K columns are speedups over van(OFF) on the same corpus",
+             f"simkit: best K on mix {mix}, on {', '.join(c for c in corpora if c != 'mix')} "
+             f"{small}: " + ("agrees" if agrees else "does not fully agree") +
+             " with the study's pattern (mix >= 8, others <= 6)"]
+    return WhatIfResult("best-k", f"best K per corpus on {hardware}", BEST_K_COLUMNS, rows,
+                        {"models": models, "corpora": list(corpora), "hardware": hardware,
+                         "seeds": seeds, "num_requests": num_requests}, notes,
+                        {"agrees_with_study": agrees})
+
+
+def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[float, ...] =
+                     (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
+                     hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
+                     workers: int | None = None, source: str = "auto") -> WhatIfResult:
+    """Errors against the published rows as the host speed and the TP degree change."""
+    from simkit.costmodel import choose_tp
+
+    models = models or [r.model for r in PUBLISHED]
+    rows: list[dict[str, Any]] = []
+    for m in models:
+        base_tp = choose_tp(m, hardware)
+        for f in host_factors:
+            r = with_published(predict_model(m, hardware=hardware, host_factor=f, seeds=seeds,
+                                             configs="vanilla,kpad:4,6,8,12,dynamic",
+                                             num_requests=num_requests, workers=workers,
+                                             source=source))
+            rows.append(_sweep_row(r, "host_factor", f))
+        for mult in tp_multipliers:
+            tp = base_tp * mult
+            if tp > 8:
+                continue
+            r = with_published(predict_model(m, hardware=hardware, tp=tp, seeds=seeds,
+                                             configs="vanilla,kpad:4,6,8,12,dynamic",
+                                             num_requests=num_requests, workers=workers,
+                                             source=source))
+            rows.append(_sweep_row(r, "tp", tp))
+    notes = ["error = predicted / published - 1; host_factor multiplies the B200 host's assumed "
+             "speed (1.0); tp rows use that TP instead of simkit's choice",
+             "read: if the ratio error shrinks as the host factor falls, simkit's host is too "
+             "fast for the study's (and the other way round); nothing is fitted"]
+    return WhatIfResult("assumptions", f"error vs assumptions on {hardware}", SWEEP_COLUMNS,
+                        rows, {"models": models, "host_factors": list(host_factors),
+                               "tp_multipliers": list(tp_multipliers), "seeds": seeds,
+                               "num_requests": num_requests}, notes)
+
+
+def _sweep_row(r: dict[str, Any], assumption: str, value: float) -> dict[str, Any]:
+    return {"model": r["model"], "assumption": assumption, "value": value, "tp": r["tp"],
+            "van_pred": r["van_pred"], "van_err": r["van_err"], "final_pred": r["final_pred"],
+            "final_err": r["final_err"], "ratio_pred": r["ratio_pred"],
+            "ratio_err": r["ratio_err"]}

@@ -1,0 +1,171 @@
+"""Predict the reference study's figures with simkit and set them beside the published ones.
+
+Per model (B200, mix corpus, closed loop at concurrency 32, max_tokens 8192, max_model_len 16384,
+gmu 0.85): van(OFF) = the `vanilla` row (async scheduling); final = the best of K-pad at
+K in {4, 6, 8, 12} and the dynamic-K policies over KS = {4, 6, 12}; ratio = final / van(OFF).
+Error = predicted / published - 1. Nothing here feeds back into any coefficient.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simkit.catalog.models import list_models
+from simkit.engine.sim import ClosedLoop
+from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
+                                        published)
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
+
+LADDER = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+MAIN_COLUMNS = ["model", "tp", "van_pred", "van_pub", "van_err", "final_pred", "final_lever",
+                "final_pub", "final_err", "ratio_pred", "ratio_pub", "ratio_err", "best_k",
+                "dynamic_vs_best_k", "suffix_speedup", "host_frac_final"]
+
+
+def study_models() -> list[str]:
+    """The six published models first, then the five held out (all in the catalogue)."""
+    names = [r.model for r in PUBLISHED] + list(HELD_OUT)
+    missing = [n for n in names if n not in list_models()]
+    if missing:
+        from simkit.errors import UnknownNameError
+
+        raise UnknownNameError(f"study models missing from the catalogue: {missing}")
+    return names
+
+
+def _err(pred: float | None, pub: float | None) -> float | None:
+    if pred is None or pub is None or not pub or pred != pred:
+        return None
+    return pred / pub - 1
+
+
+def ladder_summary(rows) -> dict[str, Any]:
+    """van(OFF), suffix, best K-pad, best dynamic and the final lever from a ladder's Rows."""
+    by = {r.config: r for r in rows}
+    van = by.get("vanilla")
+    kp = [r for r in rows if r.config.startswith("kpad-")]
+    dyn = [r for r in rows if r.config.startswith("dynamic")]
+    best_kp = max(kp, key=lambda r: r.output_tok_s) if kp else None
+    best_dyn = max(dyn, key=lambda r: r.output_tok_s) if dyn else None
+    cands = [r for r in (best_kp, best_dyn) if r is not None]
+    final = max(cands, key=lambda r: r.output_tok_s) if cands else None
+    v = van.output_tok_s if van else None
+    out = {"van_pred": v,
+           "final_pred": final.output_tok_s if final else None,
+           "final_lever": ("bestKpad" if final is best_kp else final.config) if final else None,
+           "best_k": best_kp.k if best_kp else None,
+           "best_kpad_tok_s": best_kp.output_tok_s if best_kp else None,
+           "best_dynamic": best_dyn.config if best_dyn else None,
+           "best_dynamic_tok_s": best_dyn.output_tok_s if best_dyn else None,
+           "suffix_speedup": (by["suffix"].output_tok_s / v) if "suffix" in by and v else None,
+           "host_frac_final": final.host_frac if final else None,
+           "kpad_tok_s": {r.k: r.output_tok_s for r in kp}}
+    out["ratio_pred"] = (out["final_pred"] / v) if v and out["final_pred"] else None
+    out["dynamic_vs_best_k"] = (best_dyn.output_tok_s / best_kp.output_tok_s - 1
+                                if best_dyn and best_kp else None)
+    return out
+
+
+def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
+                  tp: int | None = None, host_factor: float = 1.0, configs: str = LADDER,
+                  seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
+                  cost_profile: str | None = None, source: str = "auto",
+                  workload=None) -> dict[str, Any]:
+    """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
+    from simkit.costmodel import load_cost_model
+    from simkit.whatif.host import with_host_factor
+
+    workload = workload or load_workload(model, corpus, source)
+    cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    if host_factor != 1.0:
+        cost = with_host_factor(cost, host_factor)
+    n = num_requests or max(workload.num_requests, 4 * CONDITIONS["concurrency"])
+    rows = run_ladder(workload, cost, specs_of(configs), seeds=seeds, num_requests=n,
+                      load=ClosedLoop(CONDITIONS["concurrency"]), workers=workers)
+    out = {"model": model, "corpus": corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
+           "cost": cost.describe(), "num_requests": n, "origin": workload.origin,
+           "proxy_note": workload.proxy_note, **ladder_summary(rows)}
+    return out
+
+
+def with_published(row: dict[str, Any]) -> dict[str, Any]:
+    """Add the published figures and the errors (None for held-out models)."""
+    pub = published(row["model"])
+    row["published"] = pub is not None
+    row["van_pub"] = pub.van_off if pub else None
+    row["final_pub"] = pub.final if pub else None
+    row["ratio_pub"] = pub.ratio if pub else None
+    row["final_lever_pub"] = pub.final_lever if pub else None
+    row["van_err"] = _err(row["van_pred"], row["van_pub"])
+    row["final_err"] = _err(row["final_pred"], row["final_pub"])
+    row["ratio_err"] = _err(row["ratio_pred"], row["ratio_pub"])
+    return row
+
+
+def geomean(values: list[float]) -> float:
+    vals = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+
+
+def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
+              host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
+              workers: int | None = None, cost_profile: str | None = None,
+              source: str = "auto") -> WhatIfResult:
+    """The side-by-side table: every study model, published rows with errors."""
+    models = models or study_models()
+    rows = [with_published(predict_model(m, hardware=hardware, corpus=corpus,
+                                         host_factor=host_factor, seeds=seeds,
+                                         num_requests=num_requests, workers=workers,
+                                         cost_profile=cost_profile, source=source))
+            for m in models]
+    pub_rows = [r for r in rows if r["published"]]
+    summary = {
+        "mean_abs_err_van": _mean_abs([r["van_err"] for r in pub_rows]),
+        "mean_abs_err_final": _mean_abs([r["final_err"] for r in pub_rows]),
+        "mean_abs_err_ratio": _mean_abs([r["ratio_err"] for r in pub_rows]),
+        "geomean_ratio_pred": geomean([r["ratio_pred"] for r in rows]),
+        "geomean_ratio_pred_models": len(rows),
+        "geomean_ratio_study_11_models": FINDINGS["geomean_ratio_11_models"],
+        "ratio_range_pred": (min(r["ratio_pred"] or math.inf for r in rows),
+                             max(r["ratio_pred"] or 0 for r in rows)),
+        "ratio_range_study": FINDINGS["ratio_range"],
+        "dynamic_beats_best_k": [r["model"] for r in rows
+                                 if (r["dynamic_vs_best_k"] or 0) > 0],
+        "suffix_regresses": [r["model"] for r in rows if (r["suffix_speedup"] or 2) < 1],
+    }
+    notes = [f"published figures: {SOURCE}",
+             f"conditions: {CONDITIONS}; host factor {host_factor:g} on the B200 host "
+             "(its host_speed is an assumption, 1.0 = the lent H200 machine's CPU)",
+             "TP degrees are simkit's choice (smallest TP with a useful KV cache), the study did "
+             "not publish them: " + ", ".join(f"{r['model']} TP{r['tp']}" for r in rows),
+             "final = best of K-pad K in {4,6,8,12} and dynamic-K (table/feedback/goodput "
+             "policies over KS={4,6,12}); error = predicted / published - 1",
+             f"{len(pub_rows)} published rows; {len(rows) - len(pub_rows)} models predicted "
+             "without published figures (held out)",
+             f"mean |error| over published rows: van {_pct(summary['mean_abs_err_van'])}, final "
+             f"{_pct(summary['mean_abs_err_final'])}, ratio {_pct(summary['mean_abs_err_ratio'])}",
+             f"geometric-mean ratio predicted {summary['geomean_ratio_pred']:.2f}x over "
+             f"{len(rows)} models (study: 2.7x over 11, range 1.49x..4.70x; predicted range "
+             f"{summary['ratio_range_pred'][0]:.2f}x..{summary['ratio_range_pred'][1]:.2f}x)",
+             f"study: {FINDINGS['dynamic']}; simkit: dynamic beats best K on "
+             f"{summary['dynamic_beats_best_k'] or 'no model'}",
+             f"study: {FINDINGS['suffix']}; simkit: suffix below van(OFF) on "
+             f"{summary['suffix_regresses'] or 'no model'}"]
+    proxies = sorted({r["proxy_note"] for r in rows if r["proxy_note"]})
+    notes += [f"proxy: {p}" for p in proxies]
+    return WhatIfResult("reference", f"reference study on {hardware}, {corpus} corpus",
+                        MAIN_COLUMNS, rows,
+                        {"models": models, "hardware": hardware, "corpus": corpus,
+                         "host_factor": host_factor, "seeds": seeds,
+                         "num_requests": num_requests, "configs": LADDER}, notes,
+                        {"summary": summary})
+
+
+def _mean_abs(vals: list[float | None]) -> float:
+    vals = [abs(v) for v in vals if v is not None]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def _pct(v: float) -> str:
+    return "-" if v != v else f"{v:.0%}"

@@ -1,0 +1,214 @@
+"""Capacity: how many replicas (and GPUs = replicas x TP) serve a traffic target under p99 TTFT
+and p99 TPOT goals, per configuration of the ladder.
+
+Method: open-loop Poisson arrivals at rate r per replica (the engine's OpenLoop). A rate
+*meets the goals* when, for every seed, p99 TTFT and p99 TPOT over requests arriving in the
+steady window are within the goals. The largest such rate is found per configuration by
+doubling from `start_rate` until a rate fails (or halving until one passes), then bisecting the
+bracket until hi/lo <= 1 + rel_tol; the answer is the lower end (a rate that passed). Each
+seed's arrival gaps are the same exponential draws scaled by 1/r (common random numbers), so
+the check is close to monotone in r. replicas = ceil(target_rate / r_max).
+
+Steady state needs the arrival span to be long against a request's latency (Little's law: about
+r x W requests are in flight). A request meeting the goals lasts at most
+W = TTFT goal + mean output x TPOT goal, so each run replays
+N = clamp(span_factor x r x W / 0.9, min_requests, max_requests) requests (the engine's open-loop
+window starts at the arrival of 10 % of them). When the cap binds, the span is shorter than
+span_factor x W, the system may not have filled, and the rate is optimistic: the row says so.
+The search starts at the request throughput of a closed-loop pilot at concurrency 32.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from simkit.engine.sim import OpenLoop
+from simkit.errors import InputError
+from simkit.whatif.common import (WhatIfResult, engine_for, mean_output_tokens, plot_setup,
+                                  register, release, run_metrics, save_fig, specs_of)
+
+COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
+           "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "steady", "iterations"]
+
+
+@dataclass(frozen=True)
+class Goals:
+    """Latency goals (ms) a rate must meet at p99."""
+
+    ttft_ms_p99: float = 2000.0
+    tpot_ms_p99: float = 50.0
+
+
+def _check(metrics: list[dict[str, Any]], goals: Goals) -> tuple[bool, float, float, str]:
+    """(meets, worst p99 TTFT, worst p99 TPOT, binding goal) over the seeds of one rate."""
+    ttft = max(m["ttft_ms_p99"] for m in metrics)
+    tpot = max(m["tpot_ms_p99"] for m in metrics)
+    bad_ttft = not ttft <= goals.ttft_ms_p99        # NaN (no request in window) fails
+    bad_tpot = not tpot <= goals.tpot_ms_p99
+    binding = "ttft" if bad_ttft else ("tpot" if bad_tpot else "")
+    return not (bad_ttft or bad_tpot), ttft, tpot, binding
+
+
+def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: float,
+                 min_requests: int, max_requests: int) -> tuple[int, bool]:
+    """(requests to replay at `rate`, whether the arrival span covers span_factor x W)."""
+    w = goals.ttft_ms_p99 / 1e3 + mean_out * goals.tpot_ms_p99 / 1e3
+    need = math.ceil(span_factor * rate * w / 0.9)
+    return max(min_requests, min(max_requests, need)), need <= max_requests
+
+
+def pilot_rates(workload, cost, specs, *, cfg, workers: int | None,
+                concurrency: int = 32) -> list[float]:
+    """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
+    from simkit.engine.sim import ClosedLoop
+
+    key = register(workload, cost)
+    try:
+        jobs = [(key, cfg, s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
+        flat = run_metrics(jobs, workers)
+    finally:
+        release(key)
+    return [m["request_throughput"] if m["request_throughput"] > 0 else 1.0 for m in flat]
+
+
+def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, min_requests: int,
+                          max_requests: int, workers: int | None, span_factor: float = 3.0,
+                          rel_tol: float = 0.05, max_iter: int = 40, cfg=None,
+                          start_rates: list[float] | None = None) -> list[dict[str, Any]]:
+    """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
+    advance together so that every iteration fills the worker pool)."""
+    if rel_tol <= 0 or span_factor <= 0 or min_requests < 1 or max_requests < min_requests:
+        raise InputError("need rel_tol > 0, span_factor > 0, 1 <= min_requests <= max_requests",
+                         field="search")
+    cfg = cfg or engine_for(cost)
+    for spec in specs:
+        for k in spec.k_values if spec.drafter != "none" else ():
+            workload.columns(spec.drafter, k)
+    mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
+    starts = start_rates or pilot_rates(workload, cost, specs, cfg=cfg, workers=workers)
+    state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
+              "hi_bind": "", "it": 0, "done": False} for s, r0 in zip(specs, starts)]
+    key = register(workload, cost)
+    try:
+        for _ in range(max_iter):
+            live = [st for st in state if not st["done"]]
+            if not live:
+                break
+            jobs = []
+            for st in live:
+                n, steady = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
+                                         min_requests=min_requests, max_requests=max_requests)
+                st["n_next"] = (n, steady)
+                jobs += [(key, cfg, st["spec"], seed, OpenLoop(rate=st["next"]), n)
+                         for seed in range(seeds)]
+            flat = run_metrics(jobs, workers)
+            for i, st in enumerate(live):
+                ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
+                r = st["next"]
+                st["it"] += 1
+                if ok:
+                    st["lo"], st["lo_m"] = r, (ttft, tpot, *st["n_next"])
+                else:
+                    st["hi"], st["hi_bind"] = r, bind
+                if st["hi"] == math.inf:
+                    st["next"] = r * 2.0
+                elif st["lo"] == 0.0:
+                    st["next"] = r / 2.0
+                    if r < st["start"] * 2.0 ** -10:          # fails even at a trickle
+                        st["done"] = True
+                else:
+                    st["next"] = math.sqrt(st["lo"] * st["hi"])
+                if st["lo"] > 0 and st["hi"] < math.inf and st["hi"] / st["lo"] <= 1 + rel_tol:
+                    st["done"] = True
+    finally:
+        release(key)
+    out = []
+    for st in state:
+        ttft, tpot, n, steady = st["lo_m"] or (math.nan, math.nan, 0, False)
+        out.append({"config": st["spec"].name, "max_rate_per_replica": st["lo"],
+                    "ttft_ms_p99": ttft, "tpot_ms_p99": tpot, "requests": n, "steady": steady,
+                    "binding": st["hi_bind"] or "none found", "iterations": st["it"],
+                    "converged": st["done"] and st["lo"] > 0})
+    return out
+
+
+def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
+             tp: int | None = None, target_rate: float | None = None,
+             target_tok_s: float | None = None, goals: Goals = Goals(),
+             configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
+             min_requests: int = 128, max_requests: int = 1500, span_factor: float = 3.0,
+             workers: int | None = None, cost_profile: str | None = None, source: str = "auto",
+             rel_tol: float = 0.05, workload=None, cost=None) -> WhatIfResult:
+    """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
+    from simkit.costmodel import load_cost_model
+    from simkit.whatif.common import load_workload
+
+    if (target_rate is None) == (target_tok_s is None):
+        raise InputError("give exactly one of a request-rate target and an output tok/s target",
+                         field="target")
+    if (target_rate or target_tok_s or 0) <= 0:
+        raise InputError("target must be > 0", field="target")
+    workload = workload or load_workload(model, corpus, source)
+    cost = cost or load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    mean_out = mean_output_tokens(workload)
+    rate = target_rate if target_rate is not None else target_tok_s / mean_out
+    rows = max_sustainable_rates(workload, cost, specs_of(configs), goals, seeds=seeds,
+                                 min_requests=min_requests, max_requests=max_requests,
+                                 span_factor=span_factor, workers=workers, rel_tol=rel_tol)
+    for r in rows:
+        r["out_tok_s_per_replica"] = r["max_rate_per_replica"] * mean_out
+        if r["max_rate_per_replica"] > 0:
+            r["replicas"] = math.ceil(rate / r["max_rate_per_replica"] - 1e-9)
+            r["gpus"] = r["replicas"] * cost.tp
+        else:
+            r["replicas"] = r["gpus"] = None
+    target = (f"{target_rate:g} req/s" if target_rate is not None else
+              f"{target_tok_s:g} output tok/s (= {rate:.3g} req/s at {mean_out:.0f} tokens/request)")
+    notes = [cost.describe(),
+             f"workload {workload.name} ({workload.origin or 'origin unknown'}); "
+             f"mean output {mean_out:.0f} tokens/request",
+             f"goals: p99 TTFT <= {goals.ttft_ms_p99:g} ms, p99 TPOT <= {goals.tpot_ms_p99:g} ms "
+             f"(worst p99 over {seeds} seed(s) of Poisson arrivals)",
+             f"search: from the closed-loop (C=32) request throughput, doubling/halving, then "
+             f"bisection to hi/lo <= {1 + rel_tol:g}; max rate = the highest rate that met the "
+             "goals; binding = the goal the next higher rate missed",
+             f"requests per run = clamp({span_factor:g} x rate x (TTFT goal + mean output x "
+             f"TPOT goal) / 0.9, {min_requests}, {max_requests}); steady = False where the cap "
+             "bound (arrival span too short to fill the server: that rate is optimistic)"]
+    if workload.proxy_note:
+        notes.append(f"proxy: {workload.proxy_note}")
+    for r in rows:
+        if r["converged"] and not r["steady"]:
+            notes.append(f"{r['config']}: the request cap bound at the answer rate "
+                         f"({r['requests']} requests): optimistic, raise --max-requests")
+        if not r["converged"]:
+            notes.append(f"{r['config']}: no rate met the goals (down to 1/1024 of the "
+                         "pilot's rate) or the search did not converge")
+    return WhatIfResult("capacity", f"replicas for {target} on {cost.hw.name} TP{cost.tp}",
+                        COLUMNS, rows,
+                        {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,
+                         "target_rate": rate, "target_tok_s": target_tok_s,
+                         "ttft_ms_p99_goal": goals.ttft_ms_p99, "tpot_ms_p99_goal": goals.tpot_ms_p99,
+                         "configs": configs, "seeds": seeds, "min_requests": min_requests,
+                         "max_requests": max_requests, "span_factor": span_factor,
+                         "mean_output_tokens": mean_out}, notes)
+
+
+def plot(result: WhatIfResult, path) -> None:
+    """Bars: GPUs needed per configuration, annotated with the per-replica max rate."""
+    plt = plot_setup()
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    names = [r["config"] for r in result.rows]
+    gpus = [r["gpus"] or 0 for r in result.rows]
+    bars = ax.bar(names, gpus, color="#4C72B0")
+    for b, r in zip(bars, result.rows):
+        ax.annotate(f"{r['max_rate_per_replica']:.2g} req/s/replica",
+                    (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
+                    fontsize=7)
+    ax.set_ylabel("GPUs needed")
+    ax.set_title(result.question, fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    save_fig(fig, path)

@@ -1,0 +1,115 @@
+"""Concurrency: throughput and latency against the number of closed-loop clients (1..256) per
+configuration, and the concurrency from which speculative decoding stops paying (its throughput
+falls to or below vanilla's at the same concurrency)."""
+
+from __future__ import annotations
+
+from simkit.engine.sim import ClosedLoop
+from simkit.errors import InputError
+from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
+                                  specs_of)
+
+COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
+           "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
+
+
+def stops_paying(rows: list[dict], name: str) -> int | None:
+    """Smallest concurrency from which `name` no longer beats vanilla (speedup <= 1 there and at
+    every larger concurrency measured); None if it pays everywhere measured."""
+    pts = sorted((r["concurrency"], r["speedup_vs_vanilla"]) for r in rows if r["config"] == name)
+    first = None
+    for c, s in pts:
+        if s is not None and s <= 1.0:
+            first = c if first is None else first
+        else:
+            first = None
+    return first
+
+
+def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
+                tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
+                configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
+                min_requests: int = 32, workers: int | None = None,
+                cost_profile: str | None = None, source: str = "auto",
+                workload=None) -> WhatIfResult:
+    """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
+    from simkit.costmodel import load_cost_model
+
+    try:
+        cs = sorted({int(c) for c in levels.split(",") if c.strip()})
+    except ValueError:
+        raise InputError(f"concurrency levels must be integers, got {levels!r}",
+                         field="levels") from None
+    if not cs or cs[0] < 1:
+        raise InputError("concurrency levels must be >= 1", field="levels")
+    specs = specs_of(configs)
+    if not any(s.drafter == "none" for s in specs):
+        raise InputError("the concurrency what-if compares against vanilla: include it",
+                         field="configs")
+    workload = workload or load_workload(model, corpus, source)
+    cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    rows = []
+    for c in cs:
+        n = max(min_requests, 4 * c)
+        for r in run_ladder(workload, cost, specs, seeds=seeds, num_requests=n,
+                            load=ClosedLoop(c), workers=workers):
+            rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,
+                         "speedup_vs_vanilla": r.speedup_vs_vanilla,
+                         "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
+                         "tpot_ms_p99": r.details["tpot_ms_p99"], "num_requests": n})
+    spec_names = [s.name for s in specs if s.drafter != "none"]
+    verdicts = {name: stops_paying(rows, name) for name in spec_names}
+    best_per_c = {}
+    for c in cs:
+        cand = [r for r in rows if r["concurrency"] == c and r["config"] in spec_names]
+        if cand:
+            top = max(cand, key=lambda r: r["output_tok_s"])
+            best_per_c[c] = (top["config"], top["speedup_vs_vanilla"])
+    overall = None
+    for c in cs:
+        s = best_per_c.get(c, (None, None))[1]
+        if s is not None and s <= 1.0:
+            overall = c if overall is None else overall
+        else:
+            overall = None
+    notes = [cost.describe(),
+             f"closed loop; max({min_requests}, 4 x C) requests per run, {seeds} seed(s); "
+             f"workload {workload.name} ({workload.origin or 'origin unknown'})"]
+    for name, c in verdicts.items():
+        notes.append(f"{name}: " + (f"stops paying from concurrency {c}" if c else
+                                    f"pays at every concurrency measured (up to {cs[-1]})"))
+    notes.append("best speculative config: " + (
+        f"no longer beats vanilla from concurrency {overall}" if overall else
+        f"beats vanilla at every concurrency measured (up to {cs[-1]})"))
+    if workload.proxy_note:
+        notes.append(f"proxy: {workload.proxy_note}")
+    return WhatIfResult("concurrency", f"throughput vs concurrency for {model} on "
+                        f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
+                        {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,
+                         "levels": cs, "configs": configs, "seeds": seeds,
+                         "min_requests": min_requests}, notes,
+                        {"stops_paying": verdicts, "best_stops_paying": overall,
+                         "best_per_concurrency": {str(c): list(v) for c, v in best_per_c.items()}})
+
+
+def plot(result: WhatIfResult, path) -> None:
+    """Left: output tok/s vs concurrency; right: speedup over vanilla (1.0 line)."""
+    plt = plot_setup()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name in dict.fromkeys(r["config"] for r in result.rows):
+        pts = [r for r in result.rows if r["config"] == name]
+        xs = [r["concurrency"] for r in pts]
+        a1.plot(xs, [r["output_tok_s"] for r in pts], marker="o", ms=3, label=name)
+        if name != "vanilla":
+            a2.plot(xs, [r["speedup_vs_vanilla"] for r in pts], marker="o", ms=3, label=name)
+    for ax in (a1, a2):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency (closed-loop clients)")
+        ax.grid(alpha=0.3)
+    a2.axhline(1.0, color="k", lw=0.8)
+    a1.set_ylabel("output tok/s")
+    a2.set_ylabel("speedup vs vanilla")
+    a1.legend(fontsize=8)
+    fig.suptitle(result.question, fontsize=9)
+    fig.tight_layout()
+    save_fig(fig, path)

@@ -1,0 +1,87 @@
+"""Hardware: the same model and traffic (closed loop, the study's concurrency) on other GPUs or
+TP degrees. Per (hardware, TP) the whole ladder runs with that hardware's cost model and KV
+capacity; throughput is reported per replica and per GPU."""
+
+from __future__ import annotations
+
+from simkit.engine.sim import ClosedLoop
+from simkit.errors import InputError
+from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
+                                  specs_of)
+
+COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
+           "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
+
+
+def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
+             targets: str = "h100,h200,b200", tps: str | None = None,
+             configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
+             num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
+             source: str = "auto", workload=None) -> WhatIfResult:
+    """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
+    `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP)."""
+    from simkit.costmodel import load_cost_model
+
+    hws = [h.strip() for h in targets.split(",") if h.strip()]
+    if not hws:
+        raise InputError("no hardware given", field="targets")
+    tp_list: list[int | None] = [None]
+    if tps:
+        try:
+            tp_list = [int(t) for t in tps.split(",") if t.strip()]
+        except ValueError:
+            raise InputError(f"TP degrees must be integers, got {tps!r}", field="tps") from None
+    workload = workload or load_workload(model, corpus, source)
+    specs = specs_of(configs)
+    rows, notes, first = [], [], {}
+    for hw in hws:
+        for tp in tp_list:
+            try:
+                cost = load_cost_model(model, hw, tp=tp, profile=cost_profile)
+            except InputError as exc:          # e.g. does not fit at this TP: say so, go on
+                notes.append(f"{hw} TP{tp or 'auto'}: {exc}")
+                continue
+            notes.append(cost.describe())
+            ladder = run_ladder(workload, cost, specs, seeds=seeds, num_requests=num_requests,
+                                load=ClosedLoop(concurrency), workers=workers)
+            for r in ladder:
+                first.setdefault(r.config, r.output_tok_s)
+                rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
+                             "output_tok_s": r.output_tok_s,
+                             "tok_s_per_gpu": r.output_tok_s / cost.tp,
+                             "speedup_vs_vanilla": r.speedup_vs_vanilla,
+                             "vs_first_hardware": r.output_tok_s / first[r.config]
+                             if first[r.config] > 0 else None,
+                             "tpot_ms_p50": r.tpot_ms_p50, "host_frac": r.host_frac,
+                             "kv_capacity_tokens": cost.kv_capacity_tokens})
+    notes.append(f"closed loop, concurrency {concurrency}, {num_requests} requests, {seeds} "
+                 f"seed(s); workload {workload.name} ({workload.origin or 'origin unknown'}); "
+                 "vs_first_hardware = throughput / the first (hardware, TP) row of that config")
+    if workload.proxy_note:
+        notes.append(f"proxy: {workload.proxy_note}")
+    return WhatIfResult("hardware", f"{model} on {', '.join(hws)}"
+                        + (f" at TP {tps}" if tps else " (chosen TP)"), COLUMNS, rows,
+                        {"model": model, "corpus": corpus, "targets": hws, "tps": tps,
+                         "configs": configs, "concurrency": concurrency, "seeds": seeds,
+                         "num_requests": num_requests}, notes)
+
+
+def plot(result: WhatIfResult, path) -> None:
+    """Grouped bars: output tok/s per configuration, one bar per (hardware, TP)."""
+    plt = plot_setup()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    configs = list(dict.fromkeys(r["config"] for r in result.rows))
+    setups = list(dict.fromkeys((r["hardware"], r["tp"]) for r in result.rows))
+    width = 0.8 / max(1, len(setups))
+    for j, (hw, tp) in enumerate(setups):
+        vals = {r["config"]: r["output_tok_s"] for r in result.rows
+                if (r["hardware"], r["tp"]) == (hw, tp)}
+        xs = [i + j * width for i in range(len(configs))]
+        ax.bar(xs, [vals.get(c, 0) for c in configs], width, label=f"{hw} TP{tp}")
+    ax.set_xticks([i + width * (len(setups) - 1) / 2 for i in range(len(configs))], configs)
+    ax.set_ylabel("output tok/s per replica")
+    ax.set_title(result.question, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    save_fig(fig, path)
