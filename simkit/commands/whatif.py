@@ -213,6 +213,89 @@ def quantization_cmd(
     emit(res, fmt, plot, Q.plot)
 
 
+@whatif_app.command("reference")
+def reference_cmd(
+    models: Optional[str] = typer.Option(None, "--models",
+                                         help="comma list (default: the 11 study models)"),
+    hardware: str = typer.Option("b200", "--hardware"),
+    host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
+    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    num_requests: Optional[int] = typer.Option(
+        None, "--num-requests", help="per run (default: the profile's count, at least 128)"),
+    best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
+    best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models"),
+    assumptions: bool = typer.Option(False, "--assumptions",
+                                     help="also the error vs host factor and TP sweep"),
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """The reference study reproduced: predicted vs published, with errors."""
+    from simkit.reference import patterns
+    from simkit.reference.plot import plot as ref_plot
+    from simkit.reference.reproduce import reproduce
+
+    names = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
+                    num_requests=num_requests, workers=workers)
+    extra = []
+    if best_k:
+        extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,
+                                             seeds=seeds, num_requests=num_requests,
+                                             workers=workers))
+    if assumptions:
+        pub = [r["model"] for r in res.rows if r["published"]]
+        extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
+                                               num_requests=num_requests, workers=workers))
+    if fmt == "json":
+        if plot:
+            ref_plot(res, plot)
+        doc = res.to_json_dict()
+        doc["sections"] = [e.to_json_dict() for e in extra]
+        typer.echo(json.dumps(doc, indent=1))
+        return
+    emit(res, fmt, plot, ref_plot)
+    for e in extra:
+        typer.echo("")
+        typer.echo(render(e).rstrip())
+
+
+def sweep_ray_cmd(
+    out: str = typer.Option(..., "--out", help="output folder"),
+    models: str = typer.Option("all", "--models", help="comma list or all"),
+    corpora: str = typer.Option("all", "--corpora", help="comma list or all"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,6,8,12,dynamic", "--configs"),
+    hardware: str = typer.Option("h200", "--hardware"),
+    concurrency: int = typer.Option(32, "--concurrency"),
+    seeds: int = typer.Option(1, "--seeds"),
+    num_requests: Optional[int] = typer.Option(None, "--num-requests"),
+    max_tokens: int = typer.Option(8192, "--max-tokens"),
+    source: str = typer.Option("auto", "--source"),
+    address: Optional[str] = typer.Option(None, "--address",
+                                          help="Ray cluster address (default: a local instance)"),
+    num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a local instance"),
+) -> None:
+    """`simkit sweep` on a Ray cluster: one task per model x corpus cell, same table and files."""
+    from simkit.catalog.models import list_models
+    from simkit.engine.config import parse_configs
+    from simkit.executors.ray_sweep import sweep_ray
+    from traces.corpora import list_corpora
+
+    parse_configs(configs)
+
+    def split(text: str, everything: list[str]) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        return list(everything) if items == ["all"] else items
+
+    res = sweep_ray(split(models, list_models()), split(corpora, list_corpora()), out,
+                    address=address, num_cpus=num_cpus, configs=configs, hardware=hardware,
+                    concurrency=concurrency, seeds=seeds, num_requests=num_requests,
+                    max_tokens=max_tokens, source=source)
+    typer.echo(f"ray ({res['address']}, {res['cluster_cpus']:g} CPUs): {res['cells']} cells, "
+               f"{res['rows']} rows -> {res['out']}/sweep.parquet, sweep.csv, speedup_per_k.png")
+    for cell, err in sorted(res["failed"].items()):
+        typer.echo(f"not run: {cell}: {err}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add the `whatif` group (and `sweep-ray`, see simkit.commands.whatif_ray)."""
+    """Add the `whatif` group and `sweep-ray` (the Ray executor of `simkit sweep`)."""
     app.add_typer(whatif_app, name="whatif")
+    app.command("sweep-ray")(sweep_ray_cmd)
