@@ -43,3 +43,64 @@ class AcceptanceTable:
 
     def drafted_at(self, request: int, t: int, k: int) -> int:
         return int(self.drafted[self.offsets[request] + t, k - 1])
+
+
+# -- deterministic npz I/O ------------------------------------------------------------------------
+_ARRAYS = ("prompt_len", "output_len", "offsets", "accepted", "drafted")
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def save_table(table: AcceptanceTable, path, *, compress: bool = True) -> None:
+    """Write `table` as an .npz whose bytes depend only on its content (fixed zip times and order)."""
+    import json
+    import os
+    import zipfile
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
+            "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
+            "provenance": table.provenance}
+    entries = [(name + ".npy", _npy_bytes(getattr(table, name))) for name in _ARRAYS]
+    entries.append(("meta.json", json.dumps(meta, sort_keys=True).encode()))
+    kind = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.compress_type = kind
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data, compress_type=kind, compresslevel=9 if compress else None)
+    os.replace(tmp, path)
+
+
+def load_table(path) -> AcceptanceTable:
+    """Read a table written by save_table; raises simkit.errors.InputError naming the file if broken."""
+    import json
+    import zipfile
+
+    from simkit.errors import InputError
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in _ARRAYS}
+        with zipfile.ZipFile(path) as zf:
+            meta = json.loads(zf.read("meta.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise InputError(f"not a readable acceptance table ({exc})", path=str(path)) from exc
+    table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"], drafter=meta["drafter"],
+                            params=meta["params"], kmax=int(meta["kmax"]), ordering=meta["ordering"],
+                            provenance=meta.get("provenance", {}), **arrays)
+    rows = int(table.offsets[-1]) if len(table.offsets) else 0
+    if table.accepted.shape != (rows, table.kmax) or table.drafted.shape != (rows, table.kmax):
+        raise InputError("row count does not match offsets", path=str(path), field="accepted")
+    return table

@@ -44,6 +44,8 @@ class SuffixCache:
         self.seq_to_req: dict[int, Hashable] = {}
         self._next_seq = 0
         self._minp = f32(params.min_token_prob)
+        self._caps = [spec_cap(m, params.max_spec_factor, params.max_spec_offset)
+                      for m in range(params.max_tree_depth + 1)]
 
     # -- the calls vLLM makes -------------------------------------------------------------------
     def start_request(self, req_id: Hashable, prompt_ids: Sequence[int]) -> None:
@@ -94,80 +96,96 @@ class SuffixCache:
         return d1 if d1[1] >= d2[1] else d2
 
     # -- all K at once --------------------------------------------------------------------------
-    def _candidates(self, tree: SuffixTree, ctx: list[int], act, kmax: int) -> list:
-        """(m, tokens, scores) for every matching suffix length m whose walk drafts something."""
-        p = self.params
-        out = []
+    def _match_nodes(self, tree: SuffixTree, ctx: list[int], act) -> list[tuple[int, int]]:
+        """(node, offset) where each context suffix of length m = 1.. ends; stops at the first miss."""
+        nodes = []
         nact = len(act) if act is not None else 0
-        ln, head = tree.ln, tree.head
+        ln = tree.ln
         for m in range(1, len(ctx)):
             if m <= nact:
-                node = act[-m]
-                idx = ln[node]
+                node = act[-m]                 # the suffix of the sequence itself ends at a node end
+                nodes.append((node, ln[node]))
             else:
                 node, idx = tree.match(ctx[len(ctx) - m:])
                 if node < 0:
                     break
-            if idx >= ln[node] and head(node) < 0:
-                continue
-            cap = min(kmax, spec_cap(m, p.max_spec_factor, p.max_spec_offset))
-            toks, scores = tree.walk(node, idx, cap, self._minp)
-            if toks:
-                out.append((m, toks, scores))
-        return out
+                nodes.append((node, idx))
+        return nodes
 
     def draft_all(self, req_id: Hashable, kmax: int, future: Sequence[int]) -> tuple[list[int], list[int]]:
         """Draft lengths d[K-1] and accepted lengths a[K-1] (vs `future`) for K = 1..kmax.
 
-        The context is the request's own prompt + response so far (the local sequence), as in vLLM.
+        Same result as `speculate` for each K. One walk per match length m serves every K (the
+        walk capped at K is a prefix of the walk capped at kmax). Match lengths are visited longest
+        first and the local tree before the global one, and a candidate replaces the best only when
+        strictly better, which is the real tie rule. A walk is skipped when even its upper bound
+        (first-step probability x length) cannot beat the best for any K (margin 1e-4 for float32).
         """
         local = self.local[req_id]
         seq = local.store[local.seqs[self.LOCAL_SEQ]]
         ctx = seq[-self.params.max_tree_depth:]
-        lc = self._candidates(local, ctx, local.active[self.LOCAL_SEQ], kmax)
         gseq = self.req_to_seq.get(req_id)
         gt = self.global_tree
-        gc = self._candidates(gt, ctx, gt.active.get(gseq) if gseq is not None else None, kmax)
-        d = [0] * kmax
+        best_s = [0.0] * (kmax + 1)
+        best_n = [0] * (kmax + 1)
+        best_t: list = [None] * (kmax + 1)
+        caps, minp = self._caps, self._minp
+        for tree, act in ((local, local.active[self.LOCAL_SEQ]),
+                          (gt, gt.active.get(gseq) if gseq is not None else None)):
+            if tree is gt and not gt.seqs:
+                continue
+            nodes = self._match_nodes(tree, ctx, act)
+            cnt, ln, head, walk = tree.cnt, tree.ln, tree.head, tree.walk
+            for m in range(len(nodes), 0, -1):
+                node, idx = nodes[m - 1]
+                if idx < ln[node]:
+                    p1 = 1.0
+                else:
+                    h = head(node)
+                    if h < 0:
+                        continue
+                    p1 = f32(cnt[h] / cnt[node])
+                    if p1 < minp:
+                        continue
+                cap = caps[m] if caps[m] < kmax else kmax
+                if cap <= 0:
+                    continue
+                bound = p1 * 1.0001
+                for k in range(1, cap + 1):
+                    if bound * k > best_s[k]:
+                        break
+                else:
+                    if bound * cap <= best_s[kmax]:
+                        continue
+                toks, scores = walk(node, idx, cap, minp)
+                nt = len(toks)
+                if not nt:
+                    continue
+                for k in range(1, kmax + 1):
+                    n = nt if nt < k else k
+                    sc = scores[n - 1]
+                    if sc > best_s[k]:
+                        best_s[k] = sc
+                        best_n[k] = n
+                        best_t[k] = toks
+        d = best_n[1:]
         a = [0] * kmax
-        if not lc and not gc:
-            return d, a
         fut = list(future)
-        acc_cache: dict[int, int] = {}
-
-        def accepted(toks: list[int]) -> int:
-            key = id(toks)
-            v = acc_cache.get(key)
-            if v is None:
-                v = 0
+        last = None
+        acc = 0
+        for k in range(1, kmax + 1):
+            toks = best_t[k]
+            if toks is None:
+                continue
+            if toks is not last:
+                acc = 0
                 for x, y in zip(toks, fut):
                     if x != y:
                         break
-                    v += 1
-                acc_cache[key] = v
-            return v
-
-        for k in range(1, kmax + 1):
-            best_l, best_ls, bl_t = 0.0, 0, None
-            for _m, toks, scores in lc:
-                n = len(toks) if len(toks) < k else k
-                s = scores[n - 1]
-                if s >= best_l:
-                    best_l, best_ls, bl_t = s, n, toks
-            best_g, best_gs, bg_t = 0.0, 0, None
-            for _m, toks, scores in gc:
-                n = len(toks) if len(toks) < k else k
-                s = scores[n - 1]
-                if s >= best_g:
-                    best_g, best_gs, bg_t = s, n, toks
-            if best_l >= best_g:
-                n, toks = best_ls, bl_t
-            else:
-                n, toks = best_gs, bg_t
-            if toks is not None and n:
-                d[k - 1] = n
-                acc = accepted(toks)
-                a[k - 1] = acc if acc < n else n
+                    acc += 1
+                last = toks
+            n = best_n[k]
+            a[k - 1] = acc if acc < n else n
         return d, a
 
     def _new_seq(self, req_id: Hashable) -> int:

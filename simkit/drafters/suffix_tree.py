@@ -22,6 +22,8 @@ _F32 = struct.Struct("f")
 _SHIFT = 21                       # child key = (node << _SHIFT) | token
 MAX_TOKEN = (1 << _SHIFT) - 1
 ROOT = 0
+_ADD_MEMO: dict = {}              # (score, prob) -> float32(score + prob)
+_MUL_MEMO: dict = {}              # (prob, child count, node count) -> float32 product
 
 
 def f32(x: float) -> float:
@@ -290,30 +292,42 @@ class SuffixTree:
         scores: list[float] = []
         if max_tokens <= 0:
             return toks, scores
-        cnt, ln = self.cnt, self.ln
+        cnt, ln, store, rseq, ridx = self.cnt, self.ln, self.store, self.rseq, self.ridx
+        add_memo, mul_memo = _ADD_MEMO, _MUL_MEMO
         prob = 1.0
         score = 0.0
-        ref = self.store[self.rseq[node]]
-        base = self.ridx[node]
-        nl = ln[node]
         while prob >= min_prob:
+            nl = ln[node]
             if idx < nl:
-                toks.append(ref[base + idx])
-                score = f32(score + prob)
-                scores.append(score)
+                # The rest of this node's tokens come with the same probability.
+                n = min(nl - idx, max_tokens - len(toks))
+                base = ridx[node] + idx
+                toks.extend(store[rseq[node]][base:base + n])
+                for _ in range(n):
+                    key = (score, prob)
+                    nxt = add_memo.get(key)
+                    if nxt is None:
+                        nxt = add_memo[key] = f32(score + prob)
+                    score = nxt
+                    scores.append(score)
                 if len(toks) >= max_tokens:
                     break
-                idx += 1
+                idx = nl
             else:
                 child = self.head(node)
                 if child < 0:
                     break
-                prob = f32(prob * f32(cnt[child] / cnt[node]))
+                key = (prob, cnt[child], cnt[node])
+                nxt = mul_memo.get(key)
+                if nxt is None:
+                    nxt = mul_memo[key] = f32(prob * f32(cnt[child] / cnt[node]))
+                prob = nxt
                 node = child
-                ref = self.store[self.rseq[node]]
-                base = self.ridx[node]
-                nl = ln[node]
                 idx = 0
+        if len(add_memo) > 1_000_000:
+            add_memo.clear()
+        if len(mul_memo) > 1_000_000:
+            mul_memo.clear()
         return toks, scores
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
