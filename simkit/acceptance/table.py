@@ -58,8 +58,11 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def save_table(table: AcceptanceTable, path, *, compress: bool = True) -> None:
-    """Write `table` as an .npz whose bytes depend only on its content (fixed zip times and order)."""
+def save_table(table: AcceptanceTable, path, *, compression: str = "deflate") -> None:
+    """Write `table` as an .npz whose bytes depend only on its content (fixed zip times and order).
+
+    compression: "deflate", "bzip2" (smallest; for shipped profiles) or "stored" (fastest reload).
+    """
     import json
     import os
     import zipfile
@@ -72,14 +75,18 @@ def save_table(table: AcceptanceTable, path, *, compress: bool = True) -> None:
             "provenance": table.provenance}
     entries = [(name + ".npy", _npy_bytes(getattr(table, name))) for name in _ARRAYS]
     entries.append(("meta.json", json.dumps(meta, sort_keys=True).encode()))
-    kind = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    kinds = {"deflate": zipfile.ZIP_DEFLATED, "bzip2": zipfile.ZIP_BZIP2, "stored": zipfile.ZIP_STORED}
+    if compression not in kinds:
+        raise ValueError(f"compression must be one of {sorted(kinds)}")
+    kind = kinds[compression]
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with zipfile.ZipFile(tmp, "w") as zf:
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
             info.compress_type = kind
             info.external_attr = 0o644 << 16
-            zf.writestr(info, data, compress_type=kind, compresslevel=9 if compress else None)
+            zf.writestr(info, data, compress_type=kind,
+                        compresslevel=None if kind == zipfile.ZIP_STORED else 9)
     os.replace(tmp, path)
 
 

@@ -1,9 +1,139 @@
-"""CLI commands (filled in by the issue that owns this group)."""
+"""`simkit acceptance` (per-K acceptance statistics from exact replay) and `simkit profiles build|list`."""
 
 from __future__ import annotations
 
+import json
+from typing import List, Optional
+
 import typer
+
+from simkit.errors import InputError
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--k must be comma-separated integers, got {text!r}", field="k") from None
+    if not ks or any(k < 1 or k > 16 for k in ks):
+        raise InputError(f"--k values must be in 1..16, got {text!r}", field="k")
+    return ks
+
+
+def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str):
+    """(table, origin line, proxy note) for the request sample, from raw traces or the shipped profile."""
+    from simkit import profiles
+    from simkit.paths import traces_src_dir
+
+    if source not in profiles.SOURCES:
+        raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
+    raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
+    if not raw:
+        if drafter != "suffix" or max_requests != profiles.SAMPLE_SIZE:
+            raise InputError("without raw traces only the shipped profile is available: suffix drafter, "
+                             f"--max-requests {profiles.SAMPLE_SIZE}", field="source")
+        prof = profiles.load_shipped(model, corpus)
+        n = prof.table.num_requests
+        return prof.table, (f"shipped profile traces/profiles/{model}/{corpus}.npz "
+                            f"({n} of {prof.provenance.get('corpus_requests', '?')} requests)"), prof.proxy_note
+    if traces_src_dir() is None:
+        raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
+    from simkit.acceptance.cache import cached_table
+    from traces.corpora import load_corpus
+
+    corp = load_corpus(corpus, model, progress=True)
+    idx = profiles.sample_indices(len(corp.requests), max_requests)
+    reqs = [corp.requests[i] for i in idx]
+    table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
+                         corpus=corpus, progress=True)
+    return table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests)", corp.proxy_note
+
+
+def acceptance(
+    model: str = typer.Option(..., "--model", help="simulated model id (simkit models list)"),
+    corpus: str = typer.Option(..., "--corpus", help="corpus name (simkit traces list)"),
+    k: str = typer.Option("4,6,8,12", "--k", help="comma-separated K values (1..16)"),
+    drafter: str = typer.Option("suffix", "--drafter", help="suffix | ngram"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+    max_requests: int = typer.Option(128, "--max-requests",
+                                     help="evenly spaced request sample (0 = all); 128 = the shipped profiles' sample"),
+    source: str = typer.Option("auto", "--source", help="auto | raw | shipped"),
+) -> None:
+    """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
+    from simkit.acceptance.stats import summarize
+
+    if drafter not in ("suffix", "ngram"):
+        raise InputError(f"--drafter must be suffix or ngram, got {drafter!r}", field="drafter")
+    if fmt not in ("table", "json"):
+        raise InputError(f"--format must be table or json, got {fmt!r}", field="format")
+    if max_requests < 0:
+        raise InputError("--max-requests must be >= 0", field="max-requests")
+    ks = _parse_ks(k)
+    table, origin, note = _load(model, corpus, drafter, max_requests, source)
+    results = [summarize(table, kk) for kk in ks]
+    if fmt == "json":
+        typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
+                               "drafter": drafter, "params": table.params, "ordering": table.ordering,
+                               "requests": table.num_requests, "results": results}, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"model {model}  corpus {corpus}  ({note})")
+    console.print(f"workload: {origin}; drafter {drafter} {table.params}; order {table.ordering}")
+    tab = Table(show_header=True)
+    for col in ("K", "steps", "mean acc", "tok/step", "mean draft", "zero-draft", "accepted-length hist",
+                "per-position accept rate"):
+        tab.add_column(col)
+    for r in results:
+        tab.add_row(str(r["k"]), str(r["steps"]), f"{r['mean_accepted']:.3f}",
+                    f"{r['tokens_per_step']:.3f}", f"{r['mean_draft']:.3f}",
+                    f"{r['zero_draft_frac']:.3f}", " ".join(str(x) for x in r["accept_hist"]),
+                    " ".join(f"{x:.2f}" for x in r["per_position_accept_rate"]))
+    console.print(tab)
+
+
+def profiles_build(
+    model: Optional[List[str]] = typer.Option(None, "--model", help="model id(s); default all"),
+    corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus name(s); default all built-in + mix"),
+    out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the shipped traces/profiles)"),
+) -> None:
+    """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
+    from pathlib import Path
+
+    from simkit import profiles
+    from simkit.paths import traces_src_dir
+    from traces.corpora import CORPORA, MIX, list_models
+
+    if traces_src_dir() is None:
+        raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)")
+    models = model or list_models()
+    corpora = corpus or (list(CORPORA) + [MIX])
+    for m in models:
+        for c in corpora:
+            prof = profiles.profile_from_raw(m, c, progress=True)
+            npz, js = profiles.write_profile(prof, Path(out) if out else None)
+            typer.echo(f"{npz} ({npz.stat().st_size} bytes, {prof.table.num_requests} requests)")
+
+
+def profiles_list() -> None:
+    """List the shipped profiles with their sample sizes and proxy notes."""
+    from simkit import profiles
+
+    for npz in sorted(profiles.shipped_dir().glob("*/*.npz")):
+        js = npz.with_suffix(".json")
+        prov = json.loads(js.read_text()) if js.is_file() else {}
+        typer.echo(f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
+                   f"{prov.get('corpus_requests', '?')} requests, {npz.stat().st_size} bytes; "
+                   f"{prov.get('proxy_note', '')}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add `acceptance` and the `profiles` group to the root app."""
+    app.command("acceptance")(acceptance)
+    group = typer.Typer(help="Shipped corpus profiles (lengths + acceptance tables, no token ids).",
+                        no_args_is_help=True)
+    group.command("build")(profiles_build)
+    group.command("list")(profiles_list)
+    app.add_typer(group, name="profiles")
