@@ -222,3 +222,27 @@ def test_higher_gmu_never_needs_more_gpus():
             except InputError:
                 continue
             assert choose_tp(name, hw, gmu=0.95) <= low
+
+
+def test_fp8_scope_read_from_modules_left_unquantized(tmp_path):
+    # the shape of Meta's fbgemm_fp8 405B config: attention of every layer and the FFN of the first
+    # and last layer are listed as not converted
+    skip = [f"model.layers.{i}.self_attn.{p}_proj" for i in range(126) for p in "qkvo"]
+    skip += [f"model.layers.{i}.mlp.{p}_proj" for i in (0, 125) for p in ("gate", "up", "down")] + ["lm_head"]
+    cfg = dict(LLAMA8B_CONFIG, hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
+               num_attention_heads=128, quantization_config={"quant_method": "fbgemm_fp8",
+                                                            "modules_to_not_convert": skip})
+    path = tmp_path / "405b" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    m = model_from_config_json(path)
+    ref = get_model("llama-3.1-405b-fp8")
+    assert (m.weight_dtype, m.fp8_scope, m.bf16_ffn_layers) == ("fp8", "ffn", 2)
+    assert m.weight_bytes() == ref.weight_bytes()
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {
+        "type": "float", "num_bits": 8}}}, "format": "float-quantized", "ignore": ["lm_head"],
+        "quant_algo": "FP8"}
+    path.write_text(json.dumps(cfg))
+    full = model_from_config_json(path)
+    assert (full.weight_dtype, full.fp8_scope) == ("fp8", "all")
+    assert ref.weight_bytes() - full.weight_bytes() > 60e9     # attention in fp8 too

@@ -217,7 +217,14 @@ def spec_from_config(cfg: dict, name: str, path: str, extra: dict | None = None)
     mla = "kv_lora_rank" in cfg and cfg["kv_lora_rank"] is not None
     qdt = cfg.get("quantization_config") or {}
     quant = str(qdt.get("quant_method", "")).lower() if isinstance(qdt, dict) else ""
-    weight_dtype = extra.get("weight_dtype") or ("fp8" if "fp8" in quant or qdt.get("fmt") == "e4m3" else "bf16")
+    is_fp8 = isinstance(qdt, dict) and ("fp8" in quant or "fp8" in json.dumps(qdt).lower() or qdt.get("fmt") == "e4m3")
+    weight_dtype = extra.get("weight_dtype") or ("fp8" if is_fp8 else "bf16")
+    skipped = (qdt.get("modules_to_not_convert") or qdt.get("ignore") or []) if isinstance(qdt, dict) else []
+    skipped = [str(x) for x in skipped] if isinstance(skipped, list) else []
+    if "fp8_scope" not in extra and any("self_attn" in x for x in skipped):
+        # e.g. Meta's fbgemm_fp8 checkpoint: attention stays bf16, some layers' FFN too
+        extra = {**extra, "fp8_scope": "ffn",
+                 "bf16_ffn_layers": len({x.split(".mlp")[0] for x in skipped if ".mlp" in x})}
     if weight_dtype not in DTYPE_BYTES:
         raise InputError(f"unknown dtype {weight_dtype!r}; known {sorted(DTYPE_BYTES)}", path=path, field="weight_dtype")
     window = _get(cfg, ("sliding_window",), path, 0) or 0
