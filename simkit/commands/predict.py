@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
         cudagraph_mode: str = typer.Option("FULL_AND_PIECEWISE", "--cudagraph-mode"),
         cost_profile: Optional[str] = typer.Option(None, "--cost-profile",
                                                    help="calibrated cost-model profile"),
-        source: str = typer.Option("auto", "--source", help="auto, raw-traces or shipped"),
+        source: str = typer.Option("auto", "--source", help="auto (raw traces when present, else shipped), raw or shipped"),
         workers: Optional[int] = typer.Option(None, "--workers", help="local processes"),
         request_rate: Optional[float] = typer.Option(
             None, "--request-rate", help="open loop: Poisson arrivals (req/s) instead of clients"),
