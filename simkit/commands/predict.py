@@ -112,9 +112,11 @@ def plot_prediction(pred, path: str) -> None:
            yerr=[r.output_tok_s_std for r in pred.rows], color="#4c72b0", capsize=3)
     for i, r in enumerate(pred.rows):
         if r.speedup_vs_vanilla:
-            ax.text(i, r.output_tok_s, f"{r.speedup_vs_vanilla:.2f}x", ha="center",
-                    va="bottom", fontsize=7)
+            ax.annotate(f"{r.speedup_vs_vanilla:.2f}x", (i, r.output_tok_s + r.output_tok_s_std),
+                        xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=7)
     ax.set_ylabel("output tok/s (steady state)")
+    ax.margins(y=0.12)
     ax.set_title(f"{pred.model} / {pred.corpus} on {pred.hardware} TP{pred.tp} "
                  f"({pred.cost_label})", fontsize=9)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
