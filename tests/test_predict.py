@@ -127,3 +127,17 @@ def test_sweep_writes_table_and_plot(real_profiles, tmp_path):
     assert (done == 3).all()
     assert set(frame["config"]) == {"vanilla", "kpad-4", "kpad-8"}
     assert (frame[frame["config"] == "vanilla"]["speedup_vs_vanilla"] == 1.0).all()
+
+
+def test_suffix_k24_reads_a_column_equal_to_every_column_from_12(real_profiles):
+    """K=24 (vLLM's default cap) reads the table's kmax column; under depth 24 and spec factor 1
+    a draft never exceeds 12 tokens, so columns 12..kmax must be identical on real tables."""
+    from simkit.engine.workload import Workload
+
+    for corpus in ("code", "chat"):
+        tab = real_profiles.load_profile("llama-3.1-8b", corpus).table
+        assert tab.kmax >= 12 and int(tab.drafted.max()) <= 12
+        for k in range(12, tab.kmax + 1):
+            assert (tab.drafted[:, k - 1] == tab.drafted[:, 11]).all()
+            assert (tab.accepted[:, k - 1] == tab.accepted[:, 11]).all()
+        assert Workload.from_table(tab).effective_k("suffix", 24) == tab.kmax
