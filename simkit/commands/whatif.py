@@ -51,7 +51,8 @@ def render(result) -> str:
     from rich.table import Table
 
     buf = io.StringIO()
-    console = Console(file=buf, width=260, color_system=None, force_terminal=False)
+    console = Console(file=buf, width=260, color_system=None, force_terminal=False,
+                      force_jupyter=False)
     console.print(f"whatif {result.name}: {result.question}")
     table = Table(show_edge=False, pad_edge=False)
     for col in result.columns:
@@ -65,12 +66,17 @@ def render(result) -> str:
     return buf.getvalue()
 
 
-def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
-    """Print in the requested format; write the plot if asked."""
+def check_format(fmt: str) -> None:
+    """Fail before any simulation when the output format is unknown."""
     from simkit.errors import InputError
 
     if fmt not in ("table", "json"):
         raise InputError(f"unknown format {fmt!r}; use table or json", field="format")
+
+
+def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
+    """Print in the requested format; write the plot if asked."""
+    check_format(fmt)
     if plot_path:
         plot_fn(result, plot_path)
     if fmt == "json":
@@ -95,12 +101,13 @@ def capacity_cmd(
     configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
     seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
     min_requests: int = typer.Option(128, "--min-requests"),
-    max_requests: int = typer.Option(1500, "--max-requests"),
+    max_requests: int = typer.Option(5000, "--max-requests"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
     cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default 20 req/s)."""
+    check_format(fmt)
     from simkit.whatif import capacity as C
 
     if target_rate is None and target_tok_s is None:
@@ -127,6 +134,7 @@ def hardware_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
+    check_format(fmt)
     from simkit.whatif import hardware as H
 
     res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
@@ -151,6 +159,7 @@ def host_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
+    check_format(fmt)
     from simkit.whatif import host as H
 
     res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
@@ -173,6 +182,7 @@ def concurrency_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
+    check_format(fmt)
     from simkit.whatif import concurrency as C
 
     res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
@@ -203,6 +213,7 @@ def quantization_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
+    check_format(fmt)
     from simkit.whatif import quantization as Q
 
     res = Q.quantization(model, corpus, hardware=hardware, tp=tp,
@@ -229,6 +240,7 @@ def reference_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
+    check_format(fmt)
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
     from simkit.reference.reproduce import reproduce

@@ -11,10 +11,11 @@ the check is close to monotone in r. replicas = ceil(target_rate / r_max).
 
 Steady state needs the arrival span to be long against a request's latency (Little's law: about
 r x W requests are in flight). A request meeting the goals lasts at most
-W = TTFT goal + mean output x TPOT goal, so each run replays
-N = clamp(span_factor x r x W / 0.9, min_requests, max_requests) requests (the engine's open-loop
-window starts at the arrival of 10 % of them). When the cap binds, the span is shorter than
-span_factor x W, the system may not have filled, and the rate is optimistic: the row says so.
+W = TTFT goal + mean output x TPOT goal, so a run at rate r replays
+N = max(min_requests, span_factor x r x W / 0.9) requests (the engine's open-loop window starts
+at the arrival of 10 % of them). A rate needing more than max_requests is not simulated: a short
+burst would pass any goal without the server ever filling, so such a rate counts as *not
+verified* (binding "request cap") and the answer is the largest rate that could be verified.
 The search starts at the request throughput of a closed-loop pilot at concurrency 32.
 """
 
@@ -30,7 +31,7 @@ from simkit.whatif.common import (WhatIfResult, engine_for, mean_output_tokens, 
                                   register, release, run_metrics, save_fig, specs_of)
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
-           "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "steady", "iterations"]
+           "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,10 @@ def _check(metrics: list[dict[str, Any]], goals: Goals) -> tuple[bool, float, fl
 
 def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: float,
                  min_requests: int, max_requests: int) -> tuple[int, bool]:
-    """(requests to replay at `rate`, whether the arrival span covers span_factor x W)."""
+    """(requests to replay at `rate`, whether that fits under max_requests)."""
     w = goals.ttft_ms_p99 / 1e3 + mean_out * goals.tpot_ms_p99 / 1e3
-    need = math.ceil(span_factor * rate * w / 0.9)
-    return max(min_requests, min(max_requests, need)), need <= max_requests
+    need = max(min_requests, math.ceil(span_factor * rate * w / 0.9))
+    return min(need, max_requests), need <= max_requests
 
 
 def pilot_rates(workload, cost, specs, *, cfg, workers: int | None,
@@ -96,20 +97,26 @@ def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, mi
             live = [st for st in state if not st["done"]]
             if not live:
                 break
-            jobs = []
+            jobs, sims = [], []
             for st in live:
-                n, steady = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
-                                         min_requests=min_requests, max_requests=max_requests)
-                st["n_next"] = (n, steady)
-                jobs += [(key, cfg, st["spec"], seed, OpenLoop(rate=st["next"]), n)
-                         for seed in range(seeds)]
-            flat = run_metrics(jobs, workers)
-            for i, st in enumerate(live):
-                ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
+                n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
+                                       min_requests=min_requests, max_requests=max_requests)
+                st["n_next"] = n
+                if fits:
+                    sims.append(st)
+                    jobs += [(key, cfg, st["spec"], seed, OpenLoop(rate=st["next"]), n)
+                             for seed in range(seeds)]
+            flat = run_metrics(jobs, workers) if jobs else []
+            for st in live:
+                if st in sims:
+                    i = sims.index(st)
+                    ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
+                else:
+                    ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
                 r = st["next"]
                 st["it"] += 1
                 if ok:
-                    st["lo"], st["lo_m"] = r, (ttft, tpot, *st["n_next"])
+                    st["lo"], st["lo_m"] = r, (ttft, tpot, st["n_next"])
                 else:
                     st["hi"], st["hi_bind"] = r, bind
                 if st["hi"] == math.inf:
@@ -126,9 +133,10 @@ def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, mi
         release(key)
     out = []
     for st in state:
-        ttft, tpot, n, steady = st["lo_m"] or (math.nan, math.nan, 0, False)
+        ttft, tpot, n = st["lo_m"] or (math.nan, math.nan, 0)
         out.append({"config": st["spec"].name, "max_rate_per_replica": st["lo"],
-                    "ttft_ms_p99": ttft, "tpot_ms_p99": tpot, "requests": n, "steady": steady,
+                    "ttft_ms_p99": ttft, "tpot_ms_p99": tpot, "requests": n,
+                    "failed_rate": st["hi"] if st["hi"] < math.inf else None,
                     "binding": st["hi_bind"] or "none found", "iterations": st["it"],
                     "converged": st["done"] and st["lo"] > 0})
     return out
@@ -138,7 +146,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              tp: int | None = None, target_rate: float | None = None,
              target_tok_s: float | None = None, goals: Goals = Goals(),
              configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
-             min_requests: int = 128, max_requests: int = 1500, span_factor: float = 3.0,
+             min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
              workers: int | None = None, cost_profile: str | None = None, source: str = "auto",
              rel_tol: float = 0.05, workload=None, cost=None) -> WhatIfResult:
     """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
@@ -174,15 +182,15 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              f"search: from the closed-loop (C=32) request throughput, doubling/halving, then "
              f"bisection to hi/lo <= {1 + rel_tol:g}; max rate = the highest rate that met the "
              "goals; binding = the goal the next higher rate missed",
-             f"requests per run = clamp({span_factor:g} x rate x (TTFT goal + mean output x "
-             f"TPOT goal) / 0.9, {min_requests}, {max_requests}); steady = False where the cap "
-             "bound (arrival span too short to fill the server: that rate is optimistic)"]
+             f"requests per run = max({min_requests}, {span_factor:g} x rate x (TTFT goal + "
+             f"mean output x TPOT goal) / 0.9); rates needing more than {max_requests} are not "
+             "simulated (binding 'request cap': raise --max-requests to verify higher rates)"]
     if workload.proxy_note:
         notes.append(f"proxy: {workload.proxy_note}")
     for r in rows:
-        if r["converged"] and not r["steady"]:
-            notes.append(f"{r['config']}: the request cap bound at the answer rate "
-                         f"({r['requests']} requests): optimistic, raise --max-requests")
+        if r["binding"] == "request cap":
+            notes.append(f"{r['config']}: limited by the request cap, not by the goals: the "
+                         "true capacity is at least this (raise --max-requests)")
         if not r["converged"]:
             notes.append(f"{r['config']}: no rate met the goals (down to 1/1024 of the "
                          "pilot's rate) or the search did not converge")

@@ -1,0 +1,103 @@
+"""Predicted vs measured: the measured vLLM records under calibrate/data/ (steps*.parquet,
+runs*.parquet from the calibration harness) set beside simkit's step-time and run predictions.
+
+Step level: each recorded step's BatchDescriptor through the cost model (default profile for the
+run's GPU) against the measured step wall time. Run level: simkit's closed-loop prediction of the
+run's (model, corpus, config, K, concurrency, TP, GPU) against its measured steady tok/s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "calibrate" / "data"
+GPU_NAMES = ("b200", "h200", "h100")
+
+
+def find_records(root: str | Path | None = None) -> tuple[list[Path], list[Path]]:
+    """(steps files, runs files) under root (default calibrate/data); empty lists if none."""
+    root = Path(root) if root else DEFAULT_DIR
+    if not root.is_dir():
+        return [], []
+    return sorted(root.rglob("steps*.parquet")), sorted(root.rglob("runs*.parquet"))
+
+
+def hardware_of(gpu: str) -> str | None:
+    """Catalogue hardware name from a recorded GPU string (e.g. 'NVIDIA H200' -> 'h200')."""
+    low = str(gpu).lower()
+    return next((h for h in GPU_NAMES if h in low), None)
+
+
+def load_records(root: str | Path | None = None):
+    """(steps joined with runs, runs) as DataFrames, or (None, None) when there are none."""
+    import pandas as pd
+
+    from simkit.costmodel.records import join_runs
+
+    steps_files, runs_files = find_records(root)
+    if not steps_files or not runs_files:
+        return None, None
+    runs = pd.concat([pd.read_parquet(p) for p in runs_files], ignore_index=True)
+    steps = pd.concat([pd.read_parquet(p) for p in steps_files], ignore_index=True)
+    return join_runs(steps, runs), runs
+
+
+def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
+    """Per recorded step: measured t_step_s vs the cost model's step_s (first N steps per run)."""
+    import pandas as pd
+
+    from simkit.costmodel import load_cost_model
+    from simkit.costmodel.records import batch_from_row
+
+    out = []
+    models: dict[tuple, Any] = {}
+    for run_id, grp in steps.groupby("run_id", sort=True):
+        first = grp.iloc[0]
+        hw = hardware_of(first.get("gpu", "h200")) or "h200"
+        key = (first["model"], hw, int(first["tp"]))
+        if key not in models:
+            models[key] = load_cost_model(first["model"], hw, tp=int(first["tp"]))
+        cost = models[key]
+        for row in grp.head(max_steps_per_run).to_dict("records"):
+            if row.get("t_step_s") is None or row["t_step_s"] != row["t_step_s"]:
+                continue
+            pred = cost.step_cost(batch_from_row(row))
+            out.append({"run_id": run_id, "model": key[0], "hardware": hw,
+                        "config": row.get("config"), "num_reqs": row["num_reqs"],
+                        "graph_mode": row["graph_mode"], "measured_s": row["t_step_s"],
+                        "predicted_s": pred.step_s})
+    frame = pd.DataFrame(out)
+    if len(frame):
+        frame["error"] = frame["predicted_s"] / frame["measured_s"] - 1
+    return frame
+
+
+def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
+                   workers: int | None = None) -> Any:
+    """Per recorded run: measured steady output tok/s vs simkit's prediction of that run."""
+    import pandas as pd
+
+    from simkit.engine.predict import predict
+
+    out = []
+    for row in runs.to_dict("records"):
+        cfg = str(row["config"])
+        k = int(row.get("k") or 0)
+        config = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
+                  "kpad": f"kpad:{k}"}.get(cfg, cfg)
+        hw = hardware_of(row.get("gpu", "")) or "h200"
+        try:
+            pred = predict(row["model"], row["corpus"], hardware=hw, tp=int(row["tp"]),
+                           concurrency=int(row["concurrency"]), configs=config, seeds=seeds,
+                           num_requests=num_requests, workers=workers)
+            p = pred.rows[0].output_tok_s if pred.rows else float("nan")
+            why = ""
+        except Exception as exc:                     # reported per row, never dropped
+            p, why = float("nan"), f"{type(exc).__name__}: {exc}"
+        out.append({"run_id": row["run_id"], "purpose": row.get("purpose"),
+                    "model": row["model"], "corpus": row["corpus"], "config": config,
+                    "concurrency": row["concurrency"], "hardware": hw,
+                    "measured_tok_s": row["output_tok_s"], "predicted_tok_s": p,
+                    "error": p / row["output_tok_s"] - 1 if row["output_tok_s"] else None,
+                    "not_predicted": why})
+    return pd.DataFrame(out)
