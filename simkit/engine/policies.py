@@ -56,14 +56,17 @@ class AcceptanceEWMA:
         if not pairs:
             return
         kk = min(k, self.kmax)
+        # histograms of the deepest slot verified (min(d, a+1)) and accepted (a), then suffix sums:
+        # reach[i] = #(verified >= i), acc[i] = #(accepted >= i)
         reach = [0] * (kk + 2)
         acc = [0] * (kk + 2)
         for a, d in pairs:
-            top = min(d, a + 1, kk)
-            for i in range(1, top + 1):
-                reach[i] += 1
-            for i in range(1, min(a, kk) + 1):
-                acc[i] += 1
+            top = a + 1 if a + 1 < d else d
+            reach[top if top < kk else kk] += 1
+            acc[a if a < kk else kk] += 1
+        for i in range(kk - 1, -1, -1):
+            reach[i] += reach[i + 1]
+            acc[i] += acc[i + 1]
         al, n = self.alpha, len(pairs)
         for i in range(1, kk + 1):
             if reach[i]:
@@ -152,8 +155,8 @@ class GoodputK:
         cum = self.ewma.cumulative()
         best_k, best_rate = self.ks[0], -1.0
         for k in self.ks:
-            drafts = drafts_at(k)
-            expected = n_decode + sum(cum[min(d, k)] for d in drafts)
+            drafts = drafts_at(k)                       # d(t, K) <= K
+            expected = n_decode + sum(map(cum.__getitem__, drafts))
             rate = expected / self.price(k, n_decode, context, sum(drafts))
             if rate > best_rate:
                 best_k, best_rate = k, rate
