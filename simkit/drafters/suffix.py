@@ -119,7 +119,7 @@ class SuffixCache:
         walk capped at K is a prefix of the walk capped at kmax). Match lengths are visited longest
         first and the local tree before the global one, and a candidate replaces the best only when
         strictly better, which is the real tie rule. A walk is skipped when even its upper bound
-        (first-step probability x length) cannot beat the best for any K (margin 1e-4 for float32).
+        (the float32 sum of n copies of its first-step probability) cannot beat the best for any K.
         """
         local = self.local[req_id]
         seq = local.store[local.seqs[self.LOCAL_SEQ]]
@@ -129,7 +129,7 @@ class SuffixCache:
         best_s = [0.0] * (kmax + 1)
         best_n = [0] * (kmax + 1)
         best_t: list = [None] * (kmax + 1)
-        caps, minp = self._caps, self._minp
+        caps, minp, sums = self._caps, self._minp, _SUMS
         for tree, act in ((local, local.active[self.LOCAL_SEQ]),
                           (gt, gt.active.get(gseq) if gseq is not None else None)):
             if tree is gt and not gt.seqs:
@@ -150,24 +150,36 @@ class SuffixCache:
                 cap = caps[m] if caps[m] < kmax else kmax
                 if cap <= 0:
                     continue
-                bound = p1 * 1.0001
-                for k in range(1, cap + 1):
-                    if bound * k > best_s[k]:
-                        break
-                else:
-                    if bound * cap <= best_s[kmax]:
-                        continue
-                toks, scores = walk(node, idx, cap, minp)
+                # Every prob of this walk is <= p1 and float32 addition is monotonic, so its score
+                # after n tokens is <= S_n(p1), the float32 sum of n copies of p1. Skip the walk when
+                # that bound cannot strictly beat the best for any K.
+                bound = sums.get((p1, kmax))
+                if bound is None:
+                    bound = sums[(p1, kmax)] = _repeated_sums(p1, kmax)
+                need = cap
+                while need and bound[need] <= best_s[need]:
+                    need -= 1
+                if not need:
+                    continue
+                # Beyond `need` tokens the bound already loses for every K, so a walk cut there
+                # changes no best (a cut walk scores no more than the whole one).
+                toks, scores = walk(node, idx, need, minp)
                 nt = len(toks)
                 if not nt:
                     continue
-                for k in range(1, kmax + 1):
-                    n = nt if nt < k else k
-                    sc = scores[n - 1]
+                for k in range(1, nt + 1):
+                    sc = scores[k - 1]
                     if sc > best_s[k]:
                         best_s[k] = sc
-                        best_n[k] = n
+                        best_n[k] = k
                         best_t[k] = toks
+                sc = scores[nt - 1]
+                for k in range(nt + 1, kmax + 1):
+                    if sc <= best_s[k]:
+                        break                      # best_s is nondecreasing in K
+                    best_s[k] = sc
+                    best_n[k] = nt
+                    best_t[k] = toks
         d = best_n[1:]
         a = [0] * kmax
         fut = list(future)
@@ -207,6 +219,17 @@ class SuffixCache:
                         self.evict(rid)
                         break
         return seq
+
+
+_SUMS: dict[tuple[float, int], list[float]] = {}
+
+
+def _repeated_sums(p: float, kmax: int) -> list[float]:
+    """[0, p, p+p, ...] in float32: S_n(p) for n = 0..kmax."""
+    out = [0.0]
+    for _ in range(kmax):
+        out.append(f32(out[-1] + p))
+    return out
 
 
 def _checked(tokens: Sequence[int]) -> list[int]:
