@@ -1,0 +1,45 @@
+"""The Ray executor on a local Ray instance gives the same table and files as the local sweep."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.slow
+def test_ray_sweep_equals_local_sweep(tmp_path):
+    pytest.importorskip("ray", reason="ray is in the [test] extra; install simkit[test]")
+    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
+    import pandas as pd
+
+    from simkit.engine.sweep import sweep
+    from simkit.executors.ray_sweep import sweep_ray
+
+    grid = dict(configs="vanilla,kpad:4,8", seeds=1, num_requests=48)
+    models, corpora = ["llama-3.1-8b", "qwen2.5-7b"], ["chat", "code"]
+    local = sweep(models, corpora, tmp_path / "local", workers=2, **grid)
+    remote = sweep_ray(models, corpora, tmp_path / "ray", num_cpus=2, **grid)
+    assert remote["executor"] == "ray" and remote["cluster_cpus"] == 2
+    assert not local["failed"] and not remote["failed"]
+    assert len(local["frame"]) == 2 * 2 * 3
+    pd.testing.assert_frame_equal(local["frame"], remote["frame"])
+    assert (tmp_path / "local" / "sweep.csv").read_bytes() == \
+        (tmp_path / "ray" / "sweep.csv").read_bytes()
+    assert pd.read_parquet(tmp_path / "ray" / "sweep.parquet").equals(local["frame"])
+
+
+def test_missing_ray_is_a_clear_user_error(monkeypatch, tmp_path):
+    import builtins
+
+    from simkit.errors import InputError
+    from simkit.executors import ray_sweep
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(InputError, match="pip install 'simkit\\[ray\\]'"):
+        ray_sweep.sweep_ray(["llama-3.1-8b"], ["chat"], tmp_path)
