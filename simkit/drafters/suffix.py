@@ -135,13 +135,14 @@ class SuffixCache:
             if tree is gt and not gt.seqs:
                 continue
             nodes = self._match_nodes(tree, ctx, act)
-            cnt, ln, head, walk = tree.cnt, tree.ln, tree.head, tree.walk
+            cnt, ln, walk, multi, head1 = tree.cnt, tree.ln, tree.walk, tree.multi, tree.head1
             for m in range(len(nodes), 0, -1):
                 node, idx = nodes[m - 1]
                 if idx < ln[node]:
                     p1 = 1.0
                 else:
-                    h = head(node)
+                    lst = multi.get(node)
+                    h = lst[0] if lst is not None else head1[node]
                     if h < 0:
                         continue
                     p1 = f32(cnt[h] / cnt[node])

@@ -294,6 +294,7 @@ class SuffixTree:
             return toks, scores
         cnt, ln, store, rseq, ridx = self.cnt, self.ln, self.store, self.rseq, self.ridx
         add_memo, mul_memo = _ADD_MEMO, _MUL_MEMO
+        multi, head1 = self.multi, self.head1
         prob = 1.0
         score = 0.0
         while prob >= min_prob:
@@ -314,7 +315,8 @@ class SuffixTree:
                     break
                 idx = nl
             else:
-                child = self.head(node)
+                lst = multi.get(node)
+                child = lst[0] if lst is not None else head1[node]
                 if child < 0:
                     break
                 key = (prob, cnt[child], cnt[node])
