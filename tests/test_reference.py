@@ -101,3 +101,17 @@ def test_reference_cli_json(profiles, tmp_path):
     doc = json.loads(out.output)
     assert doc["whatif"] == "reference" and doc["rows"][0]["van_pub"] == 8850
     assert png.stat().st_size > 1000
+
+
+def test_dynamic_verdict_counts_small_gaps_as_ties():
+    from simkit.engine.predict import Row
+    from simkit.reference.reproduce import dynamic_verdict
+
+    def row(t, std=0.0):
+        return Row("x", 4, t, std, None, 0.9, 1.0, 0.1, 1.0, 1.0, {})
+
+    assert dynamic_verdict(row(1005), row(1000)) == "ties"          # +0.5 % < 1 % drift
+    assert dynamic_verdict(row(1030), row(1000)) == "beats"
+    assert dynamic_verdict(row(1030), row(1000, std=40)) == "ties"   # within the seed spread
+    assert dynamic_verdict(row(950), row(1000)) == "loses"
+    assert dynamic_verdict(None, row(1000)) is None

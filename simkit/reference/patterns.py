@@ -11,7 +11,7 @@ from simkit.reference.reproduce import predict_model, with_published
 from simkit.whatif.common import WhatIfResult
 
 BEST_K_COLUMNS = ["model", "corpus", "best_k", "kpad_4", "kpad_6", "kpad_8", "kpad_12",
-                  "dynamic_vs_best_k"]
+                  "dynamic_vs_best_k", "dynamic_verdict"]
 SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "final_pred",
                  "final_err", "ratio_pred", "ratio_err"]
 
@@ -30,7 +30,8 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
                               num_requests=num_requests, workers=workers, source=source)
             van = p["van_pred"] or float("nan")
             row = {"model": m, "corpus": c, "best_k": p["best_k"],
-                   "dynamic_vs_best_k": p["dynamic_vs_best_k"]}
+                   "dynamic_vs_best_k": p["dynamic_vs_best_k"],
+                   "dynamic_verdict": p["dynamic_verdict"]}
             for k, v in p["kpad_tok_s"].items():
                 row[f"kpad_{k}"] = v / van
             rows.append(row)
