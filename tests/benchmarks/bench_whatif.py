@@ -1,0 +1,45 @@
+"""What-if speed: wall time of each `simkit whatif` subcommand on its embedded defaults (the
+numbers users wait for), plus the reference reproduction. Prints figures; asserts nothing.
+
+    python tests/benchmarks/bench_whatif.py [--workers 2] [--skip-reference]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--skip-reference", action="store_true")
+    args = ap.parse_args()
+
+    from simkit.whatif import capacity, concurrency, hardware, host, quantization
+
+    print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
+    cases = [("capacity", lambda: capacity.capacity(target_rate=20.0, workers=args.workers)),
+             ("hardware", lambda: hardware.hardware(workers=args.workers)),
+             ("host", lambda: host.host(workers=args.workers)),
+             ("concurrency", lambda: concurrency.concurrency(workers=args.workers)),
+             ("quantization", lambda: quantization.quantization(workers=args.workers))]
+    if not args.skip_reference:
+        from simkit.reference.reproduce import reproduce
+
+        cases.append(("reference (11 models, 1 seed)",
+                      lambda: reproduce(workers=args.workers)))
+    for name, fn in cases:
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = fn()
+        wall = time.perf_counter() - t0
+        print(f"{name:32s} {wall:7.1f} s wall, {time.process_time() - c0:6.1f} s parent CPU, "
+              f"{len(res.rows)} rows")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the parent process: {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
