@@ -93,12 +93,20 @@ def forced_rows(
     return rows, toks
 
 
-def apply_forcing(logits, rows: np.ndarray, toks: np.ndarray) -> None:
-    """Write FORCE_VALUE at (row, token) so greedy sampling picks the trace's token (no sync)."""
+def apply_forcing(logits, rows: np.ndarray, toks: np.ndarray, pinned: bool = True) -> None:
+    """Write FORCE_VALUE at (row, token) so greedy sampling picks the trace's token.
+
+    The indices go through pinned host memory so the copy is truly asynchronous. A copy from
+    pageable memory makes CUDA synchronise the stream first (the host then waits for the whole
+    forward pass): that is what the 2026-11-30 records did (pinned=False); see
+    calibrate/data/README.md for its effect on those measurements.
+    """
     if rows.size == 0:
         return
     import torch
 
-    idx = torch.from_numpy(np.stack([rows, toks]).astype(np.int64)).to(
-        logits.device, non_blocking=True)
+    idx = torch.from_numpy(np.stack([rows, toks]).astype(np.int64))
+    if pinned:
+        idx = idx.pin_memory()
+    idx = idx.to(logits.device, non_blocking=True)
     logits[idx[0], idx[1]] = FORCE_VALUE

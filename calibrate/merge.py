@@ -35,14 +35,23 @@ def _read_rows(folder: Path) -> tuple[list[dict], list[dict]]:
     return runs, steps
 
 
-def merge(folders: list[Path], out: Path) -> tuple[int, int]:
-    """Write out/steps.parquet and out/runs.parquet from the folders; returns (runs, steps)."""
+def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None) -> tuple[int, int]:
+    """Write out/steps.parquet and out/runs.parquet from the folders; returns (runs, steps).
+
+    fill gives a value for run columns that older records lack (never overwrites a value).
+    """
     runs: list[dict] = []
     steps: list[dict] = []
     for f in folders:
         r, s = _read_rows(Path(f))
         runs += r
         steps += s
+    missing = sorted({c for r in runs for c in RUN_COLUMNS if c not in r} - set(fill or {}))
+    if missing:
+        raise ValueError(f"run records lack columns {missing}; give --fill COLUMN=VALUE")
+    for r in runs:
+        for c, v in (fill or {}).items():
+            r.setdefault(c, v)
     ids = [r["run_id"] for r in runs]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -64,9 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="calibrate.merge")
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--into", type=Path)
+    ap.add_argument("--fill", action="append", default=[], metavar="COLUMN=VALUE",
+                    help="value for a run column that older records lack")
     a = ap.parse_args(argv)
     folders, out = (a.folders, a.into) if a.into else (a.folders[:-1], a.folders[-1])
-    n_runs, n_steps = merge(folders, out)
+    fill = dict(f.split("=", 1) for f in a.fill)
+    n_runs, n_steps = merge(folders, out, fill)
     print(f"merged {n_runs} runs, {n_steps} steps into {out}")
     return 0
 
