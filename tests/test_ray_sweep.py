@@ -27,6 +27,25 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
     assert pd.read_parquet(tmp_path / "ray" / "sweep.parquet").equals(local["frame"])
 
 
+@pytest.mark.slow
+def test_sweep_command_with_ray_executor(tmp_path):
+    pytest.importorskip("ray", reason="ray is in the [test] extra; install simkit[test]")
+    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    args = ["--models", "llama-3.1-8b", "--corpora", "chat", "--configs", "vanilla,kpad:4",
+            "--num-requests", "48", "--workers", "2"]
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        out = CliRunner().invoke(app, ["sweep", *args, *extra, "--out", str(tmp_path / name)])
+        assert out.exit_code == 0, out.output
+    assert (tmp_path / "local" / "sweep.csv").read_bytes() == \
+        (tmp_path / "ray" / "sweep.csv").read_bytes()
+    bad = CliRunner().invoke(app, ["sweep", *args, "--executor", "dask", "--out", str(tmp_path)])
+    assert bad.exit_code != 0
+
+
 def test_missing_ray_is_a_clear_user_error(monkeypatch, tmp_path):
     import builtins
 

@@ -193,6 +193,11 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(8192, "--max-tokens"),
         source: str = typer.Option("auto", "--source"),
         workers: Optional[int] = typer.Option(None, "--workers"),
+        executor: str = typer.Option("local", "--executor",
+                                     help="local (processes, default) or ray"),
+        address: Optional[str] = typer.Option(None, "--address",
+                                              help="Ray cluster address (ray executor; "
+                                                   "default: a local Ray instance)"),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -201,10 +206,18 @@ def register(app: typer.Typer) -> None:
         from traces.corpora import list_corpora
 
         parse_configs(configs)                       # fail fast on a bad config string
+        if executor not in ("local", "ray"):
+            from simkit.errors import InputError
+
+            raise InputError(f"unknown executor '{executor}' (local, ray)", field="executor")
+        if executor == "ray":                        # simkit.executors.ray_sweep (issue 7)
+            from simkit.executors.ray_sweep import sweep_ray as run_sweep
         model_list = _split(models, list_models())
         corpus_list = _split(corpora, list_corpora())
+        extra = {"address": address, "num_cpus": workers} if executor == "ray" else \
+            {"workers": workers}
         with _progress("sweep") as prog:
-            res = run_sweep(model_list, corpus_list, out, workers=workers, progress=prog,
+            res = run_sweep(model_list, corpus_list, out, progress=prog, **extra,
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
                             source=source)
