@@ -68,6 +68,30 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
     typer.echo(f"merged {n_runs} runs, {n_steps} steps into {into}")
 
 
+@calibrate_app.command("fit")
+def fit_cmd(
+    records: Path = typer.Option(Path("calibrate/data"), help="folder with steps*.parquet / runs*.parquet"),
+    name: str = typer.Option("h200-vllm026", help="profile name"),
+    out: Optional[Path] = typer.Option(None, help="write the profile JSON here"),
+    hardware: str = typer.Option("h200", help="catalogue hardware the records were measured on"),
+    folds: int = typer.Option(5, help="cross-validation folds (grouped by run)"),
+) -> None:
+    """Fit the step-time cost model to measured records (calibration runs only; validation runs are
+    held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
+    import json
+
+    from simkit.costmodel.fit import fit_profile
+
+    doc = fit_profile(records, name, hardware, out, (), folds)
+    typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out",
+                                               "skipped")}, indent=1))
+    typer.echo(f"not fitted (analytic defaults kept): {', '.join(doc['not_fitted'])}")
+    mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
+    typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
+    if out:
+        typer.echo(f"profile written to {out}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
     app.add_typer(calibrate_app, name="calibrate")

@@ -1,0 +1,54 @@
+"""`simkit calibrate` commands that run without a GPU: fit on the committed records, merge, and
+clear errors from `run` before any engine starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "calibrate" / "data"
+
+
+def _simkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simkit", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+@pytest.mark.slow
+def test_fit_on_the_committed_records_writes_a_cross_validated_profile(tmp_path):
+    out = tmp_path / "h200.json"
+    p = _simkit("calibrate", "fit", "--records", str(DATA), "--out", str(out), "--folds", "2")
+    assert p.returncode == 0, p.stderr
+    assert "cross-validated MAPE" in p.stdout
+    doc = json.loads(out.read_text())
+    runs = pd.read_parquet(DATA / "runs.parquet")
+    calib = set(runs[runs.purpose == "calibration"].run_id)
+    assert set(doc["runs"]) == calib  # validation runs are held out of the fit
+    assert set(doc["models"]) == {"llama-3.1-8b", "qwen2.5-7b"}
+    assert doc["cv"]["mean"]["step"] > 0
+
+
+def test_run_rejects_bad_input_before_starting_an_engine(tmp_path):
+    p = _simkit("calibrate", "run", "--model", "llama-3.1-8b", "--corpus", "chat",
+                "--config", "kpad", "--out", str(tmp_path), "--concurrency", "8,x")
+    assert p.returncode == 2 and "concurrency" in p.stderr
+    p = _simkit("calibrate", "run", "--model", "llama-3.1-8b", "--corpus", "chat",
+                "--config", "kpad", "--out", str(tmp_path), "--requests-dir", str(tmp_path))
+    assert p.returncode == 2 and "llama-3.1-8b__chat.jsonl" in p.stderr
+
+
+def test_merge_refuses_duplicate_runs_and_keeps_every_row(tmp_path):
+    from calibrate.merge import merge
+
+    n_runs, n_steps = merge([DATA], tmp_path / "once")
+    assert (n_runs, n_steps) == (len(pd.read_parquet(DATA / "runs.parquet")),
+                                 len(pd.read_parquet(DATA / "steps.parquet")))
+    assert (tmp_path / "once" / "runs.parquet").read_bytes() == (DATA / "runs.parquet").read_bytes()
+    with pytest.raises(ValueError, match="duplicate run ids"):
+        merge([DATA, tmp_path / "once"], tmp_path / "twice")
