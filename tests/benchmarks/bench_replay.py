@@ -39,6 +39,23 @@ def _build(args: tuple[str, str, int, str]) -> dict:
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def _sample_bias(model: str, tables: dict) -> None:
+    """K=8 mean accepted per step: whole corpus, the profile's sampled requests inside the whole-corpus
+    replay, and the shipped sample-only profile (its global tree holds only sampled responses)."""
+    from simkit.acceptance.stats import summarize
+    from simkit.profiles import load_shipped, sample_indices
+
+    print(f"{'corpus':16} {'K=8 acc: whole corpus':>22} {'sampled reqs in corpus':>23} {'shipped sample-only':>20}")
+    for c, tab in tables.items():
+        idx = sample_indices(tab.num_requests)
+        try:
+            shipped = f"{summarize(load_shipped(model, c).table, 8)['mean_accepted']:20.3f}"
+        except Exception as exc:  # noqa: BLE001 - report and go on
+            shipped = f"{'n/a (' + type(exc).__name__ + ')':>20}"
+        print(f"{c:16} {summarize(tab, 8)['mean_accepted']:22.3f} "
+              f"{summarize(tab, 8, idx)['mean_accepted']:23.3f} {shipped}")
+
+
 def main() -> None:
     from simkit.acceptance.table import load_table
     from simkit.paths import traces_src_dir
@@ -68,9 +85,10 @@ def main() -> None:
         print(f"all corpora of {a.model}: {tok} output tokens, build wall {wall:.1f} s with {a.jobs} "
               f"jobs (target 60 s), {cpu:.1f} cpu s, {tok / cpu:.0f} output tokens/s per core")
         t0 = time.perf_counter()
-        for c in corpora:
-            load_table(Path(tmp) / f"{c}.npz")
+        tables = {c: load_table(Path(tmp) / f"{c}.npz") for c in corpora}
         print(f"cached reload of all {len(corpora)} tables: {time.perf_counter() - t0:.2f} s (target < 2 s)")
+        if a.max_requests == 0:
+            _sample_bias(a.model, tables)
     peak = max(r["rss_mb"] for r in rows)
     print(f"peak memory: worker max RSS {peak:.0f} MB, "
           f"parent max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
