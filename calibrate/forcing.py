@@ -18,37 +18,63 @@ import numpy as np
 FORCE_VALUE = 8192.0
 
 
+_NONE = (0, 0, 0)
+
+
 @dataclass
 class ForcedOutputs:
-    """Registry: request id -> (prompt length, the trace's output ids). Shared with the hooks."""
+    """Registry: request id -> (prompt length, the trace's output ids). Shared with the hooks.
+
+    Outputs live in one growing int64 buffer so a step's lookup is one fancy-index, not a
+    concatenation of every request's outputs.
+    """
 
     prompt_len: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
-    _alias: dict[str, str | None] = field(default_factory=dict)
+    _meta: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # plen, offset, len
+    _alias: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    _buf: np.ndarray = field(default_factory=lambda: np.empty(1 << 16, np.int64))
+    _used: int = 0
 
     def register(self, request_id: str, prompt_len: int, output_ids: np.ndarray) -> None:
         """Add one request; ids must not contain '-' (vLLM appends '-<random>' internally)."""
         if "-" in request_id:
             raise ValueError(f"request id {request_id!r} must not contain '-'")
+        out = np.asarray(output_ids, dtype=np.int64)
+        need = self._used + len(out)
+        if need > len(self._buf):
+            grown = np.empty(max(need, 2 * len(self._buf)), np.int64)
+            grown[: self._used] = self._buf[: self._used]
+            self._buf = grown
+        self._buf[self._used:need] = out
         self.prompt_len[request_id] = int(prompt_len)
-        self.outputs[request_id] = np.asarray(output_ids, dtype=np.int64)
+        self.outputs[request_id] = out
+        self._meta[request_id] = (int(prompt_len), self._used, len(out))
+        self._used = need
+        self._alias.clear()
 
     def resolve(self, internal_id: str) -> str | None:
         """Map vLLM's internal id ('<external>-<8 hex>') back to the registered id, or None."""
-        hit = self._alias.get(internal_id, "")
-        if hit != "":
-            return hit
-        key: str | None = internal_id if internal_id in self.outputs else None
-        if key is None:
-            base = internal_id.rsplit("-", 1)[0]
-            key = base if base in self.outputs else None
-        self._alias[internal_id] = key
-        return key
+        if internal_id in self.outputs:
+            return internal_id
+        base = internal_id.rsplit("-", 1)[0]
+        return base if base in self.outputs else None
+
+    def meta(self, internal_id: str) -> tuple[int, int, int]:
+        """(prompt length, buffer offset, output length) for an internal id; zeros if unknown."""
+        m = self._alias.get(internal_id)
+        if m is None:
+            key = self.resolve(internal_id)
+            m = self._meta[key] if key is not None else _NONE
+            self._alias[internal_id] = m
+        return m
 
     def forget(self, request_id: str) -> None:
-        """Drop a finished request (keeps the registry small over long runs)."""
+        """Drop a finished request (its buffer space is not reused within a run)."""
         self.prompt_len.pop(request_id, None)
         self.outputs.pop(request_id, None)
+        self._meta.pop(request_id, None)
+        self._alias.clear()
 
 
 def forced_rows(
@@ -71,25 +97,17 @@ def forced_rows(
     total = int(rows_per_req.sum())
     if n == 0 or total == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    keys = [forced.resolve(r) for r in req_ids]
-    plen = np.array([forced.prompt_len[k] if k is not None else 0 for k in keys], dtype=np.int64)
-    outs = [forced.outputs[k] if k is not None else np.empty(0, np.int64) for k in keys]
-    out_len = np.array([len(o) for o in outs], dtype=np.int64)
-
+    meta = np.array([forced.meta(r) for r in req_ids], dtype=np.int64).reshape(n, 3)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(rows_per_req, out=starts[1:])
     owner = np.repeat(np.arange(n), rows_per_req)
     k = np.arange(total, dtype=np.int64) - starts[owner]
-    pos = last_pos[owner] - (rows_per_req[owner] - 1) + k
-    j = pos + 1 - plen[owner]
-    ok = (j >= 0) & (j < out_len[owner])
+    j = last_pos[owner] - (rows_per_req[owner] - 1) + k + 1 - meta[owner, 0]
+    ok = (j >= 0) & (j < meta[owner, 2])
     rows = np.nonzero(ok)[0]
     if rows.size == 0:
         return rows, rows
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(out_len, out=offsets[1:])
-    flat = np.concatenate(outs) if out_len.sum() else np.empty(0, np.int64)
-    toks = flat[offsets[owner[rows]] + j[rows]]
+    toks = forced._buf[meta[owner[rows], 1] + j[rows]]
     return rows, toks
 
 
