@@ -2,7 +2,8 @@
 runs*.parquet from the calibration harness) set beside simkit's step-time and run predictions.
 
 Step level: each recorded step's BatchDescriptor through the cost model (default profile for the
-run's GPU) against the measured step wall time. Run level: simkit's closed-loop prediction of the
+run's GPU) against the measured step wall time (which includes the harness's token forcing, see
+calibrate/data/README.md) and, for the device part, against t_forward_s + t_sample_s. Run level: simkit's closed-loop prediction of the
 run's (model, corpus, config, K, concurrency, TP, GPU) against its measured steady tok/s."""
 
 from __future__ import annotations
@@ -62,34 +63,44 @@ def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
             if row.get("t_step_s") is None or row["t_step_s"] != row["t_step_s"]:
                 continue
             pred = cost.step_cost(batch_from_row(row))
+            dev = row.get("t_forward_s", float("nan")) + row.get("t_sample_s", 0.0)
             out.append({"run_id": run_id, "model": key[0], "hardware": hw,
                         "config": row.get("config"), "num_reqs": row["num_reqs"],
                         "graph_mode": row["graph_mode"], "measured_s": row["t_step_s"],
-                        "predicted_s": pred.step_s})
+                        "predicted_s": pred.step_s, "measured_device_s": dev,
+                        "predicted_device_s": pred.device_s})
     frame = pd.DataFrame(out)
     if len(frame):
         frame["error"] = frame["predicted_s"] / frame["measured_s"] - 1
+        frame["device_error"] = frame["predicted_device_s"] / frame["measured_device_s"] - 1
     return frame
 
 
 def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
-                   workers: int | None = None) -> Any:
-    """Per recorded run: measured steady output tok/s vs simkit's prediction of that run."""
+                   workers: int | None = None, purposes: tuple[str, ...] | None = None) -> Any:
+    """Per recorded run: measured steady output tok/s vs simkit's prediction of that run (the
+    run's concurrency, TP, GPU, max_tokens cap and request count unless `num_requests` is given;
+    the requests are the profile's, in simkit's seeded order, not the run's own files)."""
     import pandas as pd
 
     from simkit.engine.predict import predict
 
     out = []
     for row in runs.to_dict("records"):
+        if purposes and row.get("purpose") not in purposes:
+            continue
         cfg = str(row["config"])
         k = int(row.get("k") or 0)
         config = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
                   "kpad": f"kpad:{k}"}.get(cfg, cfg)
         hw = hardware_of(row.get("gpu", "")) or "h200"
         try:
+            cap = row.get("max_tokens_cap")
+            n = num_requests or int(row.get("num_requests") or 0) or None
             pred = predict(row["model"], row["corpus"], hardware=hw, tp=int(row["tp"]),
                            concurrency=int(row["concurrency"]), configs=config, seeds=seeds,
-                           num_requests=num_requests, workers=workers)
+                           num_requests=n, workers=workers,
+                           max_tokens=int(cap) if cap and cap == cap else 8192)
             p = pred.rows[0].output_tok_s if pred.rows else float("nan")
             why = ""
         except Exception as exc:                     # reported per row, never dropped
