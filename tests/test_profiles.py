@@ -1,0 +1,127 @@
+"""Shipped corpus profiles: complete, small, free of token ids, reproducible byte for byte, and the
+same figures through `simkit acceptance` from raw traces and from the shipped files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import zipfile
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from simkit import profiles
+from simkit.errors import InputError, UnknownNameError
+from simkit.paths import traces_src_dir
+from traces.corpora import CORPORA, MIX, list_models
+
+PAIRS = [(m, c) for m in list_models() for c in list(CORPORA) + [MIX]]
+RESULT_KEYS = {"k", "steps", "mean_accepted", "tokens_per_step", "mean_draft", "zero_draft_frac",
+               "accept_hist"}
+
+
+def _need_raw():
+    if traces_src_dir() is None:
+        pytest.skip("raw traces (../shared/traces-src) not present")
+
+
+def test_every_model_and_corpus_is_shipped_and_consistent():
+    for model, corpus in PAIRS:
+        prof = profiles.load_profile(model, corpus, source="shipped")
+        t = prof.table
+        assert prof.origin == "shipped" and t.kmax == profiles.KMAX and t.drafter == "suffix"
+        assert t.params["max_tree_depth"] == 24 and t.params["max_cached_requests"] == 10000
+        assert np.array_equal(prof.prompt_len, t.prompt_len) and np.array_equal(prof.output_len, t.output_len)
+        assert int(t.offsets[-1]) == int(t.output_len.sum()) == t.accepted.shape[0]
+        assert (t.accepted <= t.drafted).all() and (t.drafted <= np.arange(1, 17)).all()
+        prov = prof.provenance
+        n = prov["corpus_requests"]
+        assert prov["sample_indices"] == profiles.sample_indices(n).tolist()
+        assert t.num_requests == min(n, profiles.SAMPLE_SIZE)
+        assert prof.proxy_note == prov["proxy_note"] != ""
+        for src in prov["sources"].values():
+            assert src["files"] and all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) for f in src["files"])
+        npz = profiles.shipped_dir() / model / f"{corpus}.npz"
+        assert hashlib.sha256(npz.read_bytes()).hexdigest() == prov["npz_sha256"]
+
+
+def test_shipped_set_is_small_and_holds_no_token_ids():
+    files = list(profiles.shipped_dir().glob("*/*"))
+    assert sum(f.stat().st_size for f in files) < 10 * 2**20
+    for npz in profiles.shipped_dir().glob("*/*.npz"):
+        with zipfile.ZipFile(npz) as zf:
+            assert sorted(zf.namelist()) == sorted(
+                ["prompt_len.npy", "output_len.npy", "offsets.npy", "accepted.npy", "drafted.npy", "meta.json"])
+        with np.load(npz) as z:
+            assert z["accepted"].dtype == np.uint8 and z["drafted"].dtype == np.uint8
+            assert z["prompt_len"].dtype == np.int32 and z["offsets"].dtype == np.int64
+
+
+def test_unknown_shipped_profile_is_named():
+    with pytest.raises(UnknownNameError, match="nope"):
+        profiles.load_shipped("llama-3.1-8b", "nope")
+    with pytest.raises(UnknownNameError):
+        profiles.load_profile("llama-3.1-8b", "code", source="somewhere")
+
+
+def test_sample_rule():
+    assert profiles.sample_indices(5).tolist() == [0, 1, 2, 3, 4]
+    idx = profiles.sample_indices(1000, 128)
+    assert len(idx) == 128 and idx[0] == 0 and len(set(idx.tolist())) == 128 and idx[-1] == 992
+
+
+def test_source_files_are_the_ones_here():
+    _need_raw()
+    from traces.cache import file_digest
+
+    prov = json.loads((profiles.shipped_dir() / "llama-3.1-8b" / "chat.json").read_text())
+    for src in prov["sources"].values():
+        for f in src["files"]:
+            assert file_digest(traces_src_dir() / f["path"]) == f["sha256"]
+
+
+@pytest.mark.parametrize("model,corpus", [("llama-3.1-8b", "code"), ("qwen2.5-7b", "summarization")])
+def test_rebuild_reproduces_shipped_bytes(tmp_path, model, corpus):
+    _need_raw()
+    prof = profiles.profile_from_raw(model, corpus)
+    npz, js = profiles.write_profile(prof, tmp_path)
+    shipped = profiles.shipped_dir() / model
+    assert npz.read_bytes() == (shipped / f"{corpus}.npz").read_bytes()
+    assert js.read_bytes() == (shipped / f"{corpus}.json").read_bytes()
+    auto = profiles.load_profile(model, corpus)
+    assert auto.origin == "raw-traces" and np.array_equal(auto.table.accepted, prof.table.accepted)
+
+
+def _cli_json(*args) -> dict:
+    from simkit.cli import app
+
+    res = CliRunner().invoke(app, ["acceptance", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_cli_json_from_shipped_profile_and_raw_traces_agree():
+    args = ["--model", "llama-3.1-8b", "--corpus", "code", "--k", "4,6,8,12", "--format", "json"]
+    shipped = _cli_json(*args, "--source", "shipped")
+    assert shipped["origin"].startswith("shipped profile")
+    assert [r["k"] for r in shipped["results"]] == [4, 6, 8, 12]
+    for r in shipped["results"]:
+        assert RESULT_KEYS <= set(r) and len(r["accept_hist"]) == r["k"] + 1
+        assert 0 <= r["mean_accepted"] <= r["mean_draft"] <= r["k"]
+        assert r["tokens_per_step"] > 1.0
+    if traces_src_dir() is not None:
+        raw = _cli_json(*args, "--source", "raw")
+        assert raw["origin"].startswith("raw traces")
+        assert raw["results"] == shipped["results"]
+
+
+def test_cli_rejects_bad_options():
+    from simkit.cli import app
+
+    res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code", "--k", "0"])
+    assert isinstance(res.exception, InputError) and "field 'k'" in str(res.exception)
+    res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
+                                   "--source", "shipped", "--drafter", "ngram"])
+    assert isinstance(res.exception, InputError)
