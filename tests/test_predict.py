@@ -90,6 +90,16 @@ def test_predict_is_byte_identical_across_runs_and_worker_counts(real_profiles):
     assert _predict_json(SMALL + ["--workers", "1"]) == _predict_json(SMALL + ["--workers", "2"])
 
 
+def test_shipped_profile_predicts_what_the_raw_traces_predict(real_profiles):
+    """A fresh machine (shipped profiles) gets the figures the raw traces give."""
+    from simkit.paths import traces_src_dir
+
+    if traces_src_dir() is None:
+        pytest.skip("raw traces (../shared/traces-src) absent")
+    args = SMALL + ["--seeds", "1", "--configs", "vanilla,suffix,kpad:8"]
+    assert _predict_json(args + ["--source", "shipped"]) == _predict_json(args + ["--source", "raw"])
+
+
 def test_predict_table_prints_header_and_verdict(real_profiles):
     from simkit.cli import app
 
@@ -117,7 +127,8 @@ def test_sweep_writes_table_and_plot(real_profiles, tmp_path):
 
     result = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b,qwen2.5-7b",
                                       "--corpora", "chat,code", "--configs", "vanilla,kpad:4,8",
-                                      "--num-requests", "64", "--out", str(tmp_path)])
+                                      "--num-requests", "64", "--source", "shipped",
+                                      "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     frame = pd.read_parquet(tmp_path / "sweep.parquet")
     csv = pd.read_csv(tmp_path / "sweep.csv")
