@@ -251,3 +251,24 @@ def test_cli_bad_format_is_one_line_error_exit_2():
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
     assert "unknown format 'xml'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_quant_corpus_route_replays_that_corpus(workload):
+    """--quant-corpus replays the named corpus' tables: naming the base corpus itself must give
+    exactly the arithmetic-only figures."""
+    from simkit.whatif.quantization import quantization
+
+    res = quantization(MODEL, CORPUS, hardware="b200", quant_corpus=CORPUS,
+                       configs="vanilla,kpad:4", num_requests=48, workers=2, workload=workload)
+    for r in res.rows:
+        assert r["w4a4_tok_s"] == r["w4a4_same_acceptance_tok_s"]
+    assert res.params["acceptance_scale"] is None and res.params["quant_corpus"] == CORPUS
+
+
+def test_whatif_json_is_byte_identical_across_worker_counts(workload):
+    from simkit.whatif.host import host
+
+    docs = [json.dumps(host(MODEL, CORPUS, factors="1,2", configs="vanilla,kpad:4",
+                            num_requests=48, workers=w, workload=workload).to_json_dict())
+            for w in (1, 2)]
+    assert docs[0] == docs[1]
