@@ -51,11 +51,11 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
     cells = [(m, c) for m in models for c in corpora]
     started = False
     if not ray.is_initialized():
-        init: dict[str, Any] = {"address": address, "log_to_driver": False,
-                                "include_dashboard": False}
-        if address is None:
-            init.update(num_cpus=num_cpus, object_store_memory=256 * 1024 ** 2)
-        ray.init(**init)
+        if address is None:                     # a local instance, stopped afterwards
+            ray.init(num_cpus=num_cpus, object_store_memory=256 * 1024 ** 2,
+                     include_dashboard=False, log_to_driver=False)
+        else:                                   # join a running cluster as it is configured
+            ray.init(address=address, log_to_driver=False)
         started = True
     try:
         task = ray.remote(num_cpus=1)(_run_cell)
