@@ -35,6 +35,8 @@ class Coefficients:
     launch_piecewise_s: float = 5e-6   # per launch outside the graph in PIECEWISE (attention, piece replays)
     launch_none_s: float = 5e-6        # per kernel launch in eager mode (NONE)
     device_fixed_s: float = 50e-6      # per step: input copies, embedding, final norm, graph launch
+    kernel_gap_s: float = 0.0          # GPU idle per kernel boundary, every mode (layers x kernels/layer);
+                                       # not in the datasheet prior (0), fitted from measured steps
     # ---- host (reference CPU seconds) ----
     sched_step_s: float = 100e-6       # scheduler.schedule, per step
     sched_req_s: float = 4e-6          # ... per scheduled request
@@ -81,7 +83,7 @@ class Coefficients:
 
 DEVICE_COEFS = ("gemm_scale", "moe_scale", "attn_scale", "comm_scale", "sampler_scale",
                 "allreduce_latency_s", "rejection_device_s", "launch_piecewise_s", "launch_none_s",
-                "device_fixed_s")
+                "device_fixed_s", "kernel_gap_s")
 HOST_COEFS = tuple(f.name for f in fields(Coefficients) if f.name not in DEVICE_COEFS)
 ANALYTIC = Coefficients()
 

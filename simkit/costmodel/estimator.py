@@ -47,14 +47,23 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
     'async_scheduling' and 'drafter' or 'config' (columns win over the model/tp parameters).
     y=None fits every component column; a Series y is taken as t_step_s and fits the whole
     step as one linear sum (only valid for synchronous runs). prior_weight pulls terms the
-    data cannot identify toward their analytic defaults (relative weight; 0 = plain NNLS)."""
+    data cannot identify toward their analytic defaults (relative weight; 0 = plain NNLS);
+    relative=True weights each step of the device fit by 1/measured time (relative error, so the
+    few long prefill steps do not decide the decode terms); host components are always fitted
+    unweighted, so their mean -- what throughput depends on -- is unbiased.
+    pinned coefficients keep their analytic value: by default the per-step device constant,
+    which a few model sizes cannot separate from the per-kernel gaps (those scale with depth
+    and so transfer to other models; a constant would not)."""
 
     def __init__(self, model: str | None = None, hardware: str = "h200", tp: int | None = None,
-                 prior_weight: float = 1e-4) -> None:
+                 prior_weight: float = 1e-4, relative: bool = True,
+                 pinned: tuple[str, ...] = ("device_fixed_s",)) -> None:
         self.model = model
         self.hardware = hardware
         self.tp = tp
         self.prior_weight = prior_weight
+        self.relative = relative
+        self.pinned = pinned
 
     # ---- features --------------------------------------------------------------------------
     def _groups(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -94,14 +103,19 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         }
 
     # ---- solving ---------------------------------------------------------------------------
-    def _solve(self, A: np.ndarray, y: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, list[bool]]:
+    def _solve(self, A: np.ndarray, y: np.ndarray, prior: np.ndarray,
+               relative: bool = False) -> tuple[np.ndarray, list[bool]]:
         """NNLS on max-scaled columns with a weak pull toward `prior`; columns that are zero
         everywhere keep their prior and are reported as not fitted."""
         used = np.abs(A).max(axis=0) > 0
         coef = prior.astype(float).copy()
         if not used.any() or len(y) == 0:
             return coef, [False] * A.shape[1]
-        Au = A[:, used]
+        Au, y = A[:, used], np.asarray(y, float)
+        if relative:
+            # minimise relative error: long prefill steps do not dominate the device fit
+            w = 1.0 / np.maximum(np.abs(y), 0.05 * (np.median(np.abs(y)) or 1.0))
+            Au, y = Au * w[:, None], y * w
         scale = np.abs(Au).max(axis=0)
         ys = float(np.abs(y).mean()) or 1.0
         # unknowns w = coef * scale / ys: dimensionless, so one prior weight suits every term
@@ -134,17 +148,27 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         fitted, not_fitted = [], {}
         dev_names = [CostModel.DEVICE_TERM_COEF[t] for t in DEVICE_TERMS]
 
-        def solve(block, names, target, mask=None, what=None):
+        def solve(block, names, target, mask=None, what=None, relative=False):
             A = feats[block] if mask is None else feats[block][mask]
-            coef, used = self._solve(A, target, np.array([values[n] for n in names]))
-            for name, c, u in zip(names, coef, used):
+            prior = np.array([values[n] for n in names])
+            pin = np.array([n in self.pinned for n in names])
+            if pin.any():   # pinned terms: subtract their analytic contribution, fit the rest
+                target = target - A[:, pin] @ prior[pin]
+                A = np.where(pin[None, :], 0.0, A)
+            coef, used = self._solve(A, target, prior, relative)
+            for name, c, u, p in zip(names, coef, used, pin):
                 values[name] = float(c)
-                (fitted.append(name) if u else not_fitted.__setitem__(name, f"no {what or block} steps exercise it"))
+                if p:
+                    not_fitted[name] = "pinned at its analytic value (estimator parameter 'pinned')"
+                elif u:
+                    fitted.append(name)
+                else:
+                    not_fitted[name] = f"no {what or block} steps exercise it"
 
         not_fitted["frontend_req_s"] = "runs in the front-end process; step records do not measure it"
         col = lambda c: X[c].to_numpy(float)  # noqa: E731
         if y is None:
-            solve("device", dev_names, col("t_forward_s") + col("t_sample_s"), what="device")
+            solve("device", dev_names, col("t_forward_s") + col("t_sample_s"), what="device", relative=self.relative)
             for block, (cols, names) in HOST_BLOCKS.items():   # measured on the fit host
                 mask = (X["num_drafting_reqs"].to_numpy() > 0) if block == "draft" else None
                 target = col(cols[0]) if mask is None else col(cols[0])[mask]
@@ -190,16 +214,33 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _forcing(X: pd.DataFrame) -> np.ndarray | float:
-        """Host time the recorder spent forcing trace tokens (not vLLM's work), if recorded."""
-        return X["t_force_s"].fillna(0.0).to_numpy(float) if "t_force_s" in X else 0.0
+    def _synced(X: pd.DataFrame) -> np.ndarray:
+        """Rows whose forcing hook synchronised the stream (runs' force_copy 'pageable-sync'):
+        there t_force_s contains the wait for the forward pass, and async overlap was lost."""
+        if "force_copy" not in X:
+            return np.zeros(len(X), bool)
+        return (X["force_copy"].astype(str) == "pageable-sync").to_numpy()
+
+    @classmethod
+    def _forcing(cls, X: pd.DataFrame) -> np.ndarray | float:
+        """Host time the recorder spent forcing trace tokens (not vLLM's work), where it is that
+        alone; where the hook synchronised, t_force_s holds the GPU wait too and is kept."""
+        if "t_force_s" not in X:
+            return 0.0
+        return np.where(cls._synced(X), 0.0, X["t_force_s"].fillna(0.0).to_numpy(float))
 
     def _fit_async_serial(self, X, hw, values, fitted, not_fitted) -> None:
         """The serial host part of async steps: median of measured minus modelled step time."""
-        mask = X["async_scheduling"].astype(bool).to_numpy()
+        mask = X["async_scheduling"].astype(bool).to_numpy().copy()
         if not mask.any():
             not_fitted["async_serial_s"] = "no asynchronous steps in the records"
             return
+        if (mask & self._synced(X)).any():
+            mask = mask & ~self._synced(X)
+            if not mask.any():
+                not_fitted["async_serial_s"] = ("asynchronous steps of these records lost their overlap "
+                                                "(forcing synchronised the stream: force_copy pageable-sync)")
+                return
         Xa = X[mask]
         base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0))["step"]
         resid = Xa["t_step_s"].to_numpy(float) - self._forcing(Xa) - base
@@ -211,13 +252,15 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
     def _predict_parts(self, X: pd.DataFrame, coefs: Coefficients) -> dict[str, np.ndarray]:
         """Predicted seconds per component for every row."""
         models, tps = self._groups(X)
+        synced = self._synced(X)
         cms: dict[tuple, CostModel] = {}
         out = {c: np.zeros(len(X)) for c in COMPONENTS}
         for i, row in enumerate(X.to_dict("records")):
-            key = (models[i], int(tps[i]))
+            key = (models[i], int(tps[i]), bool(synced[i]))
             if key not in cms:
                 base = load_cost_model(key[0], self.hardware, key[1] or None, profile="analytic")
-                cms[key] = CostModel(base.model, base.hw, base.tp, coefs, "fit")
+                # steps whose measurement synchronised the stream are predicted without overlap
+                cms[key] = CostModel(base.model, base.hw, base.tp, coefs, "fit", async_overlap=not key[2])
             cm = cms[key]
             b = batch_from_row(row)
             dev = cm.device_time(b)

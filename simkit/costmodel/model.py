@@ -78,13 +78,16 @@ class CostModel:
 
     def __init__(self, model: ModelSpec, hw: HardwareSpec, tp: int, coefs: Coefficients | None = None,
                  label: str = "analytic", kv_capacity_tokens: int = 0, tp_chosen: bool = False,
-                 host_speed: float | None = None) -> None:
+                 host_speed: float | None = None, async_overlap: bool = True) -> None:
         self.model, self.hw, self.tp = model, hw, tp
         self.coefs = coefs or Coefficients()
         self.label = label
         self.kv_capacity_tokens = kv_capacity_tokens
         self.tp_chosen = tp_chosen
         self.host_speed = hw.host_speed if host_speed is None else host_speed
+        # False: async steps pay host and device in series, as in records whose measurement
+        # synchronised the stream every step (stock vLLM overlaps them: True)
+        self.async_overlap = async_overlap
         self._derive()
 
     # ---- constants -------------------------------------------------------------------------
@@ -137,6 +140,7 @@ class CostModel:
         self.comm_s_per_row = ((tp - 1) / tp) * m.vocab * 2.0 / link if tp > 1 else 0.0
         self.n_allreduce = 2.0 * m.layers if tp > 1 else 0.0
         self.sampler_s_per_row = SAMPLER_LOGIT_PASSES * m.vocab * 4.0 / bw
+        self.kernels = float(m.layers * kernels_per_layer(m, tp))   # kernel boundaries per forward
         self.launches = {GraphMode.FULL: 0.0,
                          GraphMode.PIECEWISE: float(m.layers * piecewise_launches_per_layer(m)),
                          GraphMode.NONE: float(m.layers * kernels_per_layer(m, tp))}
@@ -160,10 +164,10 @@ class CostModel:
         self._c_row = self.comm_s_per_row * c.comm_scale
         self._ar = self.n_allreduce * c.allreduce_latency_s
         self._s_row = self.sampler_s_per_row * c.sampler_scale
-        self._fixed = {GraphMode.FULL: c.device_fixed_s + self._ar,
-                       GraphMode.PIECEWISE: c.device_fixed_s + self._ar
-                       + self.launches[GraphMode.PIECEWISE] * c.launch_piecewise_s,
-                       GraphMode.NONE: c.device_fixed_s + self._ar + self.launches[GraphMode.NONE] * c.launch_none_s}
+        base = c.device_fixed_s + self._ar + self.kernels * c.kernel_gap_s
+        self._fixed = {GraphMode.FULL: base,
+                       GraphMode.PIECEWISE: base + self.launches[GraphMode.PIECEWISE] * c.launch_piecewise_s,
+                       GraphMode.NONE: base + self.launches[GraphMode.NONE] * c.launch_none_s}
         self._h = (c.sched_step_s * hs, c.sched_req_s * hs, c.prep_step_s * hs, c.prep_req_s * hs,
                    c.prep_token_s * hs, c.sample_step_s * hs, c.sample_req_s * hs, c.rejection_token_s * hs,
                    c.update_step_s * hs, c.update_req_s * hs, c.frontend_req_s * hs, c.async_serial_s * hs)
@@ -195,6 +199,7 @@ class CostModel:
         drafts = self._draft
         exp = math.exp
         make = _step_cost_maker()
+        overlap_ok = getattr(self, "async_overlap", True)
 
         def fast(b: BatchDescriptor) -> StepCost:
             n = b.num_padded_tokens
@@ -240,7 +245,7 @@ class CostModel:
                 draft = ds + dr * nd
             else:
                 draft = 0.0
-            if b.async_scheduling:
+            if b.async_scheduling and overlap_ok:
                 step = (dev if dev > overlap else overlap) + draft + h_as
             else:
                 step = dev + overlap + draft
@@ -282,12 +287,13 @@ class CostModel:
             "launch_piecewise": self.launches[GraphMode.PIECEWISE] if mode is GraphMode.PIECEWISE else 0.0,
             "launch_none": self.launches[GraphMode.NONE] if mode is GraphMode.NONE else 0.0,
             "fixed": 1.0,
+            "kernel_gap": self.kernels,
         }
 
     DEVICE_TERM_COEF = {"gemm": "gemm_scale", "moe": "moe_scale", "attn": "attn_scale", "comm": "comm_scale",
                         "sampler": "sampler_scale", "allreduce": "allreduce_latency_s",
                         "rejection": "rejection_device_s", "launch_piecewise": "launch_piecewise_s",
-                        "launch_none": "launch_none_s", "fixed": "device_fixed_s"}
+                        "launch_none": "launch_none_s", "fixed": "device_fixed_s", "kernel_gap": "kernel_gap_s"}
 
     def device_breakdown(self, b: BatchDescriptor) -> dict[str, float]:
         """Device seconds per term (coefficient x term)."""
@@ -320,7 +326,7 @@ class CostModel:
         schedule/prepare/sample/update work of the next step overlaps this step's device time;
         drafting (needs this step's sampled tokens) and a small serial part do not. The
         front-end process runs beside the engine and bounds the step from below."""
-        if async_scheduling:
+        if async_scheduling and self.async_overlap:
             overlap = host.schedule + host.prepare + host.sample + host.update
             step = max(device_s, overlap) + host.draft + self.coefs.async_serial_s / self.host_speed
         else:

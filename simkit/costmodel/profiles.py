@@ -81,11 +81,13 @@ def default_profile(hardware: str) -> str | None:
 def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200", tp: int | None = None,
                     profile: str | None = None, *, gmu: float = 0.85, max_model_len: int = 16384,
                     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS,
-                    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS) -> CostModel:
+                    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, async_overlap: bool = True) -> CostModel:
     """The cost model for model x hardware. tp=None chooses the smallest TP with a useful KV cache
     (CostModel.tp_chosen says so; callers print it). profile=None takes the hardware's default
     profile if one is embedded, else the analytic coefficients (label "analytic");
-    profile="analytic" forces them; any other value is an embedded name or a JSON path."""
+    profile="analytic" forces them; any other value is an embedded name or a JSON path.
+    async_overlap=False makes async steps pay host and device in series (for comparing with
+    records whose measurement synchronised every step)."""
     spec = get_model(model) if isinstance(model, str) else model
     hw = get_hardware(hardware) if isinstance(hardware, str) else hardware
     mem = {"max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs}
@@ -96,7 +98,7 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     if profile is None:
         profile = default_profile(hw.name) or "analytic"
     if profile == "analytic":
-        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen)
+        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen, async_overlap=async_overlap)
     doc = read_profile(profile)
     coefs: Coefficients = doc["_coefs"]
     label = f"calibrated {doc['name']}"
@@ -104,7 +106,7 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
         # device scales carry over as they are; host coefficients are stored in reference-host
         # seconds and CostModel divides them by this hardware's host_speed
         label += f" (fitted on {doc['hardware']}, transferred to {hw.name})"
-    return CostModel(spec, hw, tp, coefs, label, capacity, chosen)
+    return CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap)
 
 
 __all__ = ["load_cost_model", "read_profile", "write_profile", "list_profiles", "default_profile", "PROFILE_KIND"]

@@ -84,7 +84,8 @@ def batch_from_row(row: dict) -> BatchDescriptor:
 def join_runs(steps: Any, runs: Any) -> Any:
     """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
     by run_id; a step whose run is missing is an error naming the run."""
-    cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k") if c in runs.columns]
+    cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k", "force_copy", "purpose")
+            if c in runs.columns]
     missing = set(steps["run_id"]) - set(runs["run_id"])
     if missing:
         raise InputError(f"steps of unknown run(s) {sorted(missing)[:5]}", path="runs", field="run_id")
