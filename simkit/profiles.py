@@ -1,7 +1,8 @@
 """Corpus profiles: the workload the engine replays (length distributions + suffix acceptance tables).
 
 A profile holds, for a documented sample of a corpus's requests, their prompt/output lengths and the
-acceptance table under vLLM's default suffix parameters (K = 1..16, sequential order over the sample).
+acceptance table under vLLM's default suffix parameters (K = 1..16, sequential order over the sample),
+plus the n-gram (prompt lookup 5/5) table of the same requests in `.tables["ngram"]`.
 No token ids or text. Built from the raw traces when they are here (cached), else read from the
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
 Sample rule: SAMPLE_SIZE requests at indices floor(i * n / SAMPLE_SIZE), i = 0..SAMPLE_SIZE-1, of the
@@ -38,6 +39,7 @@ class CorpusProfile:
     provenance: dict = field(default_factory=dict)
     proxy_note: str = ""
     origin: str = "raw-traces"        # "raw-traces" or "shipped"
+    tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable ("suffix" is .table)
 
 
 def shipped_dir() -> Path:
@@ -83,12 +85,14 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     params = SuffixParams()
     table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
                          model=model, corpus=corpus, progress=progress)
+    ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
     prov = {
         "model": model,
         "corpus": corpus,
         "proxy_note": corp.proxy_note,
         "sources": _file_entries(corp),
         "drafter": params.as_dict(),
+        "ngram_drafter": ngram.params,
         "kmax": KMAX,
         "ordering": "sequential over the sample, in corpus order",
         "sample_rule": (f"indices floor(i*n/{sample_size}) for i < {sample_size} of the "
@@ -102,38 +106,47 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
                    "no token ids or text",
     }
     table.provenance = prov
+    ngram.provenance = prov
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, "raw-traces")
+                         corp.proxy_note, "raw-traces", {"suffix": table, "ngram": ngram})
 
 
-def _paths(model: str, corpus: str, root: Path | None = None) -> tuple[Path, Path]:
+def _paths(model: str, corpus: str, root: Path | None = None) -> tuple[Path, Path, Path]:
     base = (root or shipped_dir()) / model
-    return base / f"{corpus}.npz", base / f"{corpus}.json"
+    return base / f"{corpus}.npz", base / f"{corpus}.json", base / f"{corpus}.ngram.npz"
 
 
 def write_profile(profile: CorpusProfile, root: Path | None = None) -> tuple[Path, Path]:
-    """Write the profile's npz (bzip2, byte-stable) and its provenance JSON; returns both paths."""
-    npz, js = _paths(profile.model, profile.corpus, root)
+    """Write the suffix and n-gram npz files (bzip2, byte-stable) and the provenance JSON;
+    returns (suffix npz, json)."""
+    npz, js, ngram_npz = _paths(profile.model, profile.corpus, root)
     save_table(profile.table, npz, compression="bzip2")
     prov = dict(profile.provenance)
     prov["npz_sha256"] = hashlib.sha256(npz.read_bytes()).hexdigest()
+    if "ngram" in profile.tables:
+        save_table(profile.tables["ngram"], ngram_npz, compression="bzip2")
+        prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
     js.write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     return npz, js
 
 
 def load_shipped(model: str, corpus: str) -> CorpusProfile:
     """The shipped profile; UnknownNameError lists what is shipped when it is absent."""
-    npz, js = _paths(model, corpus)
+    npz, js, ngram_npz = _paths(model, corpus)
     if not npz.is_file():
-        have = sorted(f"{p.parent.name}/{p.stem}" for p in shipped_dir().glob("*/*.npz"))
+        have = sorted(f"{p.parent.name}/{p.stem}" for p in shipped_dir().glob("*/*.npz")
+                      if ".ngram" not in p.name)
         raise UnknownNameError("shipped profile", f"{model}/{corpus}", have)
     table = load_table(npz)
     try:
         prov = json.loads(js.read_text())
     except (OSError, ValueError) as exc:
         raise InputError(f"unreadable provenance ({exc})", path=str(js)) from exc
+    tables = {"suffix": table}
+    if ngram_npz.is_file():
+        tables["ngram"] = load_table(ngram_npz)
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         prov.get("proxy_note", ""), "shipped")
+                         prov.get("proxy_note", ""), "shipped", tables)
 
 
 def load_profile(model: str, corpus: str, *, source: str = "auto") -> CorpusProfile:

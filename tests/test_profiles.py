@@ -45,6 +45,11 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
             assert src["files"] and all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) for f in src["files"])
         npz = profiles.shipped_dir() / model / f"{corpus}.npz"
         assert hashlib.sha256(npz.read_bytes()).hexdigest() == prov["npz_sha256"]
+        ng = prof.tables["ngram"]
+        assert prof.tables["suffix"] is t and ng.drafter == "ngram" and ng.params == prov["ngram_drafter"]
+        assert np.array_equal(ng.output_len, t.output_len) and (ng.accepted <= ng.drafted).all()
+        ngz = profiles.shipped_dir() / model / f"{corpus}.ngram.npz"
+        assert hashlib.sha256(ngz.read_bytes()).hexdigest() == prov["ngram_npz_sha256"]
 
 
 def test_shipped_set_is_small_and_holds_no_token_ids():
@@ -90,6 +95,8 @@ def test_rebuild_reproduces_shipped_bytes(tmp_path, model, corpus):
     shipped = profiles.shipped_dir() / model
     assert npz.read_bytes() == (shipped / f"{corpus}.npz").read_bytes()
     assert js.read_bytes() == (shipped / f"{corpus}.json").read_bytes()
+    assert (tmp_path / model / f"{corpus}.ngram.npz").read_bytes() == \
+        (shipped / f"{corpus}.ngram.npz").read_bytes()
     auto = profiles.load_profile(model, corpus)
     assert auto.origin == "raw-traces" and np.array_equal(auto.table.accepted, prof.table.accepted)
 
@@ -111,10 +118,13 @@ def test_cli_json_from_shipped_profile_and_raw_traces_agree():
         assert RESULT_KEYS <= set(r) and len(r["accept_hist"]) == r["k"] + 1
         assert 0 <= r["mean_accepted"] <= r["mean_draft"] <= r["k"]
         assert r["tokens_per_step"] > 1.0
+    ngram = _cli_json(*args, "--source", "shipped", "--drafter", "ngram")
+    assert ngram["drafter"] == "ngram" and ngram["results"] != shipped["results"]
     if traces_src_dir() is not None:
         raw = _cli_json(*args, "--source", "raw")
         assert raw["origin"].startswith("raw traces")
         assert raw["results"] == shipped["results"]
+        assert _cli_json(*args, "--source", "raw", "--drafter", "ngram")["results"] == ngram["results"]
 
 
 def test_cli_rejects_bad_options():
@@ -123,5 +133,5 @@ def test_cli_rejects_bad_options():
     res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code", "--k", "0"])
     assert isinstance(res.exception, InputError) and "field 'k'" in str(res.exception)
     res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
-                                   "--source", "shipped", "--drafter", "ngram"])
+                                   "--source", "shipped", "--max-requests", "0"])
     assert isinstance(res.exception, InputError)

@@ -29,12 +29,15 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str)
         raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
     raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
     if not raw:
-        if drafter != "suffix" or max_requests != profiles.SAMPLE_SIZE:
-            raise InputError("without raw traces only the shipped profile is available: suffix drafter, "
+        if max_requests != profiles.SAMPLE_SIZE:
+            raise InputError("without raw traces only the shipped profile is available: "
                              f"--max-requests {profiles.SAMPLE_SIZE}", field="source")
         prof = profiles.load_shipped(model, corpus)
+        if drafter not in prof.tables:
+            raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests
-        return prof.table, (f"shipped profile traces/profiles/{model}/{corpus}.npz "
+        suffix = ".ngram" if drafter == "ngram" else ""
+        return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
                             f"({n} of {prof.provenance.get('corpus_requests', '?')} requests)"), prof.proxy_note
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
@@ -121,7 +124,7 @@ def profiles_list() -> None:
     """List the shipped profiles with their sample sizes and proxy notes."""
     from simkit import profiles
 
-    for npz in sorted(profiles.shipped_dir().glob("*/*.npz")):
+    for npz in sorted(p for p in profiles.shipped_dir().glob("*/*.npz") if ".ngram" not in p.name):
         js = npz.with_suffix(".json")
         prov = json.loads(js.read_text()) if js.is_file() else {}
         typer.echo(f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
