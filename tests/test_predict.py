@@ -35,6 +35,16 @@ def test_bad_config_strings_are_user_errors(text, err):
         parse_configs(text)
 
 
+def test_ngram_without_a_table_is_reported_unavailable_not_faked():
+    from engine_doubles import make_table
+    from simkit.engine.workload import DrafterUnavailable, Workload
+
+    w = Workload.from_table(make_table([5], [4], lambda r, t, k: 0, lambda r, t, k: 1, kmax=4))
+    assert w.has_drafter("suffix") and not w.has_drafter("ngram")
+    with pytest.raises(DrafterUnavailable, match="only suffix"):
+        w.table("ngram")
+
+
 def _row(name, k, tput, std=1.0, full=0.9, host=0.3):
     return Row(name, k, tput, std, None, full, 2.0, host, 5.0, 50.0, {"tokens_per_step": 3.0})
 
@@ -109,7 +119,8 @@ def test_predict_table_prints_header_and_verdict(real_profiles):
     out = result.output
     assert "llama-3.1-8b" in out and "TP " in out and "cost model:" in out
     assert "corpus mix" in out and "best K (K-pad): 4" in out and "best:" in out
-    assert "ngram" in out          # a row, or a line saying why it is unavailable
+    ngram_lines = [line for line in out.splitlines() if line.startswith("ngram ")]
+    assert ngram_lines and "unavailable" not in ngram_lines[0]   # profiles carry n-gram tables
 
 
 def test_unknown_config_is_one_line_error_exit_2():
