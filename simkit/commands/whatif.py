@@ -236,7 +236,9 @@ def reference_cmd(
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
     best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models"),
     assumptions: bool = typer.Option(False, "--assumptions",
-                                     help="also the error vs host factor and TP sweep"),
+                                     help="also the error vs host factor, TP and cost profile"),
+    cost_profile: Optional[str] = typer.Option(
+        None, "--cost-profile", help="cost-model profile (default: the hardware's default)"),
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
@@ -247,7 +249,7 @@ def reference_cmd(
 
     names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
-                    num_requests=num_requests, workers=workers)
+                    num_requests=num_requests, workers=workers, cost_profile=cost_profile)
     extra = []
     if best_k:
         extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,

@@ -51,10 +51,17 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
 
 def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[float, ...] =
                      (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
+                     cost_profiles: tuple[str, ...] | None = None,
                      hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
                      workers: int | None = None, source: str = "auto") -> WhatIfResult:
-    """Errors against the published rows as the host speed and the TP degree change."""
+    """Errors against the published rows as the host speed, the TP degree and the cost-model
+    coefficients change. `cost_profiles` defaults to every embedded calibrated profile (each
+    transferred to `hardware`: device scales as fitted, host values rescaled by host_speed)."""
     from simkit.costmodel import choose_tp
+    from simkit.costmodel.profiles import list_profiles
+
+    if cost_profiles is None:
+        cost_profiles = tuple(list_profiles())
 
     models = models or [r.model for r in PUBLISHED]
     rows: list[dict[str, Any]] = []
@@ -75,13 +82,22 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
                                              num_requests=num_requests, workers=workers,
                                              source=source))
             rows.append(_sweep_row(r, "tp", tp))
+        for prof in cost_profiles:
+            r = with_published(predict_model(m, hardware=hardware, seeds=seeds,
+                                             configs="vanilla,kpad:4,6,8,12,dynamic",
+                                             num_requests=num_requests, workers=workers,
+                                             cost_profile=prof, source=source))
+            rows.append(_sweep_row(r, "cost_profile", prof))
     notes = ["error = predicted / published - 1; host_factor multiplies the B200 host's assumed "
-             "speed (1.0); tp rows use that TP instead of simkit's choice",
+             "speed (1.0); tp rows use that TP instead of simkit's choice; cost_profile rows use "
+             "that calibrated profile transferred to this hardware instead of its default "
+             f"({', '.join(cost_profiles) or 'none embedded'})",
              "read: if the ratio error shrinks as the host factor falls, simkit's host is too "
              "fast for the study's (and the other way round); nothing is fitted"]
     return WhatIfResult("assumptions", f"error vs assumptions on {hardware}", SWEEP_COLUMNS,
                         rows, {"models": models, "host_factors": list(host_factors),
-                               "tp_multipliers": list(tp_multipliers), "seeds": seeds,
+                               "tp_multipliers": list(tp_multipliers),
+                               "cost_profiles": list(cost_profiles), "seeds": seeds,
                                "num_requests": num_requests}, notes)
 
 

@@ -99,7 +99,7 @@ def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
     rows = run_ladder(workload, cost, specs_of(configs), seeds=seeds, num_requests=n,
                       load=ClosedLoop(CONDITIONS["concurrency"]), workers=workers)
     out = {"model": model, "corpus": corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
-           "cost": cost.describe(), "num_requests": n, "origin": workload.origin,
+           "cost": cost.describe(), "cost_label": str(cost.label), "num_requests": n, "origin": workload.origin,
            "proxy_note": workload.proxy_note, **ladder_summary(rows)}
     return out
 
@@ -154,6 +154,7 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
              "(its host_speed is an assumption, 1.0 = the lent H200 machine's CPU)",
              "TP degrees are simkit's choice (smallest TP with a useful KV cache), the study did "
              "not publish them: " + ", ".join(f"{r['model']} TP{r['tp']}" for r in rows),
+             "cost model: " + "; ".join(sorted({r["cost_label"] for r in rows})),
              "final = best of K-pad K in {4,6,8,12} and dynamic-K (table/feedback/goodput "
              "policies over KS={4,6,12}); error = predicted / published - 1",
              f"{len(pub_rows)} published rows; {len(rows) - len(pub_rows)} models predicted "

@@ -43,8 +43,9 @@ def load_records(root: str | Path | None = None):
     return join_runs(steps, runs), runs
 
 
-def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
-    """Per recorded step: measured t_step_s vs the cost model's step_s (first N steps per run)."""
+def step_comparison(steps, max_steps_per_run: int = 2000, profile: str | None = None) -> Any:
+    """Per recorded step: measured t_step_s vs the cost model's step_s (first N steps per run).
+    `profile` as in load_cost_model: None = the hardware's default, "analytic", or a name/path."""
     import pandas as pd
 
     from simkit.costmodel import load_cost_model
@@ -57,7 +58,8 @@ def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
         hw = hardware_of(first.get("gpu", "h200")) or "h200"
         key = (first["model"], hw, int(first["tp"]))
         if key not in models:
-            models[key] = load_cost_model(first["model"], hw, tp=int(first["tp"]))
+            models[key] = load_cost_model(first["model"], hw, tp=int(first["tp"]),
+                                          profile=profile)
         cost = models[key]
         for row in grp.head(max_steps_per_run).to_dict("records"):
             if row.get("t_step_s") is None or row["t_step_s"] != row["t_step_s"]:
@@ -68,7 +70,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
                         "config": row.get("config"), "num_reqs": row["num_reqs"],
                         "graph_mode": row["graph_mode"], "measured_s": row["t_step_s"],
                         "predicted_s": pred.step_s, "measured_device_s": dev,
-                        "predicted_device_s": pred.device_s})
+                        "predicted_device_s": pred.device_s, "cost_model": cost.label})
     frame = pd.DataFrame(out)
     if len(frame):
         frame["error"] = frame["predicted_s"] / frame["measured_s"] - 1
@@ -77,7 +79,8 @@ def step_comparison(steps, max_steps_per_run: int = 2000) -> Any:
 
 
 def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
-                   workers: int | None = None, purposes: tuple[str, ...] | None = None) -> Any:
+                   workers: int | None = None, purposes: tuple[str, ...] | None = None,
+                   profile: str | None = None) -> Any:
     """Per recorded run: measured steady output tok/s vs simkit's prediction of that run (the
     run's concurrency, TP, GPU, max_tokens cap and request count unless `num_requests` is given;
     the requests are the profile's, in simkit's seeded order, not the run's own files)."""
@@ -100,7 +103,8 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
             pred = predict(row["model"], row["corpus"], hardware=hw, tp=int(row["tp"]),
                            concurrency=int(row["concurrency"]), configs=config, seeds=seeds,
                            num_requests=n, workers=workers,
-                           max_tokens=int(cap) if cap and cap == cap else 8192)
+                           max_tokens=int(cap) if cap and cap == cap else 8192,
+                           cost_profile=profile)
             p = pred.rows[0].output_tok_s if pred.rows else float("nan")
             why = ""
         except Exception as exc:                     # reported per row, never dropped
@@ -109,6 +113,7 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
                     "model": row["model"], "corpus": row["corpus"], "config": config,
                     "concurrency": row["concurrency"], "hardware": hw,
                     "measured_tok_s": row["output_tok_s"], "predicted_tok_s": p,
+                    "cost_model": pred.cost_label if not why else None,
                     "error": p / row["output_tok_s"] - 1 if row["output_tok_s"] else None,
                     "not_predicted": why})
     return pd.DataFrame(out)
