@@ -40,10 +40,15 @@ batches = st.builds(
 
 
 def test_labels_tp_and_capacity_are_exposed():
+    from simkit.costmodel.profiles import default_profile
+
     cm = load_cost_model("llama-3.1-70b", "h200")
-    assert (cm.tp, cm.tp_chosen, cm.label) == (2, True, "analytic")
+    default = default_profile("h200")
+    assert (cm.tp, cm.tp_chosen) == (2, True)
+    assert cm.label == (f"calibrated {default}" if default else "analytic")
+    assert load_cost_model("llama-3.1-70b", "h200", profile="analytic").label == "analytic"
     assert cm.kv_capacity_tokens > 131072
-    assert "TP=2 (chosen)" in cm.describe() and "analytic" in cm.describe()
+    assert "TP=2 (chosen)" in cm.describe() and cm.label in cm.describe()
     given_tp = load_cost_model("llama-3.1-70b", "h200", tp=4)
     assert (given_tp.tp, given_tp.tp_chosen) == (4, False)
     assert given_tp.kv_capacity_tokens > cm.kv_capacity_tokens
@@ -51,7 +56,7 @@ def test_labels_tp_and_capacity_are_exposed():
 
 def test_weight_bound_decode_reads_the_weights_once():
     # one request, tiny context: the step is the weight read at 80 % of 4.8 TB/s plus small terms
-    cm = load_cost_model("llama-3.1-8b", "h200")
+    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
     m = cm.model
     terms = cm.device_breakdown(decode(1, ctx=16))
     weights_read = m.weight_bytes() - m.vocab * m.hidden * 2 - m.hidden * 2   # all but the input embedding
@@ -60,7 +65,7 @@ def test_weight_bound_decode_reads_the_weights_once():
 
 
 def test_compute_bound_prefill_costs_its_flops():
-    cm = load_cost_model("llama-3.1-8b", "h200")
+    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
     n = 16384
     b = BatchDescriptor(16, n, n, n, 16, 0, 0, 0, 0, n, GraphMode.NONE, False)
     gemm = cm.device_breakdown(b)["gemm"]
@@ -82,11 +87,11 @@ def test_moe_distinct_experts_follow_top_k_occupancy():
 
 def test_tp_adds_all_reduce_and_splits_weights():
     b = decode(32, ctx=2000)
-    tp2 = load_cost_model("llama-3.1-70b", "h200", tp=2)
-    tp4 = load_cost_model("llama-3.1-70b", "h200", tp=4)
+    tp2 = load_cost_model("llama-3.1-70b", "h200", tp=2, profile="analytic")
+    tp4 = load_cost_model("llama-3.1-70b", "h200", tp=4, profile="analytic")
     t2, t4 = tp2.device_breakdown(b), tp4.device_breakdown(b)
     assert t4["gemm"] < t2["gemm"] and t2["comm"] > 0 and t2["allreduce"] == 2 * 80 * 8e-6
-    assert load_cost_model("llama-3.1-8b", "h200", tp=1).device_breakdown(b)["allreduce"] == 0
+    assert load_cost_model("llama-3.1-8b", "h200", tp=1, profile="analytic").device_breakdown(b)["allreduce"] == 0
 
 
 def test_mla_kv_cache_is_read_whole_on_every_rank():
@@ -132,7 +137,7 @@ def test_graph_modes_order_full_piecewise_none(cms, b, model):
 
 
 def test_padding_costs_its_padded_tokens_when_compute_bound():
-    cm = load_cost_model("llama-3.1-8b", "h200")
+    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
     b = BatchDescriptor(8, 3000, 3000, 3000, 8, 0, 0, 0, 0, 3000, GraphMode.PIECEWISE, False)
     padded = dataclasses.replace(b, num_padded_tokens=3500)
     ratio = cm.device_breakdown(padded)["gemm"] / cm.device_breakdown(b)["gemm"]
@@ -194,7 +199,8 @@ def test_gpu_recipe_sanity_check_not_fitted():
     tokens, max_tokens 256, max_num_seqs 32): vanilla 5,576 tok/s (async, FULL decode graphs),
     suffix K=4 with every draft accepted 12,270 tok/s (synchronous V1). The analytic coefficients
     were set before this comparison and not tuned to it; the band only catches gross errors."""
-    cm = load_cost_model("llama-3.1-8b", "h200", tp=1, max_num_batched_tokens=16384, max_num_seqs=32)
+    cm = load_cost_model("llama-3.1-8b", "h200", tp=1, profile="analytic", max_num_batched_tokens=16384,
+                         max_num_seqs=32)
 
     def tok_s(k, async_, drafter):
         R, P, T = 32, 512, 256

@@ -199,3 +199,31 @@ def test_fit_profile_from_a_record_folder(tmp_path):
     cm = load_cost_model("llama-3.1-8b", "h200", profile=str(out))
     assert cm.label == "calibrated h200-test"
     assert main(["--records", str(tmp_path / "nothing"), "--name", "x"]) == 2
+
+
+def test_embedded_h200_profile_predicts_held_out_validation_runs():
+    """The default H200 profile was fitted on the calibration runs only; the validation runs
+    (other corpora, and Qwen2.5-32B, a model it never saw) check it. Mean step time per
+    (model, config) within 20 % -- measured: -10 % .. +12.5 % (docs/costmodel.md)."""
+    from simkit.costmodel.profiles import default_profile, read_profile
+
+    root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+    if not root.is_dir() or not list(root.glob("**/steps*.parquet")):
+        pytest.skip("no measured step records under calibrate/data/")
+    name = default_profile("h200")
+    if name is None:
+        pytest.skip("no embedded H200 profile")
+    prof = read_profile(name)
+    S = pd.read_parquet(root / "steps.parquet")
+    R = pd.read_parquet(root / "runs.parquet")
+    X = join_runs(S, R)
+    X = X[(X["purpose"] == "validation") & X["t_forward_s"].notna()]
+    assert not set(X["run_id"]) & set(prof["runs"])          # really held out
+    est = StepTimeEstimator(hardware="h200")
+    est.coefs_ = prof["_coefs"]
+    pred = est.predict(X)
+    X = X.assign(pred=pred)
+    bias = X.groupby(["model", "config"]).apply(lambda g: g["pred"].sum() / g["t_step_s"].sum() - 1,
+                                                include_groups=False)
+    print("held-out mean step-time bias by (model, config):", bias.round(3).to_dict())
+    assert len(bias) == 6 and (bias.abs() < 0.20).all(), bias
