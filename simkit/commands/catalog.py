@@ -123,17 +123,23 @@ def _hardware_list(fmt: Format) -> None:
 
     from simkit.catalog.hardware import get_hardware, list_hardware
 
+    from simkit.costmodel.profiles import default_profile
+
     rows = [get_hardware(n).summary() for n in list_hardware()]
+    for r in rows:
+        prof = default_profile(r["name"])
+        r["cost_model"] = f"calibrated {prof}" if prof else "analytic"
     if fmt is Format.json:
         _emit_json(rows)
         return
     table = Table(title="simkit hardware (per GPU; dense tensor-core peaks)")
-    for col in ("name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s", "host speed", "values"):
+    for col in ("name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s", "host speed", "values",
+                "default cost model"):
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], f"{r['hbm_gib']:.1f}", f"{r['hbm_tbps']:g}", f"{r['bf16_tflops']:g}",
                       f"{r['fp8_tflops']:g}", f"{r['fp4_tflops']:g}", f"{r['nvlink_gbps']:g}",
-                      f"{r['host_speed']:g}", r["label"])
+                      f"{r['host_speed']:g}", r["label"], r["cost_model"])
     Console(width=160).print(table)
 
 
@@ -142,7 +148,8 @@ def _hardware_show(name: str, fmt: Format) -> None:
     from simkit.costmodel.profiles import default_profile
 
     doc = get_hardware(name).summary()
-    doc["default_cost_profile"] = default_profile(doc["name"]) or "analytic"
+    prof = default_profile(doc["name"])
+    doc["default_cost_model"] = f"calibrated {prof}" if prof else "analytic"
     if fmt is Format.json:
         _emit_json(doc)
         return
