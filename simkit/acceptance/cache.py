@@ -1,5 +1,8 @@
 """Acceptance tables cached on disk (simkit.paths.cache_dir()/acceptance), keyed by what decides them:
-the request tokens themselves, the drafter and its parameters, kmax, the ordering and this code's version."""
+the request tokens themselves, the drafter and its parameters, kmax, the ordering and this code's version.
+
+A cached table is a folder of plain .npy files plus meta.json, memory-mapped on reload (read-only
+arrays), so a reload costs next to nothing whatever the table size."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simkit.acceptance.table import AcceptanceTable, load_table, save_table
+from simkit.acceptance.table import _ARRAYS, AcceptanceTable
 from simkit.paths import cache_dir
 
 # Bump when a change to the drafters or the builder changes table contents.
@@ -49,9 +52,9 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
     pdict = params.as_dict()
     if ordering == "concurrent":
         pdict = {**pdict, "concurrency": concurrency}
-    path = Path(cache_dir()) / "acceptance" / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}.npz"
-    if use_cache and path.is_file():
-        table = load_table(path)
+    path = Path(cache_dir()) / "acceptance" / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}"
+    if use_cache and (path / "meta.json").is_file():
+        table = load_cached(path)
         table.model, table.corpus = model, corpus
         return table
     total = int(sum(len(r.output_ids) for r in requests))
@@ -71,8 +74,45 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
         if bar is not None:
             bar.stop()
     if use_cache:
-        save_table(table, path, compression="stored")
+        save_cached(table, path)
     return table
+
+
+def save_cached(table: AcceptanceTable, path: Path) -> None:
+    """Write the table as a folder of .npy files + meta.json (atomic rename of a temp folder)."""
+    import os
+    import shutil
+
+    path = Path(path)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in _ARRAYS:
+        np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(table, name)), allow_pickle=False)
+    meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
+            "params": table.params, "kmax": table.kmax, "ordering": table.ordering}
+    (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))   # written last: marks complete
+    try:
+        os.replace(tmp, path)
+    except OSError:                      # another process stored the same table first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_cached(path: Path) -> AcceptanceTable:
+    """Memory-map a table written by save_cached."""
+    from simkit.errors import InputError
+
+    path = Path(path)
+    try:
+        meta = json.loads((path / "meta.json").read_text())
+        arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+                  for name in _ARRAYS}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable cached acceptance table ({exc}); delete it to rebuild",
+                         path=str(path)) from exc
+    return AcceptanceTable(model=meta["model"], corpus=meta["corpus"], drafter=meta["drafter"],
+                           params=meta["params"], kmax=int(meta["kmax"]), ordering=meta["ordering"],
+                           **arrays)
 
 
 def _bar(enabled: bool):

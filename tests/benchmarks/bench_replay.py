@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 def _build(args: tuple[str, str, int, str]) -> dict:
     model, corpus, max_requests, out_dir = args
     from simkit.acceptance.build import build_table
-    from simkit.acceptance.table import save_table
+    from simkit.acceptance.cache import save_cached
     from simkit.profiles import sample_indices
     from traces.corpora import load_corpus
 
@@ -33,7 +33,7 @@ def _build(args: tuple[str, str, int, str]) -> dict:
     c0, w0 = time.process_time(), time.perf_counter()
     table = build_table(reqs, kmax=16, model=model, corpus=corpus)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-    save_table(table, Path(out_dir) / f"{corpus}.npz", compression="stored")
+    save_cached(table, Path(out_dir) / corpus)
     return {"corpus": corpus, "requests": len(reqs), "out_tokens": int(table.output_len.sum()),
             "prompt_tokens": int(table.prompt_len.sum()), "cpu_s": cpu, "wall_s": wall,
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -57,7 +57,7 @@ def _sample_bias(model: str, tables: dict) -> None:
 
 
 def main() -> None:
-    from simkit.acceptance.table import load_table
+    from simkit.acceptance.cache import load_cached
     from simkit.paths import traces_src_dir
     from traces.corpora import CORPORA, MIX
 
@@ -85,7 +85,7 @@ def main() -> None:
         print(f"all corpora of {a.model}: {tok} output tokens, build wall {wall:.1f} s with {a.jobs} "
               f"jobs (target 60 s), {cpu:.1f} cpu s, {tok / cpu:.0f} output tokens/s per core")
         t0 = time.perf_counter()
-        tables = {c: load_table(Path(tmp) / f"{c}.npz") for c in corpora}
+        tables = {c: load_cached(Path(tmp) / c) for c in corpora}
         print(f"cached reload of all {len(corpora)} tables: {time.perf_counter() - t0:.2f} s (target < 2 s)")
         if a.max_requests == 0:
             _sample_bias(a.model, tables)
