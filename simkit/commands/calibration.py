@@ -92,6 +92,50 @@ def fit_cmd(
         typer.echo(f"profile written to {out}")
 
 
+def validate(
+    format: str = typer.Option("table", "--format", help="table | json"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="write a predicted-vs-measured PNG"),
+    purpose: str = typer.Option("validation", help="validation (held out) | calibration | all"),
+    seeds: int = typer.Option(1, help="simulation seeds per run (the replay has a fixed order)"),
+    run_id: Optional[list[str]] = typer.Option(None, "--run-id", help="only these runs (repeat)"),
+    ordering: str = typer.Option("concurrent", help="acceptance-table ordering: concurrent | "
+                                 "sequential (the other is also replayed for comparison)"),
+    records: Optional[Path] = typer.Option(None, help="folder of runs/steps parquet "
+                                           "(default calibrate/data)"),
+) -> None:
+    """Predicted vs measured tok/s for every measured vLLM run, under that run's conditions."""
+    import json
+    import sys
+
+    from simkit.errors import InputError
+    from simkit.validation import report
+    from simkit.whatif.validation import load_records
+
+    if format not in ("table", "json"):
+        raise InputError("must be table or json", field="format")
+    if seeds < 1:
+        raise InputError("must be >= 1", field="seeds")
+    steps, runs = load_records(records)
+    if runs is None:
+        raise InputError("no runs*.parquet / steps*.parquet records found",
+                         path=str(records or "calibrate/data"))
+    cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
+                               run_ids=run_id or None,
+                               progress=lambda r: print(f"predicting {r}", file=sys.stderr))
+    if not cells:
+        raise InputError("no measured run matches the selection", field="run-id")
+    doc = report.document(cells, ordering)
+    if plot:
+        report.plot(cells, plot)
+    if format == "json":
+        typer.echo(json.dumps(doc, indent=1, sort_keys=True))
+        return
+    from simkit.validation.table import render
+
+    typer.echo(render(doc))
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
     app.add_typer(calibrate_app, name="calibrate")
+    app.command("validate")(validate)

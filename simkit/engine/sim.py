@@ -45,9 +45,10 @@ class RunResult:
     step_log: list | None = None        # [(BatchDescriptor, StepCost)] when keep_steps=True
 
 
-def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int
-                  ) -> tuple[list[int], dict[str, int]]:
+def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int,
+                  shuffle: bool = True) -> tuple[list[int], dict[str, int]]:
     """Seeded order of profile request indices (fresh permutations, cycled) and skip counts.
+    shuffle=False keeps the workload's own order (replaying a measured run request by request).
 
     Skipped: prompts with no room for one output token under max_model_len, empty outputs, and
     requests whose prompt + output cannot fit the whole KV cache.
@@ -70,15 +71,19 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
     rng = np.random.default_rng(seed)
     order: list[int] = []
     while len(order) < n:
-        order.extend(usable[rng.permutation(usable.size)].tolist())
+        order.extend((usable[rng.permutation(usable.size)] if shuffle else usable).tolist())
     return order[:n], skipped
 
 
 def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, spec: SpecConfig,
              *, load: ClosedLoop | OpenLoop = ClosedLoop(), seed: int = 0,
-             num_requests: int | None = None, keep_steps: bool = False) -> RunResult:
-    """Run one configuration over the workload and summarise it (deterministic for a seed)."""
-    order, skipped = request_order(workload, cfg, num_requests, seed)
+             num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
+             window_start_completion: int | None = None) -> RunResult:
+    """Run one configuration over the workload and summarise it (deterministic for a seed).
+
+    Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
+    the concurrency-th; 1 = the measured records' rule, calibrate.records.steady_window)."""
+    order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
     olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
@@ -88,7 +93,9 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     log: list | None = [] if keep_steps else None
     env = simpy.Environment()
     state = {"next": 0, "wake": None, "last_arrival": 0.0, "done": 0, "warm_done_at": None}
-    warm_count = load.concurrency if isinstance(load, ClosedLoop) else None
+    warm_count = None
+    if isinstance(load, ClosedLoop):
+        warm_count = window_start_completion or load.concurrency
 
     def submit() -> Req | None:
         j = state["next"]

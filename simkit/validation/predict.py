@@ -1,0 +1,167 @@
+"""simkit's prediction of one measured run under that run's conditions: its requests in its
+order (cold suffix tree), its cap, concurrency, K, TP and cudagraph mode, the records' steady
+window (first completion -> last admission), and the known perturbations of the harness."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simkit.costmodel.batch import BatchDescriptor, StepCost
+
+ORDERINGS = ("concurrent", "sequential")
+
+
+class RunConditionsCost:
+    """A step-cost model seen through the measured harness's conditions.
+
+    sync: the step runs without async overlap (forcing through pageable memory synchronised
+    the stream, calibrate/data/README.md "Known perturbation"). serial_frontend: the front-end
+    (output processing, driver) ran in the engine's thread between steps (`t_gap_s`), so its
+    time adds to the step instead of running beside it in another process."""
+
+    def __init__(self, base: Any, *, sync: bool, serial_frontend: bool) -> None:
+        self.base, self.sync, self.serial_frontend = base, sync, serial_frontend
+        self._front = 0.0
+        if serial_frontend:
+            self._front = float(base.coefs.frontend_req_s) / float(base.host_speed)
+
+    def __getattr__(self, name: str) -> Any:          # label, kv_capacity_tokens, ...
+        return getattr(self.base, name)
+
+    def step_cost(self, batch: BatchDescriptor) -> StepCost:
+        if self.sync and batch.async_scheduling:
+            batch = dataclasses.replace(batch, async_scheduling=False)
+        c = self.base.step_cost(batch)
+        if not self.serial_frontend:
+            return c
+        front = self._front * batch.num_reqs
+        # the base model bounds the step below by the front-end; in one thread they add up
+        step = max(c.step_s, c.device_s + c.host_s) + front
+        return StepCost(c.device_s, c.host_s + front, step)
+
+
+def spec_of(run: dict[str, Any]):
+    """The SpecConfig of a run's (config, k)."""
+    from simkit.engine.config import parse_configs
+
+    cfg, k = str(run["config"]), int(run["k"] or 0)
+    text = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
+            "kpad": f"kpad:{k}"}.get(cfg, cfg)
+    return parse_configs(text)[0]
+
+
+def run_workload(reqs: list, run: dict[str, Any], ordering: str):
+    """Workload of exactly these requests; suffix table built over them in this order from an
+    empty global tree (the run reset it), `ordering` "concurrent" at the run's concurrency or
+    "sequential"."""
+    from simkit.acceptance.cache import cached_table
+    from simkit.engine.workload import Workload
+
+    plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
+    olen = np.array([len(r.output_ids) for r in reqs], np.int32)
+    tables = {}
+    if str(run["config"]) != "vanilla":
+        tables["suffix"] = cached_table(reqs, drafter="suffix", kmax=16, ordering=ordering,
+                                        concurrency=int(run["concurrency"]),
+                                        model=str(run["model"]), corpus=str(run["corpus"]))
+    return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}")
+
+
+def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: bool = True,
+             profile: str | None = None) -> RunConditionsCost:
+    """The default (or named) cost model of the run's model/GPU/TP under the run's conditions.
+    sync=None: synchronous exactly when the run's force_copy was "pageable-sync"."""
+    from simkit.costmodel import load_cost_model
+    from simkit.whatif.validation import hardware_of
+
+    if sync is None:
+        sync = str(run.get("force_copy", "")) == "pageable-sync"
+    hw = hardware_of(str(run.get("gpu", ""))) or "h200"
+    base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), profile=profile,
+                           max_model_len=int(run["max_model_len"]),
+                           max_num_batched_tokens=int(run["max_num_batched_tokens"]))
+    return RunConditionsCost(base, sync=sync, serial_frontend=serial_frontend)
+
+
+def recorded_step_error(run: dict[str, Any], steps, profile: str | None = None) -> dict[str, float]:
+    """The cost model alone, on the batches the run actually executed inside its window:
+    sum of predicted step (+front-end) time over sum of measured t_step_s + t_gap_s, minus 1,
+    and the same for the device part (t_forward_s + t_sample_s). Separates cost-model error from
+    the simulated trajectory (batch sizes, acceptance, window)."""
+    from simkit.costmodel.records import batch_from_row
+
+    cost = run_cost(run, profile=profile)
+    s = steps[_window_mask(run, steps)]
+    pred = dev = 0.0
+    for row in s.to_dict("records"):
+        c = cost.step_cost(batch_from_row(row))
+        pred += c.step_s
+        dev += c.device_s
+    meas = float((s["t_step_s"] + s["t_gap_s"]).sum())
+    meas_dev = float((s["t_forward_s"] + s["t_sample_s"]).sum())
+    return {"step": pred / meas - 1 if meas else float("nan"),
+            "device": dev / meas_dev - 1 if meas_dev else float("nan")}
+
+
+def _window_mask(run: dict[str, Any], steps):
+    import json
+
+    w = json.loads(str(run["window"]))
+    if not bool(run["steady_state"]):
+        return np.ones(len(steps), bool)
+    return ((steps["t_end_s"] > w["t0"]) & (steps["t_end_s"] <= w["t1"])).to_numpy()
+
+
+@dataclass
+class RunPrediction:
+    """Predicted figures of one run under one set of conditions."""
+
+    output_tok_s: float
+    accepted_per_step: float
+    window_s: float
+    mean_step_ms: float
+    window_kind: str
+
+
+def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
+                sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
+                profile: str | None = None, window_start_completion: int = 1) -> RunPrediction:
+    """Simulate the run. sync=None: synchronous exactly when the run's force_copy was
+    "pageable-sync" (the only way these records lost the async overlap)."""
+    from simkit.engine.predict import engine_config
+    from simkit.engine.sim import ClosedLoop, simulate
+
+    cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, profile=profile)
+    base = cost.base
+    cap = int(run["max_tokens_cap"] or 0)
+    cfg = engine_config(base, max_tokens=cap if cap > 0 else 1 << 30,
+                        max_model_len=int(run["max_model_len"]),
+                        max_num_seqs=int(run["max_num_seqs"]),
+                        max_num_batched_tokens=int(run["max_num_batched_tokens"]),
+                        cudagraph_mode=str(run["cudagraph_mode"]))
+    workload = run_workload(reqs, run, ordering)
+    res = simulate(workload, cost, cfg, spec_of(run), load=ClosedLoop(int(run["concurrency"])),
+                   seed=seed, num_requests=len(reqs), shuffle=False,
+                   window_start_completion=window_start_completion)
+    m = res.metrics
+    return RunPrediction(m.output_tok_s, m.mean_accepted, m.window_end_s - m.window_start_s,
+                         m.mean_step_ms, m.window_kind)
+
+
+def measured_figures(run: dict[str, Any], steps) -> dict[str, float]:
+    """From the step records, over the run's own steady window: accepted draft tokens per
+    decode request-step (the engine's mean_accepted definition) and the mean step time."""
+    import json
+
+    w = json.loads(str(run["window"]))
+    s = steps[_window_mask(run, steps)]
+    dec = int(s["num_decode_reqs"].sum())
+    return {"accepted_per_step": float(s["num_accepted"].sum()) / dec if dec else 0.0,
+            "mean_step_ms": float((s["t_step_s"] + s["t_gap_s"]).mean() * 1e3) if len(s) else
+            float("nan"),
+            "window_s": float(w["t1"] - w["t0"]),
+            "accepted_total": int(steps["num_accepted"].sum())}

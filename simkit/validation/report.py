@@ -1,0 +1,204 @@
+"""Cells of `simkit validate` (one per measured run) and the figures over them: MAPE, best-K
+agreement among the measured kpad Ks, the acceptance-replay check, the JSON document and plot."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+from simkit.validation.predict import (ORDERINGS, measured_figures, predict_run,
+                                       recorded_step_error)
+from simkit.validation.requests import check_against_run, request_pool, run_requests
+
+PURPOSES = ("validation", "calibration", "all")
+DYNAMIC_K = {"status": "not measured",
+             "why": "no dynamic-K run is in calibrate/data/runs.parquet, so the sign of "
+                    "dynamic-K vs best-K cannot be compared with a measurement"}
+
+
+def config_label(run: dict[str, Any]) -> str:
+    """vanilla / suffix-24 / kpad-8."""
+    k = int(run["k"] or 0)
+    return str(run["config"]) if str(run["config"]) == "vanilla" else f"{run['config']}-{k}"
+
+
+def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
+                ordering: str = "concurrent", run_ids: list[str] | None = None,
+                compare_orderings: bool = True, profile: str | None = None,
+                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """One cell per selected measured run: measured vs predicted tok/s under the run's own
+    conditions, the stock-async prediction for runs whose overlap the harness removed, the
+    engine's default-window prediction (diagnosis), and accepted tokens per decode step."""
+    from simkit.errors import InputError
+
+    if purpose not in PURPOSES:
+        raise InputError(f"must be one of {', '.join(PURPOSES)}", field="purpose")
+    if ordering not in ORDERINGS:
+        raise InputError(f"must be one of {', '.join(ORDERINGS)}", field="ordering")
+    rows = [r for r in runs.sort_values("run_id").to_dict("records")
+            if purpose == "all" or r["purpose"] == purpose]
+    if run_ids:
+        known = {r["run_id"] for r in runs.to_dict("records")}
+        bad = sorted(set(run_ids) - known)
+        if bad:
+            raise InputError(f"unknown run id(s) {bad}", field="run-id")
+        rows = [r for r in rows if r["run_id"] in run_ids]
+    pools: dict[tuple, list] = {}
+    cells = []
+    for run in rows:
+        if progress:
+            progress(run["run_id"])
+        key = (run["model"], run["corpus"])
+        if key not in pools:
+            pools[key] = request_pool(*key)
+        reqs, skipped = run_requests(pools[key], run)
+        st = steps[steps["run_id"] == run["run_id"]]
+        check = check_against_run(reqs, run, st)
+        meas = measured_figures(run, st)
+        preds = [predict_run(reqs, run, ordering=ordering, seed=s, profile=profile)
+                 for s in range(max(1, seeds))]
+        tok = [p.output_tok_s for p in preds]
+        pred = preds[0]
+        sync = str(run.get("force_copy", "")) == "pageable-sync"
+        spec = str(run["config"]) != "vanilla"
+        m = float(run["output_tok_s"])
+        p = sum(tok) / len(tok)
+        cell: dict[str, Any] = {
+            "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
+            "corpus": run["corpus"], "config": config_label(run), "k": int(run["k"] or 0),
+            "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
+            "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
+            "predicted_tok_s_seed_std": _std(tok),
+            "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
+            "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
+            "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
+            "measured_window_s": meas["window_s"], "predicted_window_s": pred.window_s,
+            "conditions": ("synchronous step (forcing synchronised the stream)" if sync and
+                           not spec else "as run") + ", front-end in the engine thread",
+            "requests_match_records": check["ok"], "requests_skipped": skipped,
+        }
+        if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
+            stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
+                                profile=profile)
+            cell["predicted_tok_s_stock_async"] = stock.output_tok_s
+        eng = predict_run(reqs, run, ordering=ordering, profile=profile,
+                          window_start_completion=int(run["concurrency"]))
+        cell["predicted_tok_s_engine_window"] = eng.output_tok_s
+        if spec and compare_orderings:
+            other = next(o for o in ORDERINGS if o != ordering)
+            cell[f"predicted_accepted_per_step_{other}"] = predict_run(
+                reqs, run, ordering=other, profile=profile).accepted_per_step
+        on_rec = recorded_step_error(run, st, profile)
+        step_term = meas["mean_step_ms"] / pred.mean_step_ms - 1
+        acc_term = ((1 + pred.accepted_per_step) / (1 + meas["accepted_per_step"]) - 1
+                    if spec else 0.0)
+        cell["diagnosis"] = {
+            "step_time": step_term, "acceptance": acc_term,
+            "rest": (1 + cell["error"]) / ((1 + step_term) * (1 + acc_term)) - 1,
+            "cost_model_on_recorded_steps": on_rec["step"],
+            "device_on_recorded_steps": on_rec["device"]}
+        cells.append(cell)
+    return cells
+
+
+def _std(vals: list[float]) -> float:
+    if len(vals) < 2:
+        return 0.0
+    mu = sum(vals) / len(vals)
+    return math.sqrt(sum((v - mu) ** 2 for v in vals) / (len(vals) - 1))
+
+
+def mape(cells: list[dict[str, Any]], purpose: str) -> float | None:
+    """Mean absolute percentage error of predicted tok/s over the cells of one purpose."""
+    errs = [abs(c["error"]) for c in cells if c["purpose"] == purpose and c["error"] == c["error"]]
+    return 100.0 * sum(errs) / len(errs) if errs else None
+
+
+def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
+    """Per (model, corpus, concurrency) group with >= 2 measured kpad Ks: the measured and the
+    predicted best K among those Ks, and the measured throughput lost by running the predicted
+    one (1 - measured[predicted best] / measured[measured best])."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for c in cells:
+        if c["config"].startswith("kpad-") and (purpose is None or c["purpose"] == purpose):
+            groups[(c["model"], c["corpus"], c["concurrency"])].append(c)
+    out = []
+    for (model, corpus, conc), cs in sorted(groups.items()):
+        if len(cs) < 2:
+            continue
+        mb = max(cs, key=lambda c: c["measured_tok_s"])
+        pb = max(cs, key=lambda c: c["predicted_tok_s"])
+        out.append({"model": model, "corpus": corpus, "concurrency": conc,
+                    "ks": sorted(c["k"] for c in cs), "measured_best_k": mb["k"],
+                    "predicted_best_k": pb["k"], "match": mb["k"] == pb["k"],
+                    "lost_tok_s_frac": 1 - pb["measured_tok_s"] / mb["measured_tok_s"]})
+    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
+
+
+def acceptance_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean absolute relative error of replayed vs measured accepted tokens per decode step,
+    per table ordering present in the cells."""
+    res = {}
+    spec = [c for c in cells if c["measured_accepted_per_step"]]
+    for key, name in [("predicted_accepted_per_step", "used")] + [
+            (f"predicted_accepted_per_step_{o}", o) for o in ORDERINGS]:
+        errs = [abs(c[key] / c["measured_accepted_per_step"] - 1) for c in spec if key in c]
+        if errs:
+            res[name] = {"mean_abs_rel_error": sum(errs) / len(errs), "cells": len(errs)}
+    return res
+
+
+def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
+    """The JSON document of `simkit validate --format json`."""
+    return {"cells": [_clean(c) for c in cells], "mape": mape(cells, "validation"),
+            "mape_calibration": mape(cells, "calibration"),
+            "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
+            "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
+            "dynamic_k": DYNAMIC_K, "acceptance_replay": _clean(acceptance_check(cells)),
+            "table_ordering": ordering,
+            "window": "first completion -> last admission (calibrate.records.steady_window)"}
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return round(obj, 6) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def plot(cells: list[dict[str, Any]], path: str | Path) -> None:
+    """Predicted vs measured tok/s, log axes, y=x line, colour per config, hollow markers for
+    calibration runs (the fit saw them)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    configs = sorted({c["config"] for c in cells})
+    cmap = plt.get_cmap("tab10")
+    for i, cfg in enumerate(configs):
+        for purpose, face in (("validation", cmap(i)), ("calibration", "none")):
+            cs = [c for c in cells if c["config"] == cfg and c["purpose"] == purpose]
+            if cs:
+                ax.scatter([c["measured_tok_s"] for c in cs], [c["predicted_tok_s"] for c in cs],
+                           facecolors=face, edgecolors=cmap(i), s=36,
+                           label=f"{cfg} ({purpose})")
+    vals = [v for c in cells for v in (c["measured_tok_s"], c["predicted_tok_s"]) if v > 0]
+    lo, hi = min(vals) / 1.3, max(vals) * 1.3
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="y = x")
+    ax.plot([lo, hi], [lo * 1.1, hi * 1.1], "k:", lw=0.6, label="±10 %")
+    ax.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.6)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel="measured output tok/s (H200, vLLM 0.26)", ylabel="simkit predicted output tok/s",
+           title="simkit validate: predicted vs measured")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,46 @@
+"""Plain-text rendering of the `simkit validate` document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def render(doc: dict[str, Any]) -> str:
+    """Cells table, then MAPE, best-K agreement, acceptance replay and the dynamic-K line."""
+    head = (f"{'run':44} {'meas':>7} {'pred':>7} {'err%':>6} {'stock':>7} {'accM':>6} "
+            f"{'accP':>6} {'stepM':>6} {'stepP':>6}")
+    lines = [head, "-" * len(head)]
+    for c in doc["cells"]:
+        err = None if c["error"] is None else 100 * c["error"]
+        lines.append(
+            f"{c['run_id'][:44]:44} {_f(c['measured_tok_s'], '7.0f')} "
+            f"{_f(c['predicted_tok_s'], '7.0f')} {_f(err, '+6.1f')} "
+            f"{_f(c.get('predicted_tok_s_stock_async'), '7.0f')} "
+            f"{_f(c['measured_accepted_per_step'], '6.3f')} "
+            f"{_f(c['predicted_accepted_per_step'], '6.3f')} "
+            f"{_f(c['measured_step_ms'], '6.2f')} {_f(c['predicted_step_ms'], '6.2f')}")
+    lines.append("meas/pred: steady output tok/s; stock: vanilla predicted with async overlap "
+                 "(runs were synchronised by the forcing; predicted synchronous); acc: accepted "
+                 "drafts per decode request-step; step: mean step+gap ms in the window")
+    for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
+        if doc[key] is not None:
+            lines.append(f"MAPE {name}: {doc[key]:.1f} %")
+    for key in ("best_k_agreement", "best_k_agreement_calibration"):
+        b = doc[key]
+        if b["total"]:
+            lines.append(f"best K ({key.replace('best_k_agreement', 'validation').replace('validation_', '')}): "
+                         f"{b['matched']}/{b['total']} groups")
+            for g in b["cells"]:
+                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} Ks {g['ks']}: "
+                             f"measured K={g['measured_best_k']}, predicted K={g['predicted_best_k']}"
+                             f", measured tok/s lost {100 * g['lost_tok_s_frac']:.1f} %")
+    for name, a in doc["acceptance_replay"].items():
+        lines.append(f"acceptance replay ({name} table ordering"
+                     f"{' = ' + doc['table_ordering'] if name == 'used' else ''}): mean |rel err| "
+                     f"{100 * a['mean_abs_rel_error']:.2f} % over {a['cells']} runs")
+    lines.append(f"dynamic-K vs best-K: {doc['dynamic_k']['status']} ({doc['dynamic_k']['why']})")
+    return "\n".join(lines)

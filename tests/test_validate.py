@@ -1,0 +1,150 @@
+"""`simkit validate` on the committed real H200 records: request reconstruction, the steady
+window, the JSON document and its aggregates, and the CLI on a small subset of runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from simkit.paths import traces_src_dir
+from simkit.whatif.validation import DEFAULT_DIR, load_records
+
+needs_traces = pytest.mark.skipif(traces_src_dir() is None,
+                                  reason="raw traces (../shared/traces-src) not present")
+SUBSET = ["qwen2.5-32b_vanilla_summarization_c32_n96", "qwen2.5-32b_kpad4_summarization_c32_n96",
+          "qwen2.5-32b_suffix24_summarization_c32_n96"]
+
+
+@pytest.fixture(scope="module")
+def records():
+    steps, runs = load_records(DEFAULT_DIR)
+    assert runs is not None and len(runs) == 58
+    return steps, runs
+
+
+@needs_traces
+def test_requests_rebuilt_match_every_run(records):
+    """Same requests as the GPU runs: count and total output tokens of every one of the 58 runs
+    (runs.total_output_tokens and the sum of the steps' emitted tokens)."""
+    from simkit.validation.requests import check_against_run, request_pool, run_requests
+
+    steps, runs = records
+    pools: dict = {}
+    for run in runs.to_dict("records"):
+        key = (run["model"], run["corpus"])
+        pools.setdefault(key, request_pool(*key))
+        reqs, skipped = run_requests(pools[key], run)
+        check = check_against_run(reqs, run, steps[steps["run_id"] == run["run_id"]])
+        assert check["ok"], (run["run_id"], check)
+        assert skipped == json.loads(run["requests_skipped"])
+        assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
+        # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
+        assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
+
+
+@needs_traces
+def test_check_detects_a_wrong_request_set(records):
+    from simkit.validation.requests import check_against_run, request_pool, run_requests
+
+    steps, runs = records
+    run = runs[runs["run_id"] == SUBSET[0]].iloc[0].to_dict()
+    reqs, _ = run_requests(request_pool(run["model"], run["corpus"], seed=1), run)
+    assert not check_against_run(reqs, run)["ok"]
+
+
+def test_window_opens_at_first_completion():
+    """window_start_completion=1 is the records' rule (first completion -> last admission);
+    the engine default (C-th completion) differs. Two clients, outputs 5, 50, 40, 40 tokens:
+    request 0 ends at step 5; request 2, admitted then, ends 39 decode steps after the step
+    that prefills it, and request 3 is the last admission there."""
+    from calibrate.records import steady_window
+    from simkit.costmodel import load_cost_model
+    from simkit.engine import ClosedLoop, EngineConfig, Workload, simulate
+    from simkit.engine.config import vanilla
+
+    w = Workload(np.array([20, 20, 20, 20], np.int32), np.array([5, 50, 40, 40], np.int32), {})
+    cost = load_cost_model("llama-3.1-8b", "h200")
+    res = simulate(w, cost, EngineConfig(), vanilla(), load=ClosedLoop(2), shuffle=False,
+                   keep_steps=True, window_start_completion=1)
+    ends = np.cumsum([c.step_s for _, c in res.step_log])
+    prefill2 = next(i for i, (d, _) in enumerate(res.step_log) if i >= 5 and d.num_prefill_tokens)
+    r2_end = prefill2 + 39                      # index of the step emitting its 40th token
+    m = res.metrics
+    assert m.window_kind == "steady"
+    assert m.window_start_s == pytest.approx(ends[4])
+    assert m.window_end_s == pytest.approx(ends[r2_end])
+    ref = steady_window([ends[4], ends[r2_end], ends[49]], ends[r2_end], ends[-1])
+    assert (m.window_start_s, m.window_end_s) == pytest.approx((ref.t0, ref.t1))
+    default = simulate(w, cost, EngineConfig(), vanilla(), load=ClosedLoop(2), shuffle=False)
+    assert default.metrics.window_kind == "full-run"     # 2nd completion == last admission
+
+
+def test_aggregates_from_cells():
+    from simkit.validation.report import best_k_agreement, mape
+
+    def cell(purpose, k, meas, pred, corpus="math"):
+        return {"purpose": purpose, "model": "m", "corpus": corpus, "concurrency": 32,
+                "config": f"kpad-{k}", "k": k, "measured_tok_s": meas, "predicted_tok_s": pred,
+                "error": pred / meas - 1}
+
+    cells = [cell("validation", 4, 100.0, 110.0), cell("validation", 8, 120.0, 96.0),
+             cell("calibration", 4, 50.0, 50.0, "chat"), cell("calibration", 8, 40.0, 60.0, "chat")]
+    assert mape(cells, "validation") == pytest.approx(15.0)
+    assert mape(cells, "calibration") == pytest.approx(25.0)
+    b = best_k_agreement(cells, "validation")
+    assert (b["matched"], b["total"]) == (0, 1)
+    g = b["cells"][0]
+    assert (g["measured_best_k"], g["predicted_best_k"]) == (8, 4)
+    assert g["lost_tok_s_frac"] == pytest.approx(1 - 100 / 120)
+    assert best_k_agreement(cells, "calibration")["cells"][0]["lost_tok_s_frac"] == \
+        pytest.approx(1 - 40 / 50)
+
+
+@needs_traces
+@pytest.mark.slow
+def test_cli_json_on_real_subset(tmp_path):
+    from simkit.cli import app
+
+    args = ["validate", "--format", "json", "--plot", str(tmp_path / "v.png")]
+    for r in SUBSET:
+        args += ["--run-id", r]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    assert {"cells", "mape", "mape_calibration", "best_k_agreement", "dynamic_k"} <= set(doc)
+    assert [c["run_id"] for c in doc["cells"]] == sorted(SUBSET)
+    for c in doc["cells"]:
+        assert {"model", "corpus", "config", "k", "concurrency", "measured_tok_s",
+                "predicted_tok_s", "error", "measured_accepted_per_step",
+                "predicted_accepted_per_step"} <= set(c)
+        assert c["requests_match_records"]
+        assert c["error"] == pytest.approx(c["predicted_tok_s"] / c["measured_tok_s"] - 1,
+                                           abs=1e-5)
+        if c["config"] != "vanilla":      # the acceptance replay against vLLM's own counts
+            assert c["predicted_accepted_per_step"] == pytest.approx(
+                c["measured_accepted_per_step"], rel=0.02)
+        else:
+            assert c["predicted_tok_s_stock_async"] > 0
+    errs = [abs(c["error"]) for c in doc["cells"]]
+    assert doc["mape"] == pytest.approx(100 * sum(errs) / len(errs), abs=1e-4)
+    assert doc["mape_calibration"] is None
+    assert doc["dynamic_k"]["status"] == "not measured"
+    assert (tmp_path / "v.png").stat().st_size > 0
+    again = CliRunner().invoke(app, args)
+    assert again.stdout == res.stdout                       # deterministic
+    table = CliRunner().invoke(app, ["validate", "--run-id", SUBSET[1]])
+    assert table.exit_code == 0 and "MAPE held-out" in table.stdout
+
+
+def test_cli_rejects_bad_options():
+    from simkit.cli import app
+
+    res = CliRunner().invoke(app, ["validate", "--purpose", "bogus"])
+    assert res.exit_code != 0
+    res = CliRunner().invoke(app, ["validate", "--run-id", "no-such-run"])
+    assert res.exit_code != 0
