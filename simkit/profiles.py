@@ -7,7 +7,9 @@ No token ids or text. Built from the raw traces when they are here (cached), els
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
 Sample rule: SAMPLE_SIZE requests at indices floor(i * n / SAMPLE_SIZE), i = 0..SAMPLE_SIZE-1, of the
 corpus order of traces.corpora.load_corpus (all requests when n <= SAMPLE_SIZE); the table is built
-over the sample alone, so the global suffix tree holds only sampled responses (docs/acceptance.md).
+over the sample with the global suffix tree of a sequential replay of the WHOLE corpus ("warm", the
+default: exactly the sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old
+rule); docs/acceptance.md says what each approximates.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from simkit.errors import InputError, UnknownNameError
 SAMPLE_SIZE = 128
 KMAX = 16
 SOURCES = ("auto", "raw", "shipped")
+TREES = ("warm", "cold")
+DEFAULT_TREE = "warm"
 
 
 @dataclass
@@ -71,20 +75,40 @@ def _file_entries(corpus_obj) -> dict:
     return out
 
 
+def check_tree(tree: str) -> str:
+    """The tree mode, or InputError naming the choices."""
+    if tree not in TREES:
+        raise InputError(f"tree mode must be one of {TREES}, got {tree!r}", field="tree")
+    return tree
+
+
+def _tree_text(tree: str) -> str:
+    if tree == "warm":
+        return ("warm: sequential replay of the whole corpus in load_corpus order; requests outside "
+                "the sample only enter the global tree (FIFO at max_cached_requests), so the sampled "
+                "rows equal those of a whole-corpus replay")
+    return "cold: sequential replay of the sample alone; the global tree holds only earlier sampled responses"
+
+
 def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
-                     progress: bool = False) -> CorpusProfile:
-    """Build (or fetch from the cache) the profile from the raw traces."""
+                     progress: bool = False, tree: str = DEFAULT_TREE) -> CorpusProfile:
+    """Build (or fetch from the cache) the profile from the raw traces (`tree`: warm | cold)."""
     from simkit import __version__
-    from simkit.acceptance.cache import BUILD_VERSION, cached_table
+    from simkit.acceptance.cache import BUILD_VERSION, cached_table, cached_warm_table
     from simkit.drafters.suffix import SuffixParams
     from traces.corpora import load_corpus
 
+    check_tree(tree)
     corp = load_corpus(corpus, model, progress=progress)
     idx = sample_indices(len(corp.requests), sample_size)
     reqs = [corp.requests[i] for i in idx]
     params = SuffixParams()
-    table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
-                         model=model, corpus=corpus, progress=progress)
+    if tree == "warm":
+        table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
+                                  corpus=corpus, progress=progress)
+    else:
+        table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
+                             model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
     prov = {
         "model": model,
@@ -94,12 +118,14 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         "drafter": params.as_dict(),
         "ngram_drafter": ngram.params,
         "kmax": KMAX,
-        "ordering": "sequential over the sample, in corpus order",
+        "ordering": "sequential, in corpus order",
+        "tree": tree,
+        "tree_rule": _tree_text(tree),
         "sample_rule": (f"indices floor(i*n/{sample_size}) for i < {sample_size} of the "
                         f"load_corpus order (all when n <= {sample_size})"),
         "corpus_requests": len(corp.requests),
         "sample_indices": [int(i) for i in idx],
-        "command": f"simkit profiles build --model {model} --corpus {corpus}",
+        "command": f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}",
         "simkit_version": __version__,
         "table_build_version": BUILD_VERSION,
         "content": "prompt/output lengths and uint8 a(t,K), d(t,K) per output position; "
@@ -149,25 +175,58 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
                          prov.get("proxy_note", ""), "shipped", tables)
 
 
-def load_profile(model: str, corpus: str, *, source: str = "auto") -> CorpusProfile:
+def shipped_tree(model: str, corpus: str) -> str | None:
+    """Tree mode of the shipped profile (its provenance), or None when none is shipped."""
+    _, js, _ = _paths(model, corpus)
+    try:
+        return json.loads(js.read_text()).get("tree", "cold")
+    except (OSError, ValueError):
+        return None
+
+
+def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | None = None) -> CorpusProfile:
     """Workload profile for (model, corpus): "raw" builds from ../shared traces (cached),
-    "shipped" reads traces/profiles, "auto" = raw when the traces are here, else shipped."""
+    "shipped" reads traces/profiles, "auto" = raw when the traces are here, else shipped.
+    `tree` (warm | cold) defaults to the shipped profile's mode (warm when none is shipped), so that
+    raw and shipped give the same table; a shipped profile of another mode is an error."""
     from simkit.paths import traces_src_dir
 
     if source not in SOURCES:
         raise UnknownNameError("profile source", source, list(SOURCES))
+    if tree is not None:
+        check_tree(tree)
     if source == "shipped" or (source == "auto" and traces_src_dir() is None):
-        return load_shipped(model, corpus)
+        prof = load_shipped(model, corpus)
+        have = prof.provenance.get("tree", "cold")
+        if tree is not None and tree != have:
+            raise InputError(f"the shipped profile {model}/{corpus} is {have}-tree; {tree} needs the "
+                             "raw traces (SIMKIT_TRACES_SRC)", field="tree")
+        return prof
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")
-    return profile_from_raw(model, corpus)
+    return profile_from_raw(model, corpus, tree=tree or shipped_tree(model, corpus) or DEFAULT_TREE)
+
+
+def _build_one(job: tuple) -> tuple[str, str]:
+    model, corpus, root, tree = job
+    npz, js = write_profile(profile_from_raw(model, corpus, tree=tree), root)
+    return str(npz), str(js)
 
 
 def build_profiles(models: list[str], corpora: list[str], root: Path | None = None,
-                   progress: bool = False) -> list[tuple[Path, Path]]:
-    """Build and write profiles for every (model, corpus) pair; returns the written paths."""
-    written = []
-    for model in models:
-        for corpus in corpora:
-            written.append(write_profile(profile_from_raw(model, corpus, progress=progress), root))
-    return written
+                   progress: bool = False, tree: str = DEFAULT_TREE,
+                   workers: int = 1) -> list[tuple[Path, Path]]:
+    """Build and write profiles for every (model, corpus) pair (`workers` processes; the files do
+    not depend on it); returns the written paths in (model, corpus) order."""
+    check_tree(tree)
+    jobs = [(m, c, root, tree) for m in models for c in corpora]
+    if workers <= 1:
+        out = []
+        for m, c, r, t in jobs:
+            out.append(write_profile(profile_from_raw(m, c, progress=progress, tree=t), r))
+        return out
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        done = pool.map(_build_one, jobs, chunksize=1)
+    return [(Path(a), Path(b)) for a, b in done]

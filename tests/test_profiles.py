@@ -37,6 +37,8 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
         assert int(t.offsets[-1]) == int(t.output_len.sum()) == t.accepted.shape[0]
         assert (t.accepted <= t.drafted).all() and (t.drafted <= np.arange(1, 17)).all()
         prov = prof.provenance
+        assert prov["tree"] in profiles.TREES and t.params.get("tree", "cold") == prov["tree"]
+        assert prov["command"].endswith(f"--tree {prov['tree']}")
         n = prov["corpus_requests"]
         assert prov["sample_indices"] == profiles.sample_indices(n).tolist()
         assert t.num_requests == min(n, profiles.SAMPLE_SIZE)
@@ -90,7 +92,8 @@ def test_source_files_are_the_ones_here():
 @pytest.mark.parametrize("model,corpus", [("llama-3.1-8b", "code"), ("qwen2.5-7b", "summarization")])
 def test_rebuild_reproduces_shipped_bytes(tmp_path, model, corpus):
     _need_raw()
-    prof = profiles.profile_from_raw(model, corpus)
+    tree = profiles.shipped_tree(model, corpus)
+    prof = profiles.profile_from_raw(model, corpus, tree=tree)
     npz, js = profiles.write_profile(prof, tmp_path)
     shipped = profiles.shipped_dir() / model
     assert npz.read_bytes() == (shipped / f"{corpus}.npz").read_bytes()
@@ -125,6 +128,40 @@ def test_cli_json_from_shipped_profile_and_raw_traces_agree():
         assert raw["origin"].startswith("raw traces")
         assert raw["results"] == shipped["results"]
         assert _cli_json(*args, "--source", "raw", "--drafter", "ngram")["results"] == ngram["results"]
+
+
+def test_shipped_tree_mode_is_kept_and_checked():
+    """load_profile follows the shipped mode; asking a shipped profile for the other mode is an error."""
+    have = profiles.shipped_tree("llama-3.1-8b", "code")
+    other = "cold" if have == "warm" else "warm"
+    assert profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=have).provenance["tree"] == have
+    with pytest.raises(InputError, match="tree"):
+        profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=other)
+    with pytest.raises(InputError, match="tree"):
+        profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree="tepid")
+
+
+def test_warm_and_cold_profiles_differ_where_the_tree_matters():
+    """Same sample, lengths and local trees; the warm tree (whole corpus before each sampled request)
+    gives more accepted tokens than the sample alone. Exactness of warm rows: tests/test_replay.py."""
+    _need_raw()
+    warm = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="warm")
+    cold = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="cold")
+    assert (warm.provenance["tree"], cold.provenance["tree"]) == ("warm", "cold")
+    assert warm.provenance["sample_indices"] == cold.provenance["sample_indices"]
+    assert np.array_equal(warm.table.output_len, cold.table.output_len)
+    assert int(warm.table.accepted[:, 7].sum()) > int(cold.table.accepted[:, 7].sum())
+
+
+def test_cli_tree_option():
+    from simkit.cli import app
+
+    res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
+                                   "--source", "shipped", "--tree", "tepid"])
+    assert isinstance(res.exception, InputError) and "field 'tree'" in str(res.exception)
+    doc = _cli_json("--model", "llama-3.1-8b", "--corpus", "code", "--k", "8", "--format", "json",
+                    "--source", "shipped")
+    assert doc["tree"] == profiles.shipped_tree("llama-3.1-8b", "code")
 
 
 def test_cli_rejects_bad_options():

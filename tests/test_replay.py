@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simkit.acceptance.build import build_table
-from simkit.acceptance.cache import cached_table
+from simkit.acceptance.build import build_table, build_warm_table
+from simkit.acceptance.cache import cached_table, cached_warm_table
 from simkit.acceptance.replay import ReplayMismatch, replay_direct, replay_table
 from simkit.acceptance.stats import summarize
 from simkit.acceptance.table import load_table, save_table
 from simkit.drafters.ngram import NgramParams, ngram_propose
 from simkit.drafters.suffix import SuffixCache, SuffixParams
+from simkit.drafters.suffix_tree import SuffixTree
 from simkit.paths import traces_src_dir
 
 
@@ -171,3 +172,86 @@ def test_real_requests_replay_exactly():
                 assert [(s.t, s.d, s.a) for s in steps] == \
                     [(s.t, s.d, s.a) for s in replay_table(table, r, k)]
         assert summarize(table, 8)["mean_accepted"] > 0
+
+
+# -- warm tables: sampled rows of a whole-corpus replay, other requests inserted only ------------------
+def _rows(table, sample):
+    return np.concatenate([np.arange(table.offsets[i], table.offsets[i + 1]) for i in sample])
+
+
+def _assert_warm_equals_full(reqs, sample, params, kmax):
+    full = build_table(reqs, params=params, kmax=kmax)
+    warm = build_warm_table(reqs, sample, params=params, kmax=kmax)
+    rows = _rows(full, sample)
+    assert np.array_equal(warm.accepted, full.accepted[rows])
+    assert np.array_equal(warm.drafted, full.drafted[rows])
+    assert np.array_equal(warm.output_len, full.output_len[sample])
+    assert np.array_equal(warm.prompt_len, full.prompt_len[sample])
+    assert warm.params["tree"] == "warm" and warm.ordering == "sequential"
+    return full, warm
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=15),
+                               st.lists(st.integers(0, 3), min_size=0, max_size=30)),
+                     min_size=1, max_size=7),
+       picks=st.lists(st.booleans(), min_size=7, max_size=7),
+       cache=st.sampled_from([0, 1, 2, 10000]))
+def test_warm_rows_equal_full_replay_rows_on_random_sequences(data, picks, cache):
+    reqs = _reqs(data)
+    sample = [i for i in range(len(reqs)) if picks[i]] or [len(reqs) - 1]
+    _assert_warm_equals_full(reqs, sample, SuffixParams(max_tree_depth=6, max_cached_requests=cache), 6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seqs=st.lists(st.lists(st.integers(0, 4), min_size=0, max_size=40), min_size=1, max_size=6),
+       drop=st.lists(st.integers(0, 5), max_size=3))
+def test_insert_fast_builds_the_tree_append_builds(seqs, drop):
+    """Node for node (counts, tokens, lengths, references, parents, child order, child map)."""
+    a, b = SuffixTree(5), SuffixTree(5)
+    for i, s in enumerate(seqs):
+        a.extend(i, s)
+        b.insert_fast(i, s)
+        if i in drop:
+            a.remove(i // 2)
+            b.remove(i // 2)
+    for f in ("cnt", "tok", "ln", "rseq", "ridx", "par", "head1", "multi", "kids", "seqs", "store"):
+        assert getattr(a, f) == getattr(b, f), f
+    assert {k: list(v) for k, v in a.active.items()} == {k: list(v) for k, v in b.active.items()}
+
+
+def test_warm_sample_rejects_bad_indices():
+    reqs = _reqs([([1, 2], [1, 2, 3])] * 3)
+    for bad in ([1, 0], [0, 0], [3], [-1, 1]):
+        with pytest.raises(ValueError):
+            build_warm_table(reqs, bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus,n,cache", [("code-edit", 60, 10000), ("chat", 70, 12)])
+def test_warm_rows_equal_full_replay_rows_on_real_corpus(corpus, n, cache):
+    """Real slice, vLLM defaults (and a FIFO of 12 so that eviction happens): exact equality."""
+    if traces_src_dir() is None:
+        pytest.skip("raw traces (../shared/traces-src) not present")
+    from simkit.profiles import sample_indices
+    from traces.corpora import load_corpus
+
+    reqs = load_corpus(corpus, "llama-3.1-8b").requests[:n]
+    sample = sample_indices(n, 8).tolist()
+    full, warm = _assert_warm_equals_full(reqs, sample, SuffixParams(max_cached_requests=cache), 16)
+    cold = build_table([reqs[i] for i in sample], params=SuffixParams(max_cached_requests=cache), kmax=16)
+    # The sample alone sees fewer earlier responses: fewer accepted tokens than inside the corpus.
+    assert int(cold.accepted[:, 7].sum()) < int(warm.accepted[:, 7].sum())
+
+
+def test_cached_warm_table_reloads_identically(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(6)
+    reqs = _reqs([(rng.integers(0, 5, 15).tolist(), rng.integers(0, 5, 25).tolist()) for _ in range(5)])
+    first = cached_warm_table(reqs, [1, 4], kmax=8)
+    assert len(list((tmp_path / "acceptance").glob("suffix-warm-*/meta.json"))) == 1
+    again = cached_warm_table(reqs, [1, 4], kmax=8)
+    assert np.array_equal(first.accepted, again.accepted) and again.params == first.params
+    other = cached_warm_table(reqs, [1, 3], kmax=8)
+    assert len(list((tmp_path / "acceptance").glob("suffix-warm-*/meta.json"))) == 2
+    assert other.num_requests == 2

@@ -71,15 +71,49 @@ def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kma
                            accepted=acc, drafted=dr)
 
 
-def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress) -> None:
+def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: SuffixParams | None = None,
+                     kmax: int = 16, model: str = "", corpus: str = "",
+                     progress: Callable[[int], None] | None = None) -> AcceptanceTable:
+    """Suffix table of requests[sample] exactly as a sequential replay of ALL `requests` gives them.
+
+    Walks `requests` in order; a request outside `sample` only enters the global tree (FIFO eviction
+    at max_cached_requests as in the full replay), with no local tree and no drafting; a sampled
+    request is drafted at every position as in build_table. Rows equal the sampled requests' rows of
+    build_table(requests) (tested), at the cost of inserting the other responses only.
+    `progress(n)` gets the output tokens of each request walked (inserted or drafted).
+    """
+    if not 1 <= kmax <= 255:
+        raise ValueError("kmax must be in 1..255 (uint8 table)")
+    idx = [int(i) for i in sample]
+    if any(b <= a for a, b in zip(idx, idx[1:])) or (idx and not 0 <= idx[0] <= idx[-1] < len(requests)):
+        raise ValueError("sample must be strictly increasing indices into requests")
+    params = params or SuffixParams()
+    chosen = [requests[i] for i in idx]
+    plen, olen, offsets, acc, dr = _alloc(chosen, kmax)
+    row_of = {r: int(offsets[j]) for j, r in enumerate(idx)}
+    last = idx[-1] if idx else -1
+    _suffix_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of)
+    pdict = {**params.as_dict(), "tree": "warm"}
+    return AcceptanceTable(model=model, corpus=corpus, drafter="suffix", params=pdict, kmax=kmax,
+                           ordering="sequential", prompt_len=plen, output_len=olen, offsets=offsets,
+                           accepted=acc, drafted=dr)
+
+
+def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of=None) -> None:
+    """Sequential replay; with row_of (request -> first row), requests not in it are inserted only."""
     cache = SuffixCache(params)
     for r, req in enumerate(requests):
         out = [int(x) for x in req.output_ids]
         if not out:
             continue
+        if row_of is not None and r not in row_of:
+            cache.insert_response(r, out)
+            if progress:
+                progress(len(out))
+            continue
         cache.start_request(r, req.prompt_ids)
         cache.add_active_response(r, out[:1])
-        base = int(offsets[r])
+        base = int(offsets[r]) if row_of is None else row_of[r]
         for t in range(1, len(out)):
             d, a = cache.draft_all(r, kmax, out[t:t + kmax])
             dr[base + t] = d

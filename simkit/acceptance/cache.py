@@ -78,6 +78,44 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
     return table
 
 
+def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None, kmax: int = 16,
+                      model: str = "", corpus: str = "", progress: bool = False,
+                      use_cache: bool = True) -> AcceptanceTable:
+    """build_warm_table(requests, sample) from the cache when present, else built (and stored).
+
+    Key: every request's tokens (the whole corpus decides the tree), the sample indices, the suffix
+    parameters, kmax and BUILD_VERSION."""
+    from simkit.acceptance.build import build_warm_table
+    from simkit.drafters.suffix import SuffixParams
+
+    params = params or SuffixParams()
+    idx = [int(i) for i in sample]
+    spec = {**params.as_dict(), "tree": "warm", "sample": idx}
+    path = Path(cache_dir()) / "acceptance" / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
+    if use_cache and (path / "meta.json").is_file():
+        table = load_cached(path)
+        table.model, table.corpus = model, corpus
+        return table
+    total = int(sum(len(requests[i].output_ids) for i in range(idx[-1] + 1))) if idx else 0
+    bar = _bar(progress)
+    step = None
+    if bar is not None:
+        bar.start()
+        task = bar.add_task(f"warm acceptance table {model}/{corpus}", total=total)
+
+        def step(n: int) -> None:
+            bar.advance(task, n)
+    try:
+        table = build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
+                                 progress=step)
+    finally:
+        if bar is not None:
+            bar.stop()
+    if use_cache:
+        save_cached(table, path)
+    return table
+
+
 def save_cached(table: AcceptanceTable, path: Path) -> None:
     """Write the table as a folder of .npy files + meta.json (atomic rename of a temp folder)."""
     import os

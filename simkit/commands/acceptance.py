@@ -20,36 +20,44 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
-def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str):
-    """(table, origin line, proxy note) for the request sample, from raw traces or the shipped profile."""
+def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str, tree: str | None):
+    """(table, origin line, proxy note, tree mode) for the request sample, from raw traces or the
+    shipped profile."""
     from simkit import profiles
     from simkit.paths import traces_src_dir
 
     if source not in profiles.SOURCES:
         raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
+    if tree is not None and tree not in profiles.TREES:
+        raise InputError(f"--tree must be one of {profiles.TREES}, got {tree!r}", field="tree")
     raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
     if not raw:
         if max_requests != profiles.SAMPLE_SIZE:
             raise InputError("without raw traces only the shipped profile is available: "
                              f"--max-requests {profiles.SAMPLE_SIZE}", field="source")
-        prof = profiles.load_shipped(model, corpus)
+        prof = profiles.load_profile(model, corpus, source="shipped", tree=tree)
         if drafter not in prof.tables:
             raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests
         suffix = ".ngram" if drafter == "ngram" else ""
         return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
-                            f"({n} of {prof.provenance.get('corpus_requests', '?')} requests)"), prof.proxy_note
+                            f"({n} of {prof.provenance.get('corpus_requests', '?')} requests)"), \
+            prof.proxy_note, prof.provenance.get("tree", "cold")
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
-    from simkit.acceptance.cache import cached_table
+    from simkit.acceptance.cache import cached_table, cached_warm_table
     from traces.corpora import load_corpus
 
+    tree = tree or profiles.shipped_tree(model, corpus) or profiles.DEFAULT_TREE
     corp = load_corpus(corpus, model, progress=True)
     idx = profiles.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
-    table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
-                         corpus=corpus, progress=True)
-    return table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests)", corp.proxy_note
+    if drafter == "suffix" and tree == "warm" and len(reqs) < len(corp.requests):
+        table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
+    else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
+        table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
+                             corpus=corpus, progress=True)
+    return table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests)", corp.proxy_note, tree
 
 
 def acceptance(
@@ -61,6 +69,9 @@ def acceptance(
     max_requests: int = typer.Option(128, "--max-requests",
                                      help="evenly spaced request sample (0 = all); 128 = the shipped profiles' sample"),
     source: str = typer.Option("auto", "--source", help="auto | raw | shipped"),
+    tree: Optional[str] = typer.Option(None, "--tree", help="warm (sampled requests see the global tree of "
+                                       "the whole corpus replayed before them) | cold (sample alone); "
+                                       "default: the shipped profile's mode"),
 ) -> None:
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
@@ -72,11 +83,11 @@ def acceptance(
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)
-    table, origin, note = _load(model, corpus, drafter, max_requests, source)
+    table, origin, note, tree = _load(model, corpus, drafter, max_requests, source, tree)
     results = [summarize(table, kk) for kk in ks]
     if fmt == "json":
         typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
-                               "drafter": drafter, "params": table.params, "ordering": table.ordering,
+                               "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": tree,
                                "requests": table.num_requests, "results": results}, indent=1))
         return
     from rich.console import Console
@@ -84,7 +95,8 @@ def acceptance(
 
     console = Console()
     console.print(f"model {model}  corpus {corpus}  ({note})")
-    console.print(f"workload: {origin}; drafter {drafter} {table.params}; order {table.ordering}")
+    console.print(f"workload: {origin}; drafter {drafter} {table.params}; order {table.ordering}; "
+                  f"global tree {tree}")
     tab = Table(show_header=True)
     for col in ("K", "steps", "mean acc", "tok/step", "mean draft", "zero-draft", "accepted-length hist",
                 "per-position accept rate"):
@@ -101,6 +113,8 @@ def profiles_build(
     model: Optional[List[str]] = typer.Option(None, "--model", help="model id(s); default all"),
     corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus name(s); default all built-in + mix"),
     out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the shipped traces/profiles)"),
+    tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone)"),
+    workers: int = typer.Option(1, "--workers", help="processes over (model, corpus); output does not depend on it"),
 ) -> None:
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
     from pathlib import Path
@@ -111,13 +125,15 @@ def profiles_build(
 
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)")
+    if tree not in profiles.TREES:
+        raise InputError(f"--tree must be one of {profiles.TREES}, got {tree!r}", field="tree")
+    if workers < 1:
+        raise InputError("--workers must be >= 1", field="workers")
     models = model or list_models()
     corpora = corpus or (list(CORPORA) + [MIX])
-    for m in models:
-        for c in corpora:
-            prof = profiles.profile_from_raw(m, c, progress=True)
-            npz, js = profiles.write_profile(prof, Path(out) if out else None)
-            typer.echo(f"{npz} ({npz.stat().st_size} bytes, {prof.table.num_requests} requests)")
+    for npz, _ in profiles.build_profiles(models, corpora, Path(out) if out else None,
+                                          progress=workers == 1, tree=tree, workers=workers):
+        typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree)")
 
 
 def profiles_list() -> None:
@@ -128,7 +144,8 @@ def profiles_list() -> None:
         js = npz.with_suffix(".json")
         prov = json.loads(js.read_text()) if js.is_file() else {}
         typer.echo(f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
-                   f"{prov.get('corpus_requests', '?')} requests, {npz.stat().st_size} bytes; "
+                   f"{prov.get('corpus_requests', '?')} requests, {prov.get('tree', 'cold')} tree, "
+                   f"{npz.stat().st_size} bytes; "
                    f"{prov.get('proxy_note', '')}")
 
 

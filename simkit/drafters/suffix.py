@@ -76,6 +76,18 @@ class SuffixCache:
         if seq is not None:
             self.global_tree.extend(seq, toks)
 
+    def insert_response(self, req_id: Hashable, token_ids: Sequence[int]) -> None:
+        """The global tree as after start_request + add_active_response(token_ids) + stop_request,
+        with no local tree and no drafts: the insert-only path of the warm table build."""
+        if req_id in self.local:
+            raise ValueError(f"request {req_id!r} is active")
+        if self.params.max_cached_requests == 0:
+            return
+        if req_id in self.req_to_seq:
+            self.evict(req_id)
+        seq = self._new_seq(req_id)
+        self.global_tree.insert_fast(seq, _checked(token_ids))
+
     def evict(self, req_id: Hashable) -> None:
         """Remove a cached response from the global tree."""
         seq = self.req_to_seq.pop(req_id)
