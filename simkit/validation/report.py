@@ -197,6 +197,13 @@ def plot(cells: list[dict[str, Any]], path: str | Path) -> None:
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
            xlabel="measured output tok/s (H200, vLLM 0.26)", ylabel="simkit predicted output tok/s",
            title="simkit validate: predicted vs measured")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ticks = [t for t in (100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000) if lo <= t <= hi]
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(NullFormatter())
+        axis.set_ticks(ticks)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
