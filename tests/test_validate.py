@@ -148,3 +148,31 @@ def test_cli_rejects_bad_options():
     assert res.exit_code != 0
     res = CliRunner().invoke(app, ["validate", "--run-id", "no-such-run"])
     assert res.exit_code != 0
+
+
+def test_run_conditions_cost_on_recorded_steps(records):
+    """Synchronous step = device + host (never below the async step); the in-thread front-end
+    adds frontend_req_s x requests on top; non-vanilla steps are unchanged by `sync`."""
+    from simkit.costmodel.records import batch_from_row
+    from simkit.validation.predict import run_cost
+
+    steps, runs = records
+    for rid in ("llama-3.1-8b_vanilla_math_c32_n128", "llama-3.1-8b_kpad8_math_c32_n128"):
+        run = runs[runs["run_id"] == rid].iloc[0].to_dict()
+        rows = steps[steps["run_id"] == rid].iloc[::50].to_dict("records")
+        sync = run_cost(run, serial_frontend=False)
+        both = run_cost(run)
+        stock = run_cost(run, sync=False, serial_frontend=False)
+        front = both.base.coefs.frontend_req_s / both.base.host_speed
+        gained = 0
+        for row in rows:
+            b = batch_from_row(row)
+            cs, cb, ck = sync.step_cost(b), both.step_cost(b), stock.step_cost(b)
+            assert cs.step_s == pytest.approx(max(cs.device_s + cs.host_s,
+                                                  front * b.num_reqs))
+            assert cb.step_s == pytest.approx(cs.device_s + cs.host_s + front * b.num_reqs)
+            assert cs.step_s >= ck.step_s - 1e-12
+            if not b.async_scheduling:
+                assert ck.step_s == pytest.approx(cs.step_s)
+            gained += cs.step_s > ck.step_s * 1.01
+        assert (gained > 0) == (run["config"] == "vanilla")   # overlap removed only there

@@ -39,8 +39,11 @@ class RunConditionsCost:
         if not self.serial_frontend:
             return c
         front = self._front * batch.num_reqs
-        # the base model bounds the step below by the front-end; in one thread they add up
-        step = max(c.step_s, c.device_s + c.host_s) + front
+        # The base model bounds the step below by the front-end; in one thread they add up.
+        # Synchronous: the step before that bound is device + host. Async: step_s is used (the
+        # front-end bound does not bind at the batch sizes of these runs).
+        inner = c.step_s if batch.async_scheduling else c.device_s + c.host_s
+        step = inner + front
         return StepCost(c.device_s, c.host_s + front, step)
 
 
