@@ -4,10 +4,8 @@ window, the JSON document and its aggregates, and the CLI on a small subset of r
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
