@@ -90,19 +90,25 @@ class SuffixTree:
     def _replace_child(self, u: int, old: int, new: int) -> None:
         lst = self.multi.get(u)
         if lst is not None:
-            lst[lst.index(old)] = new
+            lst[self._index(lst, old)] = new
         else:
             self.head1[u] = new
 
     def _drop_child(self, u: int, v: int) -> None:
         lst = self.multi.get(u)
         if lst is not None:
-            lst.remove(v)
+            del lst[self._index(lst, v)]
             if len(lst) == 1:
                 self.head1[u] = lst[0]
                 del self.multi[u]
         else:
             self.head1[u] = -1
+
+    def _index(self, lst: list[int], x: int) -> int:
+        """Position of child x in the sorted sibling list: binary search for the first sibling with
+        count <= cnt[x], then a scan of the equal-count group (a plain index() scans every sibling,
+        which is slow on the root's thousands of children)."""
+        return lst.index(x, self._first_at_most(lst, len(lst), self.cnt[x]))
 
     def _first_at_most(self, lst: list[int], hi: int, value: int) -> int:
         """First index j < hi with cnt[lst[j]] <= value (counts decrease along lst)."""
@@ -122,7 +128,7 @@ class SuffixTree:
         c = cnt[x]
         lst = self.multi.get(u)
         if lst is not None:
-            i = lst.index(x)
+            i = self._index(lst, x)
             if i > 0:
                 pc = cnt[lst[i - 1]]
                 if pc == c:                 # not first among c: becomes last among c+1
@@ -140,9 +146,10 @@ class SuffixTree:
         cnt = self.cnt
         c = cnt[x]
         lst = self.multi.get(u)
+        if lst is not None:
+            del lst[self._index(lst, x)]
         cnt[x] = c - 1
         if lst is not None:
-            del lst[lst.index(x)]
             j = self._first_at_most(lst, len(lst), c - 1)
             lst.insert(j, x)
 
@@ -256,19 +263,23 @@ class SuffixTree:
             n = len(seq)
             k = 0
             for u in act:
+                if u and cnt[u] == 1:
+                    # Only this suffix passes through u and it ends there, so u has no child (a
+                    # child at count 0 is removed): the leaf grows, as `append` does when no child
+                    # matches. Skips the child lookup for the (many) unique long suffixes.
+                    lu = ln[u] + 1
+                    ln[u] = lu
+                    rseq[u] = sid
+                    ridx[u] = n - lu
+                    k += 1
+                    continue
                 key = (u << _SHIFT) | token
                 c = kids.get(key)
                 if c is None:
-                    if u != ROOT and cnt[u] == 1:
-                        lu = ln[u] + 1
-                        ln[u] = lu
-                        rseq[u] = sid
-                        ridx[u] = n - lu
-                    else:
-                        v = new_node(1, token, 1, sid, n - 1, u)
-                        kids[key] = v
-                        append_child(u, v)
-                        act[k] = v
+                    v = new_node(1, token, 1, sid, n - 1, u)
+                    kids[key] = v
+                    append_child(u, v)
+                    act[k] = v
                 elif u != ROOT and cnt[u] == cnt[c] + 1:
                     if ln[c] == 1:
                         p = par[u]

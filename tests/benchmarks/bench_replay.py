@@ -41,15 +41,17 @@ def _build(args: tuple[str, str, int, str]) -> dict:
 
 def _sample_bias(model: str, tables: dict) -> None:
     """K=8 mean accepted per step: whole corpus, the profile's sampled requests inside the whole-corpus
-    replay, and the shipped sample-only profile (its global tree holds only sampled responses)."""
+    replay, and the shipped profile (warm: should equal the previous column; cold: sample alone)."""
     from simkit.acceptance.stats import summarize
     from simkit.profiles import load_shipped, sample_indices
 
-    print(f"{'corpus':16} {'K=8 acc: whole corpus':>22} {'sampled reqs in corpus':>23} {'shipped sample-only':>20}")
+    print(f"{'corpus':16} {'K=8 acc: whole corpus':>22} {'sampled reqs in corpus':>23} {'shipped (tree)':>20}")
     for c, tab in tables.items():
         idx = sample_indices(tab.num_requests)
         try:
-            shipped = f"{summarize(load_shipped(model, c).table, 8)['mean_accepted']:20.3f}"
+            prof = load_shipped(model, c)
+            shipped = f"{summarize(prof.table, 8)['mean_accepted']:.3f} ({prof.provenance.get('tree', 'cold')})"
+            shipped = f"{shipped:>20}"
         except Exception as exc:  # noqa: BLE001 - report and go on
             shipped = f"{'n/a (' + type(exc).__name__ + ')':>20}"
         print(f"{c:16} {summarize(tab, 8)['mean_accepted']:22.3f} "
