@@ -42,7 +42,7 @@ class CorpusProfile:
     table: AcceptanceTable
     provenance: dict = field(default_factory=dict)
     proxy_note: str = ""
-    origin: str = "raw-traces"        # "raw-traces" or "shipped"
+    origin: str = "raw-traces"        # "raw-traces", "shipped" or "shipped (... verified ...)"
     tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable ("suffix" is .table)
 
 
@@ -186,7 +186,8 @@ def shipped_tree(model: str, corpus: str) -> str | None:
 
 def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | None = None) -> CorpusProfile:
     """Workload profile for (model, corpus): "raw" builds from ../shared traces (cached),
-    "shipped" reads traces/profiles, "auto" = raw when the traces are here, else shipped.
+    "shipped" reads traces/profiles, "auto" = the shipped profile when its provenance matches the
+    raw files here (same bytes as a rebuild), else raw when the traces are here, else shipped.
     `tree` (warm | cold) defaults to the shipped profile's mode (warm when none is shipped), so that
     raw and shipped give the same table; a shipped profile of another mode is an error."""
     from simkit.paths import traces_src_dir
@@ -204,7 +205,40 @@ def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | N
         return prof
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")
+    if source == "auto":
+        verified = _shipped_if_current(model, corpus, tree)
+        if verified is not None:
+            return verified
     return profile_from_raw(model, corpus, tree=tree or shipped_tree(model, corpus) or DEFAULT_TREE)
+
+
+def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProfile | None:
+    """The shipped profile when it was built from exactly the raw files present (every source
+    file's sha256 as in its provenance) by the current table builder and in the asked tree mode;
+    else None. Rebuilding it from raw would give the same bytes (tests/test_profiles.py), so this
+    spares a first run the whole-corpus tokenization and replay (minutes) without changing a
+    figure."""
+    from simkit.acceptance.cache import BUILD_VERSION
+    from simkit.paths import traces_src_dir
+    from traces.cache import file_digest
+
+    try:
+        prof = load_shipped(model, corpus)
+    except UnknownNameError:
+        return None
+    prov = prof.provenance
+    if tree is not None and tree != prov.get("tree", "cold"):
+        return None
+    if prov.get("table_build_version") != BUILD_VERSION or not prov.get("sources"):
+        return None
+    src = traces_src_dir()
+    for entry in prov["sources"].values():
+        for f in entry.get("files", []):
+            path = src / f["path"]
+            if not path.is_file() or file_digest(path) != f["sha256"]:
+                return None
+    prof.origin = "shipped (source files verified against the raw traces)"
+    return prof
 
 
 def _build_one(job: tuple) -> tuple[str, str]:

@@ -100,8 +100,32 @@ def test_rebuild_reproduces_shipped_bytes(tmp_path, model, corpus):
     assert js.read_bytes() == (shipped / f"{corpus}.json").read_bytes()
     assert (tmp_path / model / f"{corpus}.ngram.npz").read_bytes() == \
         (shipped / f"{corpus}.ngram.npz").read_bytes()
-    auto = profiles.load_profile(model, corpus)
-    assert auto.origin == "raw-traces" and np.array_equal(auto.table.accepted, prof.table.accepted)
+    auto = profiles.load_profile(model, corpus)   # shipped, verified against these raw files
+    assert auto.origin.startswith("shipped (source files verified")
+    assert np.array_equal(auto.table.accepted, prof.table.accepted)
+    assert np.array_equal(auto.table.drafted, prof.table.drafted)
+
+
+def test_auto_falls_back_to_raw_when_a_source_file_differs(monkeypatch, tmp_path):
+    """A shipped profile whose recorded source digest no longer matches is not used by "auto"."""
+    import shutil
+
+    original = traces_src_dir()
+    if original is None:
+        pytest.skip("raw traces not available")
+    shipped = profiles.load_shipped("llama-3.1-8b", "code")
+    first = shipped.provenance["sources"]
+    src_name = sorted(first)[0]
+    rel = first[src_name]["files"][0]["path"]
+    copy = tmp_path / "traces-src"
+    shutil.copytree(original, copy)
+    (copy / rel).chmod(0o644)
+    with open(copy / rel, "ab") as fh:
+        fh.write(b"\n")
+    monkeypatch.setenv("SIMKIT_TRACES_SRC", str(copy))
+    assert profiles._shipped_if_current("llama-3.1-8b", "code", None) is None
+    monkeypatch.setenv("SIMKIT_TRACES_SRC", str(original))
+    assert profiles._shipped_if_current("llama-3.1-8b", "code", None) is not None
 
 
 def _cli_json(*args) -> dict:
