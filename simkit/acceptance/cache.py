@@ -53,23 +53,33 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
     if ordering == "concurrent":
         pdict = {**pdict, "concurrency": concurrency}
     path = Path(cache_dir()) / "acceptance" / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}"
+    total = int(sum(len(r.output_ids) for r in requests))
+
+    def build(step):
+        return build_table(requests, drafter=drafter, params=params, kmax=kmax, ordering=ordering,
+                           concurrency=concurrency, model=model, corpus=corpus, progress=step)
+
+    return _load_or_build(path, build, total=total, label=f"acceptance table {model}/{corpus} ({drafter})",
+                          model=model, corpus=corpus, progress=progress, use_cache=use_cache)
+
+
+def _load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
+                   progress: bool, use_cache: bool) -> AcceptanceTable:
+    """The cached table at `path` when complete, else build(step) under a progress bar, stored."""
     if use_cache and (path / "meta.json").is_file():
         table = load_cached(path)
         table.model, table.corpus = model, corpus
         return table
-    total = int(sum(len(r.output_ids) for r in requests))
     bar = _bar(progress)
+    step = None
     if bar is not None:
         bar.start()
-        task = bar.add_task(f"acceptance table {model}/{corpus} ({drafter})", total=total)
+        task = bar.add_task(label, total=total)
 
         def step(n: int) -> None:
             bar.advance(task, n)
-    else:
-        step = None
     try:
-        table = build_table(requests, drafter=drafter, params=params, kmax=kmax, ordering=ordering,
-                            concurrency=concurrency, model=model, corpus=corpus, progress=step)
+        table = build(step)
     finally:
         if bar is not None:
             bar.stop()
@@ -92,28 +102,14 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
     idx = [int(i) for i in sample]
     spec = {**params.as_dict(), "tree": "warm", "sample": idx}
     path = Path(cache_dir()) / "acceptance" / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
-    if use_cache and (path / "meta.json").is_file():
-        table = load_cached(path)
-        table.model, table.corpus = model, corpus
-        return table
     total = int(sum(len(requests[i].output_ids) for i in range(idx[-1] + 1))) if idx else 0
-    bar = _bar(progress)
-    step = None
-    if bar is not None:
-        bar.start()
-        task = bar.add_task(f"warm acceptance table {model}/{corpus}", total=total)
 
-        def step(n: int) -> None:
-            bar.advance(task, n)
-    try:
-        table = build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
-                                 progress=step)
-    finally:
-        if bar is not None:
-            bar.stop()
-    if use_cache:
-        save_cached(table, path)
-    return table
+    def build(step):
+        return build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
+                                progress=step)
+
+    return _load_or_build(path, build, total=total, label=f"warm acceptance table {model}/{corpus}",
+                          model=model, corpus=corpus, progress=progress, use_cache=use_cache)
 
 
 def save_cached(table: AcceptanceTable, path: Path) -> None:
