@@ -272,44 +272,6 @@ def reference_cmd(
         typer.echo(render(e).rstrip())
 
 
-def sweep_ray_cmd(
-    out: str = typer.Option(..., "--out", help="output folder"),
-    models: str = typer.Option("all", "--models", help="comma list or all"),
-    corpora: str = typer.Option("all", "--corpora", help="comma list or all"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,6,8,12,dynamic", "--configs"),
-    hardware: str = typer.Option("h200", "--hardware"),
-    concurrency: int = typer.Option(32, "--concurrency"),
-    seeds: int = typer.Option(1, "--seeds"),
-    num_requests: Optional[int] = typer.Option(None, "--num-requests"),
-    max_tokens: int = typer.Option(8192, "--max-tokens"),
-    source: str = typer.Option("auto", "--source"),
-    address: Optional[str] = typer.Option(None, "--address",
-                                          help="Ray cluster address (default: a local instance)"),
-    num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a local instance"),
-) -> None:
-    """`simkit sweep` on a Ray cluster: one task per model x corpus cell, same table and files."""
-    from simkit.catalog.models import list_models
-    from simkit.engine.config import parse_configs
-    from simkit.executors.ray_sweep import sweep_ray
-    from traces.corpora import list_corpora
-
-    parse_configs(configs)
-
-    def split(text: str, everything: list[str]) -> list[str]:
-        items = [x.strip() for x in text.split(",") if x.strip()]
-        return list(everything) if items == ["all"] else items
-
-    res = sweep_ray(split(models, list_models()), split(corpora, list_corpora()), out,
-                    address=address, num_cpus=num_cpus, configs=configs, hardware=hardware,
-                    concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                    max_tokens=max_tokens, source=source)
-    typer.echo(f"ray ({res['address']}, {res['cluster_cpus']:g} CPUs): {res['cells']} cells, "
-               f"{res['rows']} rows -> {res['out']}/sweep.parquet, sweep.csv, speedup_per_k.png")
-    for cell, err in sorted(res["failed"].items()):
-        typer.echo(f"not run: {cell}: {err}")
-
-
 def register(app: typer.Typer) -> None:
-    """Add the `whatif` group and `sweep-ray` (the Ray executor of `simkit sweep`)."""
+    """Add the `whatif` group (the Ray sweep is `simkit sweep --executor ray`)."""
     app.add_typer(whatif_app, name="whatif")
-    app.command("sweep-ray")(sweep_ray_cmd)
