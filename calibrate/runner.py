@@ -123,6 +123,9 @@ class Engine:
 
     def __init__(self, model: str, config: str, k: int, model_dir: Path, tp: int = 1,
                  force: bool = True) -> None:
+        # TP > 1 runs one engine per rank under torchrun (vLLM's "external_launcher" backend):
+        # each rank schedules the same batches deterministically, so the hooks below (forcing,
+        # recorder) run in-process on every rank, as with TP=1.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
         from vllm import EngineArgs
@@ -139,6 +142,7 @@ class Engine:
             max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_num_seqs=MAX_NUM_SEQS,
             disable_log_stats=False, speculative_config=speculative_config(config, k),
             scheduler_cls="calibrate.kpad.KPadScheduler" if config == "kpad" else None,
+            distributed_executor_backend="external_launcher" if tp > 1 else None,
         )
         self.engine = LLMEngine.from_engine_args(args)
         self.start_s = time.perf_counter() - t
@@ -255,12 +259,33 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
     }
 
 
+def run_tag(model: str, config: str, k: int, tp: int = 1, force: bool = True,
+            extra: str = "") -> str:
+    """Run-id prefix: model_config[K][-tpN][-unforced][-extra], unique per measured setting."""
+    tag = f"{model}_{config}{k if config != 'vanilla' else ''}"
+    if tp > 1:
+        tag += f"-tp{tp}"
+    if not force:
+        tag += "-unforced"
+    if extra:
+        tag += f"-{extra}"
+    return tag
+
+
 def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Path,
                requests: dict[str, Path], model_dir: Path | None = None, cap: int = 1024,
                deadline: float | None = None, tp: int = 1, force: bool = True,
-               est_tok_s: float = 0.0) -> list[dict[str, Any]]:
-    """Start one engine and make the runs; returns the run rows written so far."""
-    out_dir = Path(out_dir)
+               est_tok_s: float = 0.0, tag: str = "") -> list[dict[str, Any]]:
+    """Start one engine and make the runs; returns the run rows written so far.
+
+    tag: extra run-id suffix (a re-measurement of an existing run id). Under torchrun only rank 0
+    writes to out_dir (the others to out_dir/rank<r>), and no run is skipped by the deadline
+    estimate, because every rank must make the same runs.
+    """
+    rank = int(os.environ.get("RANK", "0"))
+    out_dir = Path(out_dir) if rank == 0 else Path(out_dir) / f"rank{rank}"
+    if tp > 1:
+        est_tok_s = 0.0
     out_dir.mkdir(parents=True, exist_ok=True)
     key = canonical(model)
     model_dir = Path(model_dir) if model_dir else write_model_dir(key, out_dir / f"model-{key}")
@@ -269,7 +294,7 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     loaded = {c: read_requests(p) for c, p in requests.items()}
     eng = Engine(key, config, k, model_dir, tp=tp, force=force)
     kk = eng.settings["k"]
-    tag = f"{key}_{config}{kk if config != 'vanilla' else ''}"
+    tag = run_tag(key, config, kk, tp, force, tag)
     log = out_dir / "runs.jsonl"
     # Warm-up: first use of sampler/rejection kernels and allocator growth stay out of the runs.
     first = next(iter(loaded.values()))
@@ -341,11 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--est-tok-s", type=float, default=0.0)
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--no-force", action="store_true")
+    ap.add_argument("--tag", default="", help="run-id suffix, e.g. r2 for a re-measurement")
     a = ap.parse_args(argv)
     runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
     reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
     run_engine(a.model, a.config, a.k, runs, a.out, reqs, a.model_dir, a.max_tokens_cap,
-               a.deadline, a.tp, not a.no_force, a.est_tok_s)
+               a.deadline, a.tp, not a.no_force, a.est_tok_s, a.tag)
     return 0
 
 

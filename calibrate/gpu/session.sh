@@ -3,7 +3,9 @@
 # engine per group and make its runs, merging records into $OUT after each engine.
 # usage: bash calibrate/gpu/session.sh BUDGET_S MODEL GROUP...
 #   GROUP = config:k@corpus:conc:n[:purpose],corpus:conc:n[:purpose],...
-# env: CAP (max_tokens cap, default 1024), EST (tok/s at c=32 for the skip estimate, default 0)
+# env: CAP (max_tokens cap, default 1024), EST (tok/s at c=32 for the skip estimate, default 0),
+#      TP (tensor parallel; > 1 runs one rank a GPU under torchrun), ARGS (more runner flags,
+#      e.g. "--tag r2" or "--no-force"), OUT (result folder; one per concurrent session)
 set -uo pipefail
 BUDGET=$1; MODEL=$2; shift 2
 T_END=$(( $(date +%s) + BUDGET ))
@@ -25,9 +27,15 @@ for g in "$@"; do
   if [ $left -lt 100 ]; then echo "SKIP engine $eng: ${left}s left"; continue; fi
   echo "ENGINE $MODEL $eng ($left s left)"
   t=$(date +%s)
-  timeout $(( left - 8 )) python3 -m calibrate.runner --model "$MODEL" --config "$cfg" --k "$k" \
+  if [ "${TP:-1}" -gt 1 ]; then
+    LAUNCH=(python3 -m torch.distributed.run --standalone --nproc-per-node "$TP" -m calibrate.runner)
+  else
+    LAUNCH=(python3 -m calibrate.runner)
+  fi
+  # shellcheck disable=SC2086  # ARGS is a list of flags
+  timeout $(( left - 8 )) "${LAUNCH[@]}" --model "$MODEL" --config "$cfg" --k "$k" --tp "${TP:-1}" \
     --runs "$runs" --out "$WORK" --requests-dir .gpu/requests --max-tokens-cap "${CAP:-1024}" \
-    --deadline "$T_END" --est-tok-s "${EST:-0}" >> "$LOG" 2>&1
+    --deadline "$T_END" --est-tok-s "${EST:-0}" ${ARGS:-} >> "$LOG" 2>&1
   rc=$?
   echo "ENGINE $eng rc=$rc in $(( $(date +%s) - t ))s"
   grep -E "^(RUN|SKIP)" "$LOG" | tail -n 12 | grep -F "_${cfg}" || true

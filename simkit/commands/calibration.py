@@ -37,8 +37,9 @@ def run(
     requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file"),
     requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl files"),
     max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens"),
-    tp: int = typer.Option(1, help="tensor parallel size"),
+    tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one process a GPU)"),
     no_force: bool = typer.Option(False, help="do not force the trace's tokens"),
+    tag: str = typer.Option("", help="run-id suffix, e.g. r2 for a re-measurement"),
 ) -> None:
     """Start vLLM 0.26 in-process (dummy weights, forced trace outputs) and record every step."""
     from calibrate.runner import RunSpec, requests_for, run_engine
@@ -53,7 +54,7 @@ def run(
     runs = [RunSpec(corpus, c, n, purpose) for c, n in zip(concs, nums)]
     files = requests_for(model, [corpus], requests_dir, requests)
     rows = run_engine(model, config, k, runs, out, files, model_dir, max_tokens_cap, None, tp,
-                      not no_force)
+                      not no_force, tag=tag)
     for r in rows:
         typer.echo(f"{r['run_id']}: {r['output_tok_s']:.1f} tok/s, match={r['outputs_match_trace']}")
 
