@@ -111,20 +111,55 @@ def forced_rows(
     return rows, toks
 
 
-def apply_forcing(logits, rows: np.ndarray, toks: np.ndarray, pinned: bool = True) -> None:
-    """Write FORCE_VALUE at (row, token) so greedy sampling picks the trace's token.
+FORCE_COPY = "pinned-ring-fill"  # how this code hands indices to the GPU (runs.force_copy)
 
-    The indices go through pinned host memory so the copy is truly asynchronous. A copy from
-    pageable memory makes CUDA synchronise the stream first (the host then waits for the whole
-    forward pass): that is what the 2026-11-30 records did (pinned=False); see
-    calibrate/data/README.md for its effect on those measurements.
+
+class ForceApplier:
+    """Writes FORCE_VALUE at flat (row * vocab + token) positions with no host-device sync.
+
+    Indices go through a ring of preallocated pinned host slots into matching device slots, then
+    one `index_fill_` on the flattened logits. Nothing here waits for the GPU: a slot is reused
+    only after its previous copy's event completed (four steps earlier; the engine runs at most
+    one step ahead). The 2026-11-30 records were made with per-step `pin_memory()` + advanced-index
+    assignment, which still waited for the forward pass (calibrate/data/README.md).
     """
-    if rows.size == 0:
-        return
-    import torch
 
-    idx = torch.from_numpy(np.stack([rows, toks]).astype(np.int64))
-    if pinned:
-        idx = idx.pin_memory()
-    idx = idx.to(logits.device, non_blocking=True)
-    logits[idx[0], idx[1]] = FORCE_VALUE
+    def __init__(self, slots: int = 4, capacity: int = 1 << 16) -> None:
+        self.slots, self.capacity = slots, capacity
+        self._host = self._dev = None
+        self._events: list = [None] * slots
+        self._next = 0
+
+    def _alloc(self, device, capacity: int) -> None:
+        import torch
+
+        pin = device.type == "cuda"
+        self._host = torch.empty((self.slots, capacity), dtype=torch.int64, pin_memory=pin)
+        self._dev = torch.empty((self.slots, capacity), dtype=torch.int64, device=device)
+        self._events = [None] * self.slots
+        self.capacity = capacity
+
+    def __call__(self, logits, rows: np.ndarray, toks: np.ndarray) -> None:
+        if rows.size == 0:
+            return
+        import torch
+
+        n = int(rows.size)
+        if self._dev is None or self._dev.device != logits.device or n > self.capacity:
+            self._alloc(logits.device, max(self.capacity, 1 << int(n - 1).bit_length()))
+        s = self._next
+        self._next = (s + 1) % self.slots
+        if self._events[s] is not None:
+            self._events[s].synchronize()  # completed long ago in practice; never skipped
+        flat = self._host[s, :n]
+        np.add(np.asarray(rows, np.int64) * logits.shape[-1], toks, out=flat.numpy())
+        dev = self._dev[s, :n]
+        dev.copy_(flat, non_blocking=True)
+        if logits.device.type == "cuda":
+            ev = torch.cuda.Event()
+            ev.record()
+            self._events[s] = ev
+        target = logits if logits.is_contiguous() else logits.contiguous()
+        target.view(-1).index_fill_(0, dev, FORCE_VALUE)
+        if target is not logits:
+            logits.copy_(target)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.forcing import ForcedOutputs, apply_forcing, forced_rows
+from calibrate.forcing import ForceApplier, ForcedOutputs, forced_rows
 from calibrate.kpad import PLACEHOLDER
 
 _now = time.perf_counter
@@ -111,12 +111,13 @@ class StepRecorder:
         self._sched_out: Any = None
         self.forced_rows_total = 0
         self.force_error = ""
+        self._apply = ForceApplier()
 
     def force(self, logits: Any, ids: list[str], last: np.ndarray, rows: np.ndarray) -> None:
         """Overwrite the logits rows of this step so greedy sampling yields the trace's tokens."""
         assert self.forced is not None
         r, tok = forced_rows(self.forced, ids, last, rows)
-        apply_forcing(logits, r, tok)
+        self._apply(logits, r, tok)
         self.forced_rows_total += int(r.size)
 
     def disable_forcing(self, exc: BaseException) -> None:

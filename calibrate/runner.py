@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.forcing import ForcedOutputs
+from calibrate.forcing import FORCE_COPY, ForcedOutputs
 from calibrate.model_configs import canonical, write_model_dir
 from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
 from calibrate.requests_io import CalRequest, read_requests, select_requests
@@ -250,7 +250,7 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
                                      "scheduler_cls", "engine_start_s")},
         "output_tokens": tokens, "duration_s": w.t1 - w.t0, "output_tok_s": rate,
         "outputs_match_trace": forced and not res["mismatched"],
-        "forced": forced, "force_copy": "pinned-async" if forced else "none",
+        "forced": forced, "force_copy": FORCE_COPY if forced else "none",
         "max_tokens_cap": cap, "steady_state": w.steady,
         "window": dumps({"rule": w.rule, "t0": round(w.t0, 6), "t1": round(w.t1, 6)}),
         "total_duration_s": res["end"], "total_output_tokens": res["output_tokens"],

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibrate.forcing import ForcedOutputs, forced_rows
+from calibrate.forcing import ForceApplier, ForcedOutputs, forced_rows
 from calibrate.kpad import PLACEHOLDER, pad_drafts
 from calibrate.records import Window, steady_window, window_throughput
 from calibrate.requests_io import CalRequest, read_requests, select_requests, write_requests
@@ -82,6 +82,24 @@ def test_forced_rows_match_position_arithmetic(reqs, seed):
             row += 1
     rows, toks = forced_rows(f, ids, np.array(last), np.array(nrows))
     assert list(zip(rows.tolist(), toks.tolist())) == expect
+
+
+def test_force_applier_makes_greedy_pick_the_forced_tokens_and_reuses_its_slots():
+    """The ring applier (CPU torch here; the same ops run on CUDA) changes exactly the forced
+    (row, token) cells, in contiguous and strided logits, over more steps than it has slots."""
+    torch = pytest.importorskip("torch")
+    apply = ForceApplier(slots=2, capacity=4)
+    gen = torch.Generator().manual_seed(0)
+    for step in range(5):
+        base = torch.randn(6, 50, generator=gen) * 1e-2
+        logits = base.clone() if step % 2 else base.t().clone().t()  # strided every other step
+        rows = np.array([0, 2, 3, 5, 1][: step + 1], np.int64)
+        toks = np.array([7, 0, 49, 13, 21][: step + 1], np.int64)
+        apply(logits, rows, toks)
+        assert logits.argmax(-1)[torch.from_numpy(rows)].tolist() == toks.tolist()
+        changed = (logits != base).nonzero().tolist()
+        assert sorted(changed) == sorted(map(list, zip(rows.tolist(), toks.tolist())))
+    assert apply.capacity >= 5  # grew for the 5-row step
 
 
 def test_pad_drafts_pads_to_k_with_placeholder_and_never_grows_past_k():
