@@ -35,10 +35,13 @@ def _read_rows(folder: Path) -> tuple[list[dict], list[dict]]:
     return runs, steps
 
 
-def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None) -> tuple[int, int]:
+def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
+          relabel: dict[str, tuple[str, str]] | None = None) -> tuple[int, int]:
     """Write out/steps.parquet and out/runs.parquet from the folders; returns (runs, steps).
 
-    fill gives a value for run columns that older records lack (never overwrites a value).
+    fill gives a value for run columns that older records lack (never overwrites a value);
+    relabel maps COLUMN -> (OLD, NEW) for a run-column value later found to be wrong (used once:
+    force_copy of the 13:47 runs, see calibrate/data/README.md). Timings are never changed.
     """
     runs: list[dict] = []
     steps: list[dict] = []
@@ -52,6 +55,9 @@ def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None) ->
     for r in runs:
         for c, v in (fill or {}).items():
             r.setdefault(c, v)
+        for c, (old, new) in (relabel or {}).items():
+            if str(r.get(c)) == old:
+                r[c] = new
     ids = [r["run_id"] for r in runs]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -75,10 +81,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--into", type=Path)
     ap.add_argument("--fill", action="append", default=[], metavar="COLUMN=VALUE",
                     help="value for a run column that older records lack")
+    ap.add_argument("--relabel", action="append", default=[], metavar="COLUMN:OLD=NEW",
+                    help="replace a run-column value found to be wrong")
     a = ap.parse_args(argv)
     folders, out = (a.folders, a.into) if a.into else (a.folders[:-1], a.folders[-1])
     fill = dict(f.split("=", 1) for f in a.fill)
-    n_runs, n_steps = merge(folders, out, fill)
+    relabel = {}
+    for spec in a.relabel:
+        col, _, pair = spec.partition(":")
+        old, sep, new = pair.partition("=")
+        if not col or not sep:
+            ap.error(f"--relabel {spec!r} is not COLUMN:OLD=NEW")
+        relabel[col] = (old, new)
+    n_runs, n_steps = merge(folders, out, fill, relabel)
     print(f"merged {n_runs} runs, {n_steps} steps into {out}")
     return 0
 

@@ -59,9 +59,9 @@ RUN_COLUMNS = {
     "outputs_match_trace": "bool",   # every generated token equals the trace's output
     # --- added by the runner (issue 6); meanings in docs/calibration.md ---
     "forced": "bool",                # trace tokens forced at every sampled position
-    "force_copy": "string",          # how forcing indices reached the GPU: "pinned-async" (no
-                                     # extra sync), "pageable-sync" (synchronised the stream
-                                     # before sampling: the 2026-11-30 records), "none"
+    "force_copy": "string",          # how forcing reached the logits: "pinned-ring-fill" (no
+                                     # sync), "pageable-sync" / "pinned-assign-sync" (waited for
+                                     # the forward; simkit.costmodel.records lists them), "none"
     "max_tokens_cap": "int64",       # outputs truncated to this many tokens (0: no cap)
     "max_num_seqs": "int64",
     "max_num_batched_tokens": "int64",

@@ -21,14 +21,14 @@ SUBSET = ["qwen2.5-32b_vanilla_summarization_c32_n96", "qwen2.5-32b_kpad4_summar
 @pytest.fixture(scope="module")
 def records():
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 58
+    assert runs is not None and len(runs) == 99
     return steps, runs
 
 
 @needs_traces
 def test_requests_rebuilt_match_every_run(records):
-    """Same requests as the GPU runs: count and total output tokens of every one of the 58 runs
-    (runs.total_output_tokens and the sum of the steps' emitted tokens)."""
+    """Same requests as the GPU runs: count and total output tokens of every one of the 99 runs
+    (runs.total_output_tokens and the sum of the steps' emitted tokens); 70B at TP=2 included."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests
 
     steps, runs = records
@@ -101,6 +101,29 @@ def test_aggregates_from_cells():
     assert g["lost_tok_s_frac"] == pytest.approx(1 - 100 / 120)
     assert best_k_agreement(cells, "calibration")["cells"][0]["lost_tok_s_frac"] == \
         pytest.approx(1 - 40 / 50)
+
+
+def test_repeats_are_averaged_per_k_and_regimes_kept_apart():
+    """Two runs of K=4 (100 and 140 tok/s, mean 120) against one of K=8 (110): K=4 is the
+    measured best only after averaging; a synchronised-forcing run is its own group; the
+    repeatability spread of the K=4 pair is 140/100 - 1."""
+    from simkit.validation.report import best_k_agreement, repeatability
+
+    def cell(run_id, k, meas, pred, forcing="overlapped"):
+        return {"run_id": run_id, "purpose": "validation", "model": "m", "corpus": "math",
+                "concurrency": 32, "num_requests": 64, "forcing": forcing,
+                "config": f"kpad-{k}", "k": k, "measured_tok_s": meas, "predicted_tok_s": pred,
+                "error": pred / meas - 1}
+
+    cells = [cell("a", 4, 100.0, 105.0), cell("b", 4, 140.0, 105.0), cell("c", 8, 110.0, 100.0),
+             cell("d", 8, 200.0, 90.0, forcing="synchronised")]
+    b = best_k_agreement(cells)
+    assert b["total"] == 1                      # the synchronised K=8 run has no K=4 partner
+    g = b["cells"][0]
+    assert (g["measured_best_k"], g["predicted_best_k"], g["repeats"]) == (4, 4, {4: 2})
+    r = repeatability(cells)
+    assert [grp["runs"] for grp in r["groups"]] == [["a", "b"]]
+    assert r["max_spread"] == pytest.approx(0.4)
 
 
 @needs_traces

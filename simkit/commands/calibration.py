@@ -76,6 +76,8 @@ def fit_cmd(
     out: Optional[Path] = typer.Option(None, help="write the profile JSON here"),
     hardware: str = typer.Option("h200", help="catalogue hardware the records were measured on"),
     folds: int = typer.Option(5, help="cross-validation folds (grouped by run)"),
+    default_for: list[str] = typer.Option([], help="hardware this profile becomes the default for "
+                                          "(the shipped h200-vllm026 has h200)"),
 ) -> None:
     """Fit the step-time cost model to measured records (calibration runs only; validation runs are
     held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
@@ -83,7 +85,7 @@ def fit_cmd(
 
     from simkit.costmodel.fit import fit_profile
 
-    doc = fit_profile(records, name, hardware, out, (), folds)
+    doc = fit_profile(records, name, hardware, out, tuple(default_for), folds)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out",
                                                "skipped")}, indent=1))
     typer.echo(f"not fitted (analytic defaults kept): {', '.join(doc['not_fitted'])}")

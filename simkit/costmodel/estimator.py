@@ -215,11 +215,13 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
 
     @staticmethod
     def _synced(X: pd.DataFrame) -> np.ndarray:
-        """Rows whose forcing hook synchronised the stream (runs' force_copy 'pageable-sync'):
+        """Rows whose forcing hook synchronised the stream (records.SYNCED_FORCE_COPIES):
         there t_force_s contains the wait for the forward pass, and async overlap was lost."""
         if "force_copy" not in X:
             return np.zeros(len(X), bool)
-        return (X["force_copy"].astype(str) == "pageable-sync").to_numpy()
+        from simkit.costmodel.records import SYNCED_FORCE_COPIES
+
+        return X["force_copy"].astype(str).isin(SYNCED_FORCE_COPIES).to_numpy()
 
     @classmethod
     def _forcing(cls, X: pd.DataFrame) -> np.ndarray | float:
@@ -239,7 +241,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
             mask = mask & ~self._synced(X)
             if not mask.any():
                 not_fitted["async_serial_s"] = ("asynchronous steps of these records lost their overlap "
-                                                "(forcing synchronised the stream: force_copy pageable-sync)")
+                                                "(forcing synchronised the stream)")
                 return
         Xa = X[mask]
         base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0))["step"]

@@ -15,6 +15,16 @@ BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tok
 TIME_COLUMNS = ("t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_draft_s", "t_update_s", "t_step_s")
 # run settings the fit needs beside each step (joined from runs.parquet by run_id)
 SETTING_COLUMNS = ("model", "tp", "async_scheduling")
+# force_copy values of runs whose forcing hook waited for the forward pass (async overlap lost):
+# pageable H2D copy (11:25-11:51 runs) and advanced-index assignment (13:47 runs; probe 14:02).
+SYNCED_FORCE_COPIES = ("pageable-sync", "pinned-assign-sync")
+
+
+def forcing_synchronised(force_copy: Any) -> bool:
+    """True when a run's forcing hook synchronised the stream (see calibrate/data/README.md)."""
+    return str(force_copy) in SYNCED_FORCE_COPIES
+
+
 CONFIG_DRAFTER = {"vanilla": "none", "suffix": "suffix", "kpad": "suffix", "ngram": "ngram",
                   "ngram-kpad": "ngram", "dynamic": "suffix"}
 

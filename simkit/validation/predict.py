@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from simkit.costmodel.batch import BatchDescriptor, StepCost
+from simkit.costmodel.records import forcing_synchronised
 
 ORDERINGS = ("concurrent", "sequential")
 
@@ -77,12 +78,12 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str):
 def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: bool = True,
              profile: str | None = None) -> RunConditionsCost:
     """The default (or named) cost model of the run's model/GPU/TP under the run's conditions.
-    sync=None: synchronous exactly when the run's force_copy was "pageable-sync"."""
+    sync=None: synchronous exactly when the run's forcing hook synchronised the stream."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.validation import hardware_of
 
     if sync is None:
-        sync = str(run.get("force_copy", "")) == "pageable-sync"
+        sync = forcing_synchronised(run.get("force_copy", ""))
     hw = hardware_of(str(run.get("gpu", ""))) or "h200"
     base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), profile=profile,
                            max_model_len=int(run["max_model_len"]),
@@ -133,8 +134,8 @@ class RunPrediction:
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 profile: str | None = None, window_start_completion: int = 1) -> RunPrediction:
-    """Simulate the run. sync=None: synchronous exactly when the run's force_copy was
-    "pageable-sync" (the only way these records lost the async overlap)."""
+    """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
+    the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap)."""
     from simkit.engine.predict import engine_config
     from simkit.engine.sim import ClosedLoop, simulate
 

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
+from simkit.costmodel.records import forcing_synchronised
 from simkit.validation.predict import (ORDERINGS, measured_figures, predict_run,
                                        recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
@@ -61,13 +62,14 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                  for s in range(max(1, seeds))]
         tok = [p.output_tok_s for p in preds]
         pred = preds[0]
-        sync = str(run.get("force_copy", "")) == "pageable-sync"
+        sync = forcing_synchronised(run.get("force_copy", ""))
         spec = str(run["config"]) != "vanilla"
         m = float(run["output_tok_s"])
         p = sum(tok) / len(tok)
         cell: dict[str, Any] = {
             "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
-            "corpus": run["corpus"], "config": config_label(run), "k": int(run["k"] or 0),
+            "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
+            "config": config_label(run), "k": int(run["k"] or 0),
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
             "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
             "predicted_tok_s_seed_std": _std(tok),
@@ -116,25 +118,59 @@ def mape(cells: list[dict[str, Any]], purpose: str) -> float | None:
     return 100.0 * sum(errs) / len(errs) if errs else None
 
 
+def forcing_regime(force_copy: Any) -> str:
+    """'synchronised' (the forcing hook waited for the forward), 'overlapped' or 'unforced'."""
+    if forcing_synchronised(force_copy):
+        return "synchronised"
+    return "unforced" if str(force_copy) in ("none", "") else "overlapped"
+
+
+def _same_setting(c: dict[str, Any]) -> tuple:
+    return (c["model"], c["corpus"], c["concurrency"], c.get("forcing", ""))
+
+
 def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
-    """Per (model, corpus, concurrency) group with >= 2 measured kpad Ks: the measured and the
-    predicted best K among those Ks, and the measured throughput lost by running the predicted
-    one (1 - measured[predicted best] / measured[measured best])."""
-    groups: dict[tuple, list] = defaultdict(list)
+    """Per (model, corpus, concurrency, forcing regime) group with >= 2 measured kpad Ks: the
+    measured and the predicted best K among those Ks, and the measured throughput lost by running
+    the predicted one (1 - measured[predicted best] / measured[measured best]). Repeated runs of
+    one K are averaged (measured and predicted) and counted in `repeats`."""
+    groups: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for c in cells:
         if c["config"].startswith("kpad-") and (purpose is None or c["purpose"] == purpose):
-            groups[(c["model"], c["corpus"], c["concurrency"])].append(c)
+            groups[_same_setting(c)][c["k"]].append(c)
     out = []
-    for (model, corpus, conc), cs in sorted(groups.items()):
+    for (model, corpus, conc, forcing), by_k in sorted(groups.items()):
+        if len(by_k) < 2:
+            continue
+        meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
+        pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
+        mb, pb = max(meas, key=meas.get), max(pred, key=pred.get)
+        out.append({"model": model, "corpus": corpus, "concurrency": conc, "forcing": forcing,
+                    "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
+                                                    if len(cs) > 1},
+                    "measured_best_k": mb, "predicted_best_k": pb, "match": mb == pb,
+                    "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
+    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
+
+
+def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs repeated under one setting (same model, corpus, config, concurrency, requests and
+    forcing regime): the spread of their measured tok/s, max/min - 1. The simulator predicts one
+    value for all of them, so this spread is a floor under any per-run error."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for c in cells:
+        groups[(*_same_setting(c), c["config"], c["num_requests"])].append(c)
+    out = []
+    for (model, corpus, conc, forcing, config, n), cs in sorted(groups.items()):
         if len(cs) < 2:
             continue
-        mb = max(cs, key=lambda c: c["measured_tok_s"])
-        pb = max(cs, key=lambda c: c["predicted_tok_s"])
-        out.append({"model": model, "corpus": corpus, "concurrency": conc,
-                    "ks": sorted(c["k"] for c in cs), "measured_best_k": mb["k"],
-                    "predicted_best_k": pb["k"], "match": mb["k"] == pb["k"],
-                    "lost_tok_s_frac": 1 - pb["measured_tok_s"] / mb["measured_tok_s"]})
-    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
+        m = [c["measured_tok_s"] for c in cs]
+        out.append({"model": model, "corpus": corpus, "concurrency": conc, "config": config,
+                    "forcing": forcing, "runs": sorted(c["run_id"] for c in cs),
+                    "measured_tok_s": m, "spread": max(m) / min(m) - 1})
+    spreads = [g["spread"] for g in out]
+    return {"groups": out, "mean_spread": sum(spreads) / len(spreads) if spreads else None,
+            "max_spread": max(spreads) if spreads else None}
 
 
 def acceptance_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,6 +190,9 @@ def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
     """The JSON document of `simkit validate --format json`."""
     return {"cells": [_clean(c) for c in cells], "mape": mape(cells, "validation"),
             "mape_calibration": mape(cells, "calibration"),
+            "mape_by_forcing": {f: mape([c for c in cells if c.get("forcing") == f], "validation")
+                                for f in sorted({c.get("forcing", "") for c in cells})},
+            "repeatability": _clean(repeatability(cells)),
             "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
             "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
             "dynamic_k": DYNAMIC_K, "acceptance_replay": _clean(acceptance_check(cells)),

@@ -29,13 +29,26 @@ def render(doc: dict[str, Any]) -> str:
     for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
         if doc[key] is not None:
             lines.append(f"MAPE {name}: {doc[key]:.1f} %")
+    by = {f: v for f, v in doc.get("mape_by_forcing", {}).items() if v is not None}
+    if by:
+        lines.append("MAPE held-out by forcing regime: " + ", ".join(
+            f"{f} {v:.1f} %" for f, v in by.items()))
+    rep = doc.get("repeatability", {})
+    if rep.get("groups"):
+        lines.append(f"repeated runs: measured tok/s spread mean {100 * rep['mean_spread']:.1f} %, "
+                     f"max {100 * rep['max_spread']:.1f} % over {len(rep['groups'])} settings")
+        for g in rep["groups"]:
+            lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} {g['config']} "
+                         f"({g['forcing']}): " + ", ".join(f"{v:.0f}" for v in g["measured_tok_s"])
+                         + f" tok/s, spread {100 * g['spread']:.1f} %")
     for key in ("best_k_agreement", "best_k_agreement_calibration"):
         b = doc[key]
         if b["total"]:
             lines.append(f"best K ({key.replace('best_k_agreement', 'validation').replace('validation_', '')}): "
                          f"{b['matched']}/{b['total']} groups")
             for g in b["cells"]:
-                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} Ks {g['ks']}: "
+                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} ({g['forcing']}) "
+                         f"Ks {g['ks']}: "
                              f"measured K={g['measured_best_k']}, predicted K={g['predicted_best_k']}"
                              f", measured tok/s lost {100 * g['lost_tok_s_frac']:.1f} %")
     for name, a in doc["acceptance_replay"].items():
