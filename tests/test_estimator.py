@@ -202,9 +202,10 @@ def test_fit_profile_from_a_record_folder(tmp_path):
 
 
 def test_embedded_h200_profile_predicts_held_out_validation_runs():
-    """The default H200 profile was fitted on the calibration runs only; the validation runs
-    (other corpora, and Qwen2.5-32B, a model it never saw) check it. Mean step time per
-    (model, config) within 20 % -- measured: -10 % .. +12.5 % (docs/costmodel.md)."""
+    """The default H200 profile was fitted without the validation runs; they (other corpora, and
+    Qwen2.5-32B and Llama-3.1-70B at TP=2, models it never saw) check it. Mean step time per
+    (model, config) within 20 % -- measured: -8.3 % .. +14.8 % (70B vanilla, whose TP term is
+    analytic; docs/costmodel.md)."""
     from simkit.costmodel.profiles import default_profile, read_profile
 
     root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
@@ -226,4 +227,4 @@ def test_embedded_h200_profile_predicts_held_out_validation_runs():
     bias = X.groupby(["model", "config"]).apply(lambda g: g["pred"].sum() / g["t_step_s"].sum() - 1,
                                                 include_groups=False)
     print("held-out mean step-time bias by (model, config):", bias.round(3).to_dict())
-    assert len(bias) == 6 and (bias.abs() < 0.20).all(), bias
+    assert len(bias) == 8 and (bias.abs() < 0.20).all(), bias
