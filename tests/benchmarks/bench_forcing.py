@@ -1,6 +1,8 @@
-"""Host cost of the forcing index arithmetic per engine step (calibrate.forcing.forced_rows),
-for the batch shapes of the calibration runs. Run: python tests/benchmarks/bench_forcing.py
-(The GPU side, one small copy and one index_put kernel, is not measured here.)"""
+"""Host cost of forcing per engine step, for the batch shapes of the calibration runs: the index
+arithmetic (calibrate.forcing.forced_rows) and, where torch is installed, the ring applier
+(ForceApplier) on a CPU logits tensor of Llama-3's vocabulary. Run:
+python tests/benchmarks/bench_forcing.py. Whether the applier waits for a GPU is measured on the
+GPU host by calibrate/gpu/force_probe.py (calibrate/data/force_probe.txt)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import time
 
 import numpy as np
 
-from calibrate.forcing import ForcedOutputs, forced_rows
+from calibrate.forcing import ForceApplier, ForcedOutputs, forced_rows
+
+VOCAB = 128256
 
 
 def bench(n_reqs: int, k: int, reps: int = 2000) -> float:
@@ -27,7 +31,27 @@ def bench(n_reqs: int, k: int, reps: int = 2000) -> float:
     return (time.perf_counter() - t) / reps
 
 
+def bench_apply(n_rows: int, reps: int = 500) -> float | None:
+    """Seconds per ForceApplier call on CPU logits (no copy to a device here)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    logits = torch.zeros(n_rows, VOCAB)
+    rng = np.random.default_rng(0)
+    rows = np.arange(n_rows, dtype=np.int64)
+    toks = rng.integers(0, VOCAB, n_rows)
+    apply = ForceApplier()
+    apply(logits, rows, toks)
+    t = time.perf_counter()
+    for _ in range(reps):
+        apply(logits, rows, toks)
+    return (time.perf_counter() - t) / reps
+
+
 if __name__ == "__main__":
-    print(f"{'reqs':>5} {'K':>3} {'rows':>5} {'us/step':>8}")
+    print(f"{'reqs':>5} {'K':>3} {'rows':>5} {'index us':>8} {'apply us':>8}")
     for n, k in ((1, 0), (8, 0), (32, 0), (64, 0), (32, 4), (64, 4), (64, 12), (64, 24)):
-        print(f"{n:5d} {k:3d} {n * (k + 1):5d} {bench(n, k) * 1e6:8.1f}")
+        a = bench_apply(n * (k + 1))
+        print(f"{n:5d} {k:3d} {n * (k + 1):5d} {bench(n, k) * 1e6:8.1f} "
+              f"{'-' if a is None else format(a * 1e6, '8.1f')}")
