@@ -120,8 +120,9 @@ class ForceApplier:
     Indices go through a ring of preallocated pinned host slots into matching device slots, then
     one `index_fill_` on the flattened logits. Nothing here waits for the GPU: a slot is reused
     only after its previous copy's event completed (four steps earlier; the engine runs at most
-    one step ahead). The 2026-11-30 records were made with per-step `pin_memory()` + advanced-index
-    assignment, which still waited for the forward pass (calibrate/data/README.md).
+    one step ahead). Earlier records (force_copy pageable-sync / pinned-assign-sync) assigned
+    through advanced indexing, `logits[i, j] = v`, which waits for the forward pass
+    (calibrate/data/force_probe.txt, calibrate/data/README.md).
     """
 
     def __init__(self, slots: int = 4, capacity: int = 1 << 16) -> None:
