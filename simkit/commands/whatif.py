@@ -18,6 +18,15 @@ FORMAT = typer.Option("table", "--format", help="table or json")
 PLOT = typer.Option(None, "--plot", help="write a PNG plot to this path")
 WORKERS = typer.Option(None, "--workers", help="local worker processes (default: all cores)")
 SEEDS_HELP = "seeds per point (results are means over seeds)"
+# options every what-if shares, declared once (Typer reads them as each command's defaults)
+CORPUS = typer.Option("mix", "--corpus")
+TP = typer.Option(None, "--tp", help="TP degree (default: the smallest that fits)")
+CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs")
+SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
+CONCURRENCY = typer.Option(32, "--concurrency")
+NUM_REQUESTS = typer.Option(128, "--num-requests")
+COST_PROFILE = typer.Option(None, "--cost-profile",
+                            help="cost-model profile (default: the hardware's default)")
 
 
 PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
@@ -90,20 +99,20 @@ def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
 @whatif_app.command("capacity")
 def capacity_cmd(
     model: str = typer.Option("llama-3.1-8b", "--model"),
-    corpus: str = typer.Option("mix", "--corpus"),
+    corpus: str = CORPUS,
     hardware: str = typer.Option("h200", "--hardware"),
-    tp: Optional[int] = typer.Option(None, "--tp", help="TP degree (default: chosen)"),
+    tp: Optional[int] = TP,
     target_rate: Optional[float] = typer.Option(None, "--target-rate", help="req/s to serve"),
     target_tok_s: Optional[float] = typer.Option(None, "--target-tok-s",
                                                  help="output tok/s to serve"),
     ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="p99 TTFT goal (ms)"),
     tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="p99 TPOT goal (ms)"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    configs: str = CONFIGS,
+    seeds: int = SEEDS,
     min_requests: int = typer.Option(128, "--min-requests"),
     max_requests: int = typer.Option(5000, "--max-requests"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
-    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default 20 req/s)."""
@@ -122,15 +131,15 @@ def capacity_cmd(
 @whatif_app.command("hardware")
 def hardware_cmd(
     model: str = typer.Option("llama-3.1-70b", "--model"),
-    corpus: str = typer.Option("mix", "--corpus"),
+    corpus: str = CORPUS,
     targets: str = typer.Option("h100,h200,b200", "--targets",
                                 help="comma list of hardware names or JSON paths"),
     tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
-    concurrency: int = typer.Option(32, "--concurrency"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
-    num_requests: int = typer.Option(128, "--num-requests"),
-    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    configs: str = CONFIGS,
+    concurrency: int = CONCURRENCY,
+    seeds: int = SEEDS,
+    num_requests: int = NUM_REQUESTS,
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
@@ -146,16 +155,16 @@ def hardware_cmd(
 @whatif_app.command("host")
 def host_cmd(
     model: str = typer.Option("llama-3.1-8b", "--model"),
-    corpus: str = typer.Option("mix", "--corpus"),
+    corpus: str = CORPUS,
     hardware: str = typer.Option("b200", "--hardware"),
-    tp: Optional[int] = typer.Option(None, "--tp"),
+    tp: Optional[int] = TP,
     factors: str = typer.Option("0.5,0.75,1,1.5,2,4", "--factors",
                                 help="host speed factors (1 and 2 are always added)"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
-    concurrency: int = typer.Option(32, "--concurrency"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
-    num_requests: int = typer.Option(128, "--num-requests"),
-    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    configs: str = CONFIGS,
+    concurrency: int = CONCURRENCY,
+    seeds: int = SEEDS,
+    num_requests: int = NUM_REQUESTS,
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
@@ -171,14 +180,14 @@ def host_cmd(
 @whatif_app.command("concurrency")
 def concurrency_cmd(
     model: str = typer.Option("llama-3.1-8b", "--model"),
-    corpus: str = typer.Option("mix", "--corpus"),
+    corpus: str = CORPUS,
     hardware: str = typer.Option("h200", "--hardware"),
-    tp: Optional[int] = typer.Option(None, "--tp"),
+    tp: Optional[int] = TP,
     levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    configs: str = CONFIGS,
+    seeds: int = SEEDS,
     min_requests: int = typer.Option(32, "--min-requests"),
-    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
@@ -194,9 +203,9 @@ def concurrency_cmd(
 @whatif_app.command("quantization")
 def quantization_cmd(
     model: str = typer.Option("llama-3.1-70b", "--model"),
-    corpus: str = typer.Option("mix", "--corpus"),
+    corpus: str = CORPUS,
     hardware: str = typer.Option("b200", "--hardware"),
-    tp: Optional[int] = typer.Option(None, "--tp"),
+    tp: Optional[int] = TP,
     weight_bytes_factor: Optional[float] = typer.Option(
         None, "--weight-bytes-factor", help="linear-weight bytes multiplier (default NVFP4)"),
     flop_speedup: Optional[float] = typer.Option(
@@ -205,11 +214,11 @@ def quantization_cmd(
                                            help="accepted lengths x this (assumption)"),
     quant_corpus: Optional[str] = typer.Option(
         None, "--quant-corpus", help="corpus of the quantized model's outputs (replaces the scale)"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,12", "--configs"),
-    concurrency: int = typer.Option(32, "--concurrency"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
-    num_requests: int = typer.Option(128, "--num-requests"),
-    cost_profile: Optional[str] = typer.Option(None, "--cost-profile"),
+    configs: str = CONFIGS,
+    concurrency: int = CONCURRENCY,
+    seeds: int = SEEDS,
+    num_requests: int = NUM_REQUESTS,
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
@@ -230,15 +239,14 @@ def reference_cmd(
                                          help="comma list (default: the 11 study models)"),
     hardware: str = typer.Option("b200", "--hardware"),
     host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
-    seeds: int = typer.Option(1, "--seeds", help=SEEDS_HELP),
+    seeds: int = SEEDS,
     num_requests: Optional[int] = typer.Option(
         None, "--num-requests", help="per run (default: the profile's count, at least 128)"),
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
     best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models"),
     assumptions: bool = typer.Option(False, "--assumptions",
                                      help="also the error vs host factor, TP and cost profile"),
-    cost_profile: Optional[str] = typer.Option(
-        None, "--cost-profile", help="cost-model profile (default: the hardware's default)"),
+    cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
