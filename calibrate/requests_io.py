@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from simkit.errors import InputError
+from traces.sources.base import read_jsonl
 
 
 @dataclass(frozen=True)
@@ -41,25 +42,16 @@ def read_requests(path: Path) -> list[CalRequest]:
     path = Path(path)
     out: list[CalRequest] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not JSON ({exc.msg})", path=str(path), line=n) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", path=str(path), line=n)
-            rid = obj.get("id")
-            if not isinstance(rid, str) or not rid or "-" in rid:
-                raise InputError("must be a non-empty string without '-'", path=str(path), line=n,
-                                 field="id")
-            if rid in seen:
-                raise InputError(f"duplicate id {rid!r}", path=str(path), line=n, field="id")
-            seen.add(rid)
-            out.append(CalRequest(rid, _ids(obj, "prompt_ids", path, n),
-                                  _ids(obj, "output_ids", path, n), str(obj.get("source", ""))))
+    for n, obj in read_jsonl(path):
+        rid = obj.get("id")
+        if not isinstance(rid, str) or not rid or "-" in rid:
+            raise InputError("must be a non-empty string without '-'", path=str(path), line=n,
+                             field="id")
+        if rid in seen:
+            raise InputError(f"duplicate id {rid!r}", path=str(path), line=n, field="id")
+        seen.add(rid)
+        out.append(CalRequest(rid, _ids(obj, "prompt_ids", path, n),
+                              _ids(obj, "output_ids", path, n), str(obj.get("source", ""))))
     if not out:
         raise InputError("no requests in file", path=str(path))
     return out
