@@ -52,6 +52,7 @@ class SpecConfig:
     ks: tuple[int, ...] = ()        # K set of a dynamic policy (graphs captured for each)
     policy: str | None = None       # dynamic policy: "table", "feedback", "goodput"
     policy_params: dict = field(default_factory=dict, compare=False, hash=False)
+    graphs: str = "per-k"           # dynamic: "per-k" capture list per K, or "kmax" (vLLM 0.26 as is)
 
     @property
     def async_scheduling(self) -> bool:

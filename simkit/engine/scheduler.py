@@ -13,8 +13,8 @@ from typing import Callable
 
 from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.cudagraph import Dispatcher
 from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
+from simkit.engine.pricing import dispatchers_for, uniform_decode_price
 from simkit.engine.workload import Workload
 
 
@@ -88,9 +88,8 @@ class Scheduler:
         self.total_blocks = cfg.num_blocks
         self.drafter = spec.drafter
         self.async_scheduling = spec.async_scheduling
-        self.dispatchers = {k: Dispatcher.build(cfg.cudagraph_mode, cfg.max_num_seqs, k,
-                                                cfg.max_num_batched_tokens)
-                            for k in spec.k_values}
+        self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
+                                           cfg.max_num_batched_tokens, spec.graphs)
         self.cols: dict[int, tuple[list[int], list[int]]] = {}
         if spec.drafter != "none":
             for k in spec.k_values:
@@ -103,11 +102,8 @@ class Scheduler:
     # -- K policies ---------------------------------------------------------------------------
     def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
         """Predicted step seconds of a uniform decode batch of n requests, each with K drafts."""
-        num_tokens = n * (1 + k)
-        mode, padded = self.dispatchers[k].dispatch(num_tokens, n, 1 + k)
-        desc = BatchDescriptor(n, num_tokens, padded, 0, 0, n, n * k, max(0, n * k - real_drafts),
-                               n, context + num_tokens, mode, False, self.drafter)
-        return self.cost_model.step_cost(desc).step_s
+        return uniform_decode_price(self.cost_model, self.dispatchers[k], k, n, context,
+                                    real_drafts, self.drafter)
 
     def _make_policy(self, workload: Workload) -> KPolicy:
         spec = self.spec
