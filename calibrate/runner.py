@@ -23,15 +23,19 @@ import numpy as np
 
 from calibrate.forcing import FORCE_COPY, ForcedOutputs
 from calibrate.model_configs import canonical, write_model_dir
+from calibrate.dynk import ENV, make_policy
+from calibrate.passes import plan_passes
 from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
 from calibrate.requests_io import CalRequest, read_requests, select_requests
 from simkit.errors import InputError
 
-CONFIGS = ("vanilla", "suffix", "kpad")
+CONFIGS = ("vanilla", "suffix", "kpad", "dynamic")
+POLICIES = ("table", "feedback", "goodput")
 MAX_MODEL_LEN = 16384
 MAX_NUM_BATCHED_TOKENS = 8192  # the OpenAI server's default on a >= 70 GiB GPU
 MAX_NUM_SEQS = 1024            # likewise
 GPU_MEMORY_UTILIZATION = 0.85
+SCHEDULERS = {"kpad": "calibrate.kpad.KPadScheduler", "dynamic": "calibrate.dynk.DynamicKScheduler"}
 
 
 @dataclass(frozen=True)
@@ -42,14 +46,22 @@ class RunSpec:
     concurrency: int
     num_requests: int
     purpose: str = "calibration"
+    history: str = "cold"
 
     @classmethod
     def parse(cls, text: str) -> "RunSpec":
-        """'corpus:concurrency:num_requests[:purpose]'."""
+        """'corpus:concurrency:num_requests[:purpose[:history]]'; history cold, hot or repeat:P
+        (calibrate.passes says what each serves)."""
         parts = text.split(":")
-        if len(parts) not in (3, 4):
-            raise InputError(f"run spec {text!r} is not corpus:concurrency:num_requests[:purpose]",
-                             field="runs")
+        if len(parts) < 3:
+            raise InputError(f"run spec {text!r} is not "
+                             "corpus:concurrency:num_requests[:purpose[:history]]", field="runs")
+        history = ":".join(parts[4:]) or "cold"
+        try:
+            plan_passes([], history)
+        except (ValueError, InputError) as e:
+            raise InputError(f"run spec {text!r}: {e}", field="runs") from None
+        parts = parts[:4]
         try:
             c, n = int(parts[1]), int(parts[2])
         except ValueError:
@@ -57,7 +69,7 @@ class RunSpec:
                              field="runs") from None
         if c < 1 or n < 1:
             raise InputError(f"run spec {text!r}: values must be >= 1", field="runs")
-        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration")
+        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration", history)
 
 
 def speculative_config(config: str, k: int) -> dict | None:
@@ -66,9 +78,9 @@ def speculative_config(config: str, k: int) -> dict | None:
         return None
     if config == "suffix":
         return {"method": "suffix", **({"num_speculative_tokens": k} if k > 0 else {})}
-    if config == "kpad":
+    if config in ("kpad", "dynamic"):
         if k < 1:
-            raise InputError("kpad needs --k >= 1", field="k")
+            raise InputError(f"{config} needs --k >= 1 (dynamic: max K of KS)", field="k")
         return {"method": "suffix", "num_speculative_tokens": k}
     raise InputError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}", field="config")
 
@@ -141,7 +153,7 @@ class Engine:
             gpu_memory_utilization=GPU_MEMORY_UTILIZATION, max_model_len=MAX_MODEL_LEN,
             max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_num_seqs=MAX_NUM_SEQS,
             disable_log_stats=False, speculative_config=speculative_config(config, k),
-            scheduler_cls="calibrate.kpad.KPadScheduler" if config == "kpad" else None,
+            scheduler_cls=SCHEDULERS.get(config),
             distributed_executor_backend="external_launcher" if tp > 1 else None,
         )
         self.engine = LLMEngine.from_engine_args(args)
@@ -151,8 +163,27 @@ class Engine:
         info = self.rec.install(self.engine)
         self.settings = _resolved(self.engine, config, info)
         self.settings["engine_start_s"] = self.start_s
-        if config == "kpad" and "KPad" not in info["scheduler_cls"]:
-            raise RuntimeError(f"kpad scheduler not in use: {info['scheduler_cls']}")
+        want = {"kpad": "KPad", "dynamic": "DynamicK"}.get(config)
+        if want and want not in info["scheduler_cls"]:
+            raise RuntimeError(f"{config} scheduler not in use: {info['scheduler_cls']}")
+
+    def scheduler(self) -> Any:
+        return self.engine.engine_core.engine_core.scheduler
+
+    def set_policy(self, spec: dict[str, Any]) -> None:
+        """Replace the dynamic-K scheduler's policy (fresh state) before a run."""
+        sched = self.scheduler()
+        sched.k_policy = make_policy(spec)
+        sched.k_counts.clear()
+
+    def take_k_counts(self) -> dict[str, int]:
+        """Steps per chosen K since the last call (dynamic-K engines), then reset."""
+        counts = getattr(self.scheduler(), "k_counts", None)
+        if not counts:
+            return {}
+        out = {str(k): int(v) for k, v in sorted(counts.items())}
+        counts.clear()
+        return out
 
     def _runner(self) -> Any:
         return self.engine.engine_core.engine_core.model_executor.driver_worker.worker.model_runner
@@ -259,6 +290,35 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
     }
 
 
+def dynk_policy(policy: str, spec: RunSpec, model: str, settings: dict[str, Any],
+                ks: tuple[int, ...], dynk_dir: Path | None) -> dict[str, Any]:
+    """The SIMKIT_DYNK document of one dynamic-K run: the table policy reads the table tuned on
+    the CPU host (calibrate.dynk_tables) for exactly this run's requests; goodput prices steps
+    with simkit's cost model under the run's settings (graphs captured at Kmax only)."""
+    doc: dict[str, Any] = {"policy": policy, "ks": list(ks)}
+    if policy == "table":
+        if dynk_dir is None:
+            raise InputError("the table policy needs --dynk-dir (calibrate.dynk_tables)",
+                             field="dynk_dir")
+        path = Path(dynk_dir) / table_file_name(model, spec.corpus, spec.concurrency,
+                                                spec.num_requests)
+        if not path.exists():
+            raise InputError("tuned K table not found (make it with calibrate.dynk_tables)",
+                             path=str(path))
+        doc["table"] = json.loads(path.read_text())["table"]
+    elif policy == "goodput":
+        run = {k: settings[k] for k in ("tp", "max_model_len", "max_num_batched_tokens",
+                                         "max_num_seqs", "cudagraph_mode", "gpu")}
+        run.update(model=model, force_copy=FORCE_COPY)
+        doc["price"] = {"run": run, "ks": list(ks), "graphs": "kmax"}
+    return doc
+
+
+def table_file_name(model: str, corpus: str, concurrency: int, n: int) -> str:
+    """File of the tuned batch-size -> K table of one run's requests."""
+    return f"{model}__{corpus}__c{concurrency}_n{n}.json"
+
+
 def run_tag(model: str, config: str, k: int, tp: int = 1, force: bool = True,
             extra: str = "") -> str:
     """Run-id prefix: model_config[K][-tpN][-unforced][-extra], unique per measured setting."""
@@ -275,7 +335,9 @@ def run_tag(model: str, config: str, k: int, tp: int = 1, force: bool = True,
 def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Path,
                requests: dict[str, Path], model_dir: Path | None = None, cap: int = 1024,
                deadline: float | None = None, tp: int = 1, force: bool = True,
-               est_tok_s: float = 0.0, tag: str = "") -> list[dict[str, Any]]:
+               est_tok_s: float = 0.0, tag: str = "", policies: list[str] | None = None,
+               ks: tuple[int, ...] = (4, 6, 12), dynk_dir: Path | None = None
+               ) -> list[dict[str, Any]]:
     """Start one engine and make the runs; returns the run rows written so far.
 
     tag: extra run-id suffix (a re-measurement of an existing run id). Under torchrun only rank 0
@@ -292,9 +354,14 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     if not (model_dir / "config.json").exists():
         write_model_dir(key, model_dir)
     loaded = {c: read_requests(p) for c, p in requests.items()}
+    if config == "dynamic":     # the scheduler builds its policy at start; runs replace it
+        k = max(ks)
+        os.environ[ENV] = json.dumps({"policy": "feedback", "ks": list(ks)})
     eng = Engine(key, config, k, model_dir, tp=tp, force=force)
     kk = eng.settings["k"]
+    extra_tag = tag
     tag = run_tag(key, config, kk, tp, force, tag)
+    policies = list(policies or POLICIES)
     log = out_dir / "runs.jsonl"
     # Warm-up: first use of sampler/rejection kernels and allocator growth stay out of the runs.
     first = next(iter(loaded.values()))
@@ -302,31 +369,51 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     eng.run("warmup", warm, 4, record=False)
     done: list[dict[str, Any]] = []
     for spec in runs:
-        run_id = f"{tag}_{spec.corpus}_c{spec.concurrency}_n{spec.num_requests}"
         reqs, skipped = select_requests(loaded[spec.corpus], spec.num_requests, MAX_MODEL_LEN,
                                         kk, cap)
         if len(reqs) < spec.num_requests:
             skipped["not_enough_requests_in_file"] = spec.num_requests - len(reqs)
+        passes = plan_passes(reqs, spec.history)
+        base_id = f"{tag}_{spec.corpus}_c{spec.concurrency}_n{spec.num_requests}"
         if deadline is not None and est_tok_s > 0:
-            need = sum(len(r.output_ids) for r in reqs) / (est_tok_s * min(1.0, spec.concurrency / 32))
+            toks = sum(len(r.output_ids) for p in passes for r in p.requests)
+            need = toks / (est_tok_s * min(1.0, spec.concurrency / 32))
             if time.time() + need > deadline:
-                print(f"SKIP {run_id}: estimated {need:.0f}s exceeds the deadline", flush=True)
+                print(f"SKIP {base_id} ({spec.history}): estimated {need:.0f}s exceeds the deadline",
+                      flush=True)
                 continue
-        notes = eng.reset_caches()
-        started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        t = time.time()
-        res = eng.run(run_id, reqs, spec.concurrency)
-        row = run_row(run_id, spec, eng.settings, res, key, config, cap, skipped, force, started)
-        if notes:
-            row["notes"] = "; ".join([row["notes"], *notes]).strip("; ")
-        write_steps(out_dir / f"steps_{run_id}.parquet", res["rows"])
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
-        done.append(row)
-        print(f"RUN {run_id}: {row['output_tok_s']:.1f} tok/s steady={row['steady_state']} "
-              f"match={row['outputs_match_trace']} steps={row['num_steps']} "
-              f"acc={row['num_accepted_tokens']}/{row['num_draft_tokens']} "
-              f"wall={time.time() - t:.1f}s", flush=True)
+        for policy in (policies if config == "dynamic" else [""]):
+            run_cfg, run_tag_ = config, tag
+            if policy:
+                run_cfg = f"dynamic-{policy}"
+                run_tag_ = run_tag(key, run_cfg, kk, tp, force, extra_tag)
+                eng.set_policy(dynk_policy(policy, spec, key, eng.settings, ks, dynk_dir))
+            notes = eng.reset_caches()
+            for p in passes:
+                run_id = base_id.replace(tag, run_tag_, 1) + (f"_{p.suffix}" if p.suffix else "")
+                started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+                t = time.time()
+                res = eng.run(run_id, p.requests, spec.concurrency, record=p.record)
+                if not p.record:
+                    eng.take_k_counts()
+                    print(f"PRELUDE {run_id}: {len(p.requests)} requests served first "
+                          f"({time.time() - t:.1f}s)", flush=True)
+                    continue
+                row = run_row(run_id, spec, eng.settings, res, key, run_cfg, cap, skipped, force,
+                              started)
+                row["history"] = p.history
+                k_counts = eng.take_k_counts()
+                row["k_counts"] = dumps(k_counts)
+                if notes:
+                    row["notes"] = "; ".join([row["notes"], *notes]).strip("; ")
+                write_steps(out_dir / f"steps_{run_id}.parquet", res["rows"])
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row, sort_keys=True) + "\n")
+                done.append(row)
+                print(f"RUN {run_id}: {row['output_tok_s']:.1f} tok/s steady={row['steady_state']} "
+                      f"match={row['outputs_match_trace']} steps={row['num_steps']} "
+                      f"acc={row['num_accepted_tokens']}/{row['num_draft_tokens']} "
+                      f"k={k_counts or '-'} wall={time.time() - t:.1f}s", flush=True)
     return done
 
 
@@ -367,11 +454,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--no-force", action="store_true")
     ap.add_argument("--tag", default="", help="run-id suffix, e.g. r2 for a re-measurement")
+    ap.add_argument("--policies", default=",".join(POLICIES),
+                    help="dynamic config: the K policies to run, each over every run spec")
+    ap.add_argument("--ks", default="4,6,12", help="dynamic config: the K set KS")
+    ap.add_argument("--dynk-dir", type=Path, default=Path(".gpu/dynk"),
+                    help="dynamic config: tuned tables from calibrate.dynk_tables")
     a = ap.parse_args(argv)
     runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
     reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
     run_engine(a.model, a.config, a.k, runs, a.out, reqs, a.model_dir, a.max_tokens_cap,
-               a.deadline, a.tp, not a.no_force, a.est_tok_s, a.tag)
+               a.deadline, a.tp, not a.no_force, a.est_tok_s, a.tag,
+               [p for p in a.policies.split(",") if p], tuple(int(k) for k in a.ks.split(",")),
+               a.dynk_dir)
     return 0
 
 

@@ -82,4 +82,8 @@ RUN_COLUMNS = {
     "engine_start_s": "float64",
     "started_utc": "string",
     "notes": "string",
+    # --- added for request history and dynamic-K (issues 12, 16) ---
+    "history": "string",             # cold / hot / repeat:P: what the engine served before (the
+                                     # suffix tree and prefix cache were not reset in between)
+    "k_counts": "string",            # JSON {K: steps} chosen by a dynamic-K policy ("{}" else)
 }

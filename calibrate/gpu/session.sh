@@ -2,7 +2,8 @@
 # One device call: install vLLM from the carried chunks if this machine lacks it, then start one
 # engine per group and make its runs, merging records into $OUT after each engine.
 # usage: bash calibrate/gpu/session.sh BUDGET_S MODEL GROUP...
-#   GROUP = config:k@corpus:conc:n[:purpose],corpus:conc:n[:purpose],...
+#   GROUP = config:k@corpus:conc:n[:purpose[:history]],...   (history: cold, hot, repeat:P;
+#           config dynamic: k = max K, every run once per policy in --policies, default all three)
 # env: CAP (max_tokens cap, default 1024), EST (tok/s at c=32 for the skip estimate, default 0),
 #      TP (tensor parallel; > 1 runs one rank a GPU under torchrun), ARGS (more runner flags,
 #      e.g. "--tag r2" or "--no-force"), OUT (result folder; one per concurrent session)
@@ -18,8 +19,12 @@ if [ ! -f /root/site/vllm_offline_env.sh ]; then
   echo "INSTALL ok in $(( $(date +%s) - t ))s"
 fi
 . /root/site/vllm_offline_env.sh
+# simkit's own needs beyond the image (simpy, platformdirs), for the dynamic-K policies
+if [ -d .gpu/whl ] && ! python3 -c "import simpy, platformdirs" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target /root/site .gpu/whl/*.whl
+fi
 export PYTHONPATH="$PWD:$PYTHONPATH" VLLM_ENABLE_V1_MULTIPROCESSING=0 PYTHONUNBUFFERED=1
-WORK=/root/work/$(date +%s%N); mkdir -p "$WORK"
+WORK=${WORK:-/root/work/$(date +%s%N)}; mkdir -p "$WORK"   # share WORK across calls of one $OUT
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm,clocks.max.sm,power.draw --format=csv >> "$OUT/env.txt" 2>&1
 for g in "$@"; do
   eng=${g%%@*}; runs=${g#*@}; cfg=${eng%%:*}; k=${eng#*:}
