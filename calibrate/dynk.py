@@ -115,13 +115,13 @@ def dynamic_k_scheduler_cls():
             self.k_counts: Counter = Counter()
             self._last_scheduled = 0
 
-        def schedule(self):  # noqa: D102
-            out = super().schedule()
+        def schedule(self, *args, **kwargs):  # noqa: D102
+            out = super().schedule(*args, **kwargs)
             if out.num_scheduled_tokens:
                 self._last_scheduled = len(out.num_scheduled_tokens)
             return out
 
-        def update_from_output(self, scheduler_output, model_runner_output):  # noqa: D102
+        def update_from_output(self, scheduler_output, model_runner_output, *args, **kwargs):  # noqa: D102,E501
             sampled = {}
             ids = getattr(model_runner_output, "sampled_token_ids", None)
             ids = [] if ids is None else ids
@@ -131,7 +131,8 @@ def dynamic_k_scheduler_cls():
             pairs, k = step_pairs(scheduler_output.scheduled_spec_decode_tokens or {}, sampled)
             if pairs:
                 self.k_policy.observe(pairs, k)
-            return super().update_from_output(scheduler_output, model_runner_output)
+            return super().update_from_output(scheduler_output, model_runner_output, *args,
+                                              **kwargs)
 
         def update_draft_token_ids(self, draft_token_ids) -> None:  # noqa: D102
             drafts = [list(d) for d in draft_token_ids.draft_token_ids]

@@ -35,8 +35,18 @@ def _read_rows(folder: Path) -> tuple[list[dict], list[dict]]:
     return runs, steps
 
 
+def retag_run_id(run_id: str, corpus: str, tag: str) -> str:
+    """Insert -TAG before '_<corpus>_c' (the runner's run-tag position), as `--tag` would have."""
+    marker = f"_{corpus}_c"
+    head, sep, tail = run_id.rpartition(marker)
+    if not sep:
+        raise ValueError(f"run id {run_id!r} has no '{marker}' to tag")
+    return f"{head}-{tag}{sep}{tail}"
+
+
 def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
-          relabel: dict[str, tuple[str, str]] | None = None) -> tuple[int, int]:
+          relabel: dict[str, tuple[str, str]] | None = None, tag: str = "",
+          drop: set[str] | None = None) -> tuple[int, int]:
     """Write out/steps.parquet and out/runs.parquet from the folders; returns (runs, steps).
 
     fill gives a value for run columns that older records lack (never overwrites a value);
@@ -47,8 +57,19 @@ def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
     steps: list[dict] = []
     for f in folders:
         r, s = _read_rows(Path(f))
+        if tag and Path(f).resolve() != Path(out).resolve():
+            ids = {row["run_id"]: retag_run_id(row["run_id"], row["corpus"], tag) for row in r}
+            for row in r:
+                row["run_id"] = ids[row["run_id"]]
+            for row in s:
+                row["run_id"] = ids.get(row["run_id"], row["run_id"])
         runs += r
         steps += s
+    if drop:
+        unknown = sorted(drop - {r["run_id"] for r in runs})
+        if unknown:
+            raise ValueError(f"--drop names runs that are not in the inputs: {unknown}")
+        runs = [r for r in runs if r["run_id"] not in drop]
     missing = sorted({c for r in runs for c in RUN_COLUMNS if c not in r} - set(fill or {}))
     if missing:
         raise ValueError(f"run records lack columns {missing}; give --fill COLUMN=VALUE")
@@ -83,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="value for a run column that older records lack")
     ap.add_argument("--relabel", action="append", default=[], metavar="COLUMN:OLD=NEW",
                     help="replace a run-column value found to be wrong")
+    ap.add_argument("--tag", default="",
+                    help="insert -TAG into the run ids of the new folders (not OUT's own records), "
+                         "as the runner's --tag would have: for re-measured settings")
+    ap.add_argument("--drop", action="append", default=[], metavar="RUN_ID",
+                    help="leave out a run (after tagging), e.g. one found invalid; say why in "
+                         "calibrate/data/README.md")
     a = ap.parse_args(argv)
     folders, out = (a.folders, a.into) if a.into else (a.folders[:-1], a.folders[-1])
     fill = dict(f.split("=", 1) for f in a.fill)
@@ -93,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         if not col or not sep:
             ap.error(f"--relabel {spec!r} is not COLUMN:OLD=NEW")
         relabel[col] = (old, new)
-    n_runs, n_steps = merge(folders, out, fill, relabel)
+    n_runs, n_steps = merge(folders, out, fill, relabel, a.tag, set(a.drop))
     print(f"merged {n_runs} runs, {n_steps} steps into {out}")
     return 0
 

@@ -393,8 +393,13 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                 run_id = base_id.replace(tag, run_tag_, 1) + (f"_{p.suffix}" if p.suffix else "")
                 started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
                 t = time.time()
-                res = eng.run(run_id, p.requests, spec.concurrency, record=p.record)
+                # always through the recorder: it is what forces the trace's tokens (an
+                # unrecorded prelude would put the dummy model's own tokens into the tree)
+                res = eng.run(run_id, p.requests, spec.concurrency, record=True)
                 if not p.record:
+                    if res["mismatched"]:
+                        print(f"PRELUDE {run_id}: {len(res['mismatched'])} outputs differ from "
+                              "the trace", flush=True)
                     eng.take_k_counts()
                     print(f"PRELUDE {run_id}: {len(p.requests)} requests served first "
                           f"({time.time() - t:.1f}s)", flush=True)

@@ -86,8 +86,12 @@ def test_timing_components_sum_within_the_step(steps):
 def test_step_and_gap_times_account_for_the_run_wall_time(runs, steps):
     covered = steps.groupby("run_id")[["t_step_s", "t_gap_s"]].sum().sum(axis=1)
     total = runs.set_index("run_id").total_duration_s
-    ratio = covered / total
-    assert ((ratio > 0.997) & (ratio <= 1.0)).all(), ratio.describe()
+    # what steps and gaps leave out is the admission of the first N requests before the first
+    # step: about 15 ms whatever the run's length, so 0.3 % of a 5 s run but 0.8 % of a 2 s hot run
+    total = total.reindex(covered.index)
+    uncovered = total - covered
+    assert (covered <= total).all() and (uncovered <= (0.003 * total).clip(lower=0.02)).all(), \
+        uncovered.describe()
 
 
 def test_forced_outputs_matched_the_trace_in_every_forced_run(runs):
