@@ -85,7 +85,7 @@ def render_table(pred, legend: bool = True) -> str:
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
     buf = io.StringIO()
-    lines = [title(pred), *assumption_lines(assumptions), ""]
+    lines = [*textwrap.wrap(title(pred), WRAP), *assumption_lines(assumptions), ""]
     buf.write("\n".join(lines) + "\n")
     console = Console(file=buf, width=TABLE_WIDTH, color_system=None, force_terminal=False,
                       highlight=False)
