@@ -258,3 +258,17 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
                          timeout=120).stdout
     assert shot.stat().st_size > 20000
     assert 'id="ladder"' in dom and "run suffix: +15.0 % over vanilla" in dom
+
+
+def test_a_tie_inside_the_seed_spread_goes_to_the_simpler_config():
+    pred = _pred([_row("vanilla", 0, 5145, 3),
+                  _row("kpad-4", 4, 5630, 74, acc=1.1, host=0.38, step_ms=11.0),
+                  _row("dynamic-goodput", 12, 5644, 83, acc=1.13, host=0.38, step_ms=11.0,
+                       mean_k=4.2, ks="4,6,12")])
+    rec = recommendation(pred)
+    assert rec["config"] == "kpad-4"
+    assert rec["line"].startswith("run kpad-4: +9.4 % over vanilla (5,630 vs 5,145 tok/s)")
+    assert rec["reasons"][0].startswith("near-tie: dynamic-goodput is +0.2 % higher (14 tok/s), "
+                                        "within the seed spread (±83)")
+    pred.rows[1].output_tok_s = 5500                      # now outside the spread
+    assert recommendation(pred)["config"] == "dynamic-goodput"

@@ -53,8 +53,8 @@ def _cost_model(pred) -> dict[str, Any]:
     if val:
         text += (f"; measured error on {val['held_out_runs']} held-out runs: MAPE "
                  f"{val['held_out_mape_pct']:.1f} % (worst run {val['worst_held_out_pct']:+.1f} %; "
-                 f"repeats of one setting differ by up to {val['repeat_spread_max_pct']:.1f} %) "
-                 f"[{val['source']}]")
+                 f"repeats of one setting differ by up to {val['repeat_spread_max_pct']:.1f} %); "
+                 f"source: {val['source']}")
     else:
         text += "; throughput error not recorded in the profile"
     return _entry(value, text)
@@ -148,7 +148,7 @@ def _workload(pred, prov: dict[str, Any]) -> dict[str, Any]:
     value = {"corpus": pred.corpus, "origin": pred.origin, "sample_requests": n_sample or None,
              "corpus_requests": prov.get("corpus_requests"), "producers": producers,
              "proxy_note": pred.proxy_note or None, "command": prov.get("command")}
-    text = f"corpus {pred.corpus} ({pred.origin or 'unknown origin'})"
+    text = f"corpus {pred.corpus}, profile {pred.origin or 'of unknown origin'}"
     if n_sample and prov.get("corpus_requests"):
         text += (f"; acceptance measured on {n_sample} of its {prov['corpus_requests']:,} "
                  "requests")

@@ -1,8 +1,10 @@
 """The one-line recommendation that ends every report, with its reason in numbers.
 
-"run X: +N % over vanilla (A vs B tok/s); best fixed K = k (...); dynamic-K: ...". It names the
-runner-up and flags a margin that is inside the seed spread or inside the cost model's measured
-error, and says why a dynamic policy reads exactly like a fixed K when it ran that K throughout.
+"run X: +N % over vanilla (A vs B tok/s); best fixed K = k (...); dynamic-K: ...". X is the
+highest tok/s, except that among configs within its seed spread the simplest to deploy wins
+(vanilla, then a fixed K, then a dynamic policy), and the report says so. A lead smaller than the
+cost model's measured error is flagged, and a dynamic policy that ran one K throughout is named
+as such (its figures then equal that kpad row's).
 """
 
 from __future__ import annotations
@@ -26,23 +28,32 @@ def recommendation(pred, model_error_pct: float | None = None) -> dict[str, Any]
     if not rows:
         return {"config": None, "line": "no configuration ran", "reasons": []}
     ranked = sorted(rows, key=lambda r: -r.output_tok_s)
-    best = ranked[0]
+    top = ranked[0]
+    # among configs inside the top one's seed spread, the simplest to deploy is recommended
+    tied = [r for r in ranked if top.output_tok_s - r.output_tok_s <=
+            max(top.output_tok_s_std, r.output_tok_s_std)]
+    best = min(tied, key=lambda r: (_simplicity(r.config), -r.output_tok_s))
     van = next((r for r in rows if r.config == "vanilla"), None)
     parts = [f"run {best.config}"]
     if van is not None and best is not van:
         parts[0] += f": {_pct(best.output_tok_s, van.output_tok_s)} over vanilla " \
                     f"({best.output_tok_s:,.0f} vs {van.output_tok_s:,.0f} tok/s)"
     elif van is not None and len(ranked) > 1:
-        nxt = ranked[1]
+        nxt = next(r for r in ranked if r is not van)
         parts[0] += (f" (no speculation): the best speculative config, {nxt.config}, is "
                      f"{_pct(nxt.output_tok_s, van.output_tok_s)} ({nxt.output_tok_s:,.0f} vs "
                      f"{van.output_tok_s:,.0f} tok/s)")
     reasons = []
-    if len(ranked) > 1:
+    if best is not top:
+        spread = max(top.output_tok_s_std, best.output_tok_s_std)
+        reasons.append(f"near-tie: {top.config} is {_pct(top.output_tok_s, best.output_tok_s)} "
+                       f"higher ({top.output_tok_s - best.output_tok_s:,.0f} tok/s), within the "
+                       f"seed spread (±{spread:,.0f}), and {best.config} is simpler to deploy")
+    elif len(ranked) > 1:
         second = ranked[1]
         margin = best.output_tok_s / second.output_tok_s - 1 if second.output_tok_s > 0 else 0.0
         spread = max(best.output_tok_s_std, second.output_tok_s_std)
-        if best.output_tok_s - second.output_tok_s <= spread and second is not van:
+        if best.output_tok_s - second.output_tok_s <= spread:
             reasons.append(f"near-tie: {best.config} leads {second.config} by {margin:.1%} "
                            f"({best.output_tok_s - second.output_tok_s:,.0f} tok/s), within the "
                            f"seed spread (±{spread:,.0f})")
@@ -60,6 +71,11 @@ def recommendation(pred, model_error_pct: float | None = None) -> dict[str, Any]
         if dyn:
             parts.append(dyn)
     return {"config": best.config, "line": "; ".join(parts), "reasons": reasons}
+
+
+def _simplicity(config: str) -> int:
+    """0 vanilla, 1 a fixed K (suffix, kpad, ngram), 2 a dynamic-K policy."""
+    return 0 if config == "vanilla" else (2 if config.startswith("dynamic") else 1)
 
 
 def _step_ms(r) -> float:

@@ -18,8 +18,8 @@ TABLE_WIDTH = 190   # the ladder table is never wrapped
 
 def title(pred) -> str:
     """The report's first line."""
-    return (f"simkit predict: {pred.model} on corpus {pred.corpus}, {pred.hardware} TP {pred.tp} "
-            f"- what the current inputs imply, not a validated forecast")
+    return (f"simkit predict: {pred.model}, corpus {pred.corpus}, {pred.hardware} TP {pred.tp} "
+            "(a prediction, not a validated forecast)")
 
 
 def model_error_pct(assumptions: dict[str, Any]) -> float | None:
