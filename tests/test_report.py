@@ -272,3 +272,13 @@ def test_a_tie_inside_the_seed_spread_goes_to_the_simpler_config():
                                         "within the seed spread (±83)")
     pred.rows[1].output_tok_s = 5500                      # now outside the spread
     assert recommendation(pred)["config"] == "dynamic-goodput"
+
+
+def test_docs_report_explains_every_column_and_assumption():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for key, meaning in key_meanings().items():
+        assert f"`{key}` | {meaning} |" in doc, key
+    for key in build_assumptions(_spec_wins()):
+        assert f"`{key}`" in doc, key

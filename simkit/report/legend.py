@@ -21,9 +21,10 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("config", "config", "configuration: vanilla = no speculation; suffix = suffix decoding "
            "with vLLM's default cap K=24 (drafts vary in length); kpad-K = suffix drafts padded "
-           "to exactly K tokens so decode steps hit FULL CUDA graphs; dynamic-* = K chosen per "
-           "step from the K set (table: a fixed K per batch size; feedback: recent acceptance; "
-           "goodput: expected tokens per second)"),
+           "to exactly K tokens so decode steps hit FULL CUDA graphs; dynamic-* = one K per step from the K set, "
+           "for the whole batch (table: a K per batch-size bucket, tuned once on the corpus; "
+           "feedback: the largest K whose last slot is still accepted often enough; goodput: "
+           "the K with the most expected tokens per predicted step second)"),
     Column("K", "k", "draft tokens per request per step at most (the dynamic set for dynamic-*; "
            "JSON/CSV: k is the largest, ks the set)"),
     Column("tok/s", "output_tok_s", "output tokens per second of one replica in the steady "
