@@ -282,3 +282,23 @@ def test_docs_report_explains_every_column_and_assumption():
         assert f"`{key}` | {meaning} |" in doc, key
     for key in build_assumptions(_spec_wins()):
         assert f"`{key}`" in doc, key
+
+
+def test_readme_predict_example_is_what_the_command_prints():
+    """The README's worked example is pasted output; fail when the report drifts from it.
+    The README shows a fresh machine (shipped profiles); --source shipped gives that output
+    here whether or not the raw traces are present."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    cmd = "$ simkit predict --model llama-3.1-8b --corpus mix --plot docs/img/predict-llama-3.1-8b-mix.png\n"
+    start = readme.index(cmd) + len(cmd)
+    shown = readme[start:readme.index("```\n", start)]
+    result = CliRunner().invoke(app, ["predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                                      "--source", "shipped"])
+    assert result.exit_code == 0, result.output
+    assert result.output == shown
