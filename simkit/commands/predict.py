@@ -141,9 +141,7 @@ def register(app: typer.Typer) -> None:
                                source=source, workers=workers, request_rate=request_rate,
                                progress=prog)
         if fmt == "json":
-            from simkit.report.render import document
-
-            typer.echo(json.dumps(document(pred), indent=2))
+            typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
             typer.echo(render_csv(pred), nl=False)
         else:

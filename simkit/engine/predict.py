@@ -84,10 +84,11 @@ class Prediction:
     request_rate: float | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON document of `simkit predict --format json` (keys exactly as documented)."""
-        return {"model": self.model, "corpus": self.corpus, "hardware": self.hardware,
-                "tp": self.tp, "results": [r.result_dict() for r in self.rows],
-                "best_config": self.best_config, "best_k": self.best_k}
+        """The JSON document of `simkit predict --format json`: identity, assumptions, column
+        meanings, rows, verdict and recommendation (simkit.report.render.document; docs/report.md)."""
+        from simkit.report.render import document
+
+        return document(self)
 
 
 def _clean(v):
