@@ -302,3 +302,14 @@ def test_readme_predict_example_is_what_the_command_prints():
                                       "--source", "shipped"])
     assert result.exit_code == 0, result.output
     assert result.output == shown
+
+
+def test_workload_line_reads_the_proxy_note_without_repeating_its_label():
+    pred = _spec_wins()
+    pred.proxy_note = "proxy outputs: lcb_codegen <- Qwen2.5-7B-Instruct (other tokenizer family)"
+    text = build_assumptions(pred)["workload"]["text"]
+    assert "outputs written by another model for: lcb_codegen <- Qwen2.5-7B-Instruct" in text
+    assert "proxy outputs" not in text
+    pred.proxy_note = "own outputs"
+    text = build_assumptions(pred)["workload"]["text"]
+    assert text.endswith("; own outputs") and "another model" not in text

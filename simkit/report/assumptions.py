@@ -154,10 +154,11 @@ def _workload(pred, prov: dict[str, Any]) -> dict[str, Any]:
                  "requests")
     if sources:
         text += f"; {len(sources)} trace sources"
-    if pred.proxy_note:
-        note = pred.proxy_note
-        note = note[len("proxy outputs: "):] if note.startswith("proxy outputs: ") else note
-        text += f"; outputs written by another model for: {note}"
+    note = pred.proxy_note or ""
+    if note.startswith("proxy outputs: "):
+        text += f"; outputs written by another model for: {note[len('proxy outputs: '):]}"
+    elif note:
+        text += f"; {note}"              # e.g. "own outputs": the model's own texts
     return _entry(value, text)
 
 
