@@ -313,3 +313,14 @@ def test_workload_line_reads_the_proxy_note_without_repeating_its_label():
     pred.proxy_note = "own outputs"
     text = build_assumptions(pred)["workload"]["text"]
     assert text.endswith("; own outputs") and "another model" not in text
+
+
+def test_a_transferred_profile_says_its_error_was_measured_elsewhere_and_none_mode_says_eager():
+    pred = _spec_wins()
+    pred.hardware = "b200"
+    text = build_assumptions(pred)["cost_model"]["text"]
+    assert text.endswith("that error was measured on h200, never on b200")
+    pred.engine = EngineConfig(cudagraph_mode=CudagraphMode.NONE)
+    graphs = build_assumptions(pred)["cudagraph"]
+    assert graphs["value"]["capture_sizes"]["4"] == []
+    assert graphs["text"] == "NONE: no CUDA graph is captured, every step runs eagerly"

@@ -55,6 +55,9 @@ def _cost_model(pred) -> dict[str, Any]:
                  f"{val['held_out_mape_pct']:.1f} % (worst run {val['worst_held_out_pct']:+.1f} %; "
                  f"repeats of one setting differ by up to {val['repeat_spread_max_pct']:.1f} %); "
                  f"source: {val['source']}")
+        if doc["hardware"] != pred.hardware:
+            text += (f"; that error was measured on {doc['hardware']}, never on "
+                     f"{pred.hardware}")
     else:
         text += "; throughput error not recorded in the profile"
     return _entry(value, text)
@@ -78,6 +81,9 @@ def _graphs(pred) -> dict[str, Any]:
                       (r.details.get("ks").split(",") if r.details.get("ks") else [r.k]))})
     sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode)
              for k in ks}
+    if mode is CudagraphMode.NONE:
+        return _entry({"mode": mode.value, "capture_sizes": sizes},
+                      "NONE: no CUDA graph is captured, every step runs eagerly")
     parts = [f"K={k}: {len(v)} sizes {v[0]}..{v[-1]}" if v else f"K={k}: none"
              for k, v in sizes.items()]
     return _entry({"mode": mode.value, "capture_sizes": sizes},
