@@ -7,10 +7,13 @@ history option), add one line to `build_assumptions`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
 from simkit.engine.config import SUFFIX_DEFAULT_K
+
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction
 
 CAVEAT = ("what the current inputs imply, not a validated forecast: the step-time cost model "
           "has the measured error stated under cost_model")
@@ -20,7 +23,7 @@ def _entry(value: Any, text: str) -> dict[str, Any]:
     return {"value": value, "text": text}
 
 
-def _hardware(pred) -> dict[str, Any]:
+def _hardware(pred: Prediction) -> dict[str, Any]:
     from simkit.catalog.hardware import get_hardware
 
     try:
@@ -34,7 +37,7 @@ def _hardware(pred) -> dict[str, Any]:
                   "by it)")
 
 
-def _cost_model(pred) -> dict[str, Any]:
+def _cost_model(pred: Prediction) -> dict[str, Any]:
     """The profile, what it was fitted on, and its measured error as the profile records it."""
     if pred.cost_profile in ("", "analytic"):
         return _entry({"profile": "analytic", "validation": None},
@@ -72,7 +75,7 @@ def _tree(prov: dict[str, Any]) -> dict[str, Any]:
                         f"{rule.split(': ', 1)[-1] if rule else tree}")
 
 
-def _graphs(pred) -> dict[str, Any]:
+def _graphs(pred: Prediction) -> dict[str, Any]:
     """Capture sizes per K of the ladder, as the engine's dispatcher builds them."""
     eng = pred.engine
     mode = eng.cudagraph_mode if isinstance(eng.cudagraph_mode, CudagraphMode) else \
@@ -91,7 +94,7 @@ def _graphs(pred) -> dict[str, Any]:
                   "batches run eagerly (NONE)")
 
 
-def build_assumptions(pred) -> dict[str, dict[str, Any]]:
+def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     """Every assumption that decides `pred`'s figures, in reading order (see module doc)."""
     eng = pred.engine
     prov = pred.workload_provenance or {}
@@ -146,7 +149,7 @@ def build_assumptions(pred) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _workload(pred, prov: dict[str, Any]) -> dict[str, Any]:
+def _workload(pred: Prediction, prov: dict[str, Any]) -> dict[str, Any]:
     """Corpus, sample and source traces; the proxy note as the profile states it."""
     sources = prov.get("sources") or {}
     producers = {name: (e or {}).get("producer") for name, e in sorted(sources.items())}

@@ -10,14 +10,18 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import COLUMNS
 from simkit.report.recommend import recommendation
 from simkit.report.render import cell, model_error_pct, title, verdict_lines
 
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction
 
-def plot_png(pred) -> bytes:
+
+def plot_png(pred: Prediction) -> bytes:
     """The predict bar chart as PNG bytes (same figure as --plot)."""
     from simkit.commands.predict import plot_prediction
 
@@ -26,7 +30,7 @@ def plot_png(pred) -> bytes:
     return buf.getvalue()
 
 
-def render_html(pred) -> str:
+def render_html(pred: Prediction) -> str:
     """The report page as a string."""
     import jinja2
 
@@ -46,7 +50,7 @@ def render_html(pred) -> str:
         version=__version__)
 
 
-def write_html(pred, path: str | Path) -> Path:
+def write_html(pred: Prediction, path: str | Path) -> Path:
     """Write the page; returns its path."""
     path = Path(path)
     path.write_text(render_html(pred), encoding="utf-8")

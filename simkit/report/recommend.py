@@ -9,7 +9,10 @@ as such (its figures then equal that kpad row's).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction
 
 _SAME_K_TOL = 1e-9
 
@@ -18,7 +21,7 @@ def _pct(a: float, b: float) -> str:
     return f"{a / b - 1:+.1%}".replace("%", " %") if b > 0 else "n/a"
 
 
-def recommendation(pred, model_error_pct: float | None = None) -> dict[str, Any]:
+def recommendation(pred: Prediction, model_error_pct: float | None = None) -> dict[str, Any]:
     """{'config', 'line', 'reasons'}: what to run and why, from `pred.rows` alone.
 
     `model_error_pct` (the cost model's held-out MAPE, when recorded) turns a margin smaller

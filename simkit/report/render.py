@@ -6,17 +6,20 @@ from __future__ import annotations
 import csv
 import io
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import COLUMNS, key_meanings, legend_lines
 from simkit.report.recommend import recommendation
 
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction, Row
+
 WRAP = 110          # header and legend lines wrap here, at word boundaries
 TABLE_WIDTH = 190   # the ladder table is never wrapped
 
 
-def title(pred) -> str:
+def title(pred: Prediction) -> str:
     """The report's first line."""
     return (f"simkit predict: {pred.model}, corpus {pred.corpus}, {pred.hardware} TP {pred.tp} "
             "(a prediction, not a validated forecast)")
@@ -43,7 +46,7 @@ def assumption_lines(assumptions: dict[str, Any]) -> list[str]:
     return out
 
 
-def cell(row, key: str) -> str:
+def cell(row: Row, key: str) -> str:
     """One table cell as printed (units and rounding of the column)."""
     d = row.result_dict()
     v = d.get(key)
@@ -62,7 +65,7 @@ def cell(row, key: str) -> str:
     return str(v)
 
 
-def verdict_lines(pred, rec: dict[str, Any]) -> list[str]:
+def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
     """Unavailable configs, skipped requests, then the recommendation and its reasons."""
     out = [f"{name}: unavailable - {reason}" for name, reason in pred.unavailable.items()]
     skipped = {k: v for k, v in pred.skipped.items() if v}
@@ -77,7 +80,7 @@ def verdict_lines(pred, rec: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_table(pred, legend: bool = True) -> str:
+def render_table(pred: Prediction, legend: bool = True) -> str:
     """The text report: title, assumptions, ladder table, legend (optional), recommendation."""
     from rich.console import Console
     from rich.table import Table
@@ -106,7 +109,7 @@ def render_table(pred, legend: bool = True) -> str:
     return buf.getvalue()
 
 
-def document(pred) -> dict[str, Any]:
+def document(pred: Prediction) -> dict[str, Any]:
     """The JSON document: identity, assumptions, column meanings, rows, verdict."""
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
@@ -119,7 +122,7 @@ def document(pred) -> dict[str, Any]:
             "recommendation": rec}
 
 
-def render_csv(pred) -> str:
+def render_csv(pred: Prediction) -> str:
     """CSV of every row and column, after '# ' comment lines with the assumptions and the
     recommendation (read with pandas.read_csv(path, comment='#'))."""
     from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS
