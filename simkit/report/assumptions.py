@@ -66,6 +66,15 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
     return _entry(value, text)
 
 
+def _gmu() -> float:
+    """The gpu_memory_utilization predict's cost model is loaded with (load_cost_model's default)."""
+    import inspect
+
+    from simkit.costmodel.profiles import load_cost_model
+
+    return float(inspect.signature(load_cost_model).parameters["gmu"].default)
+
+
 def _tree(prov: dict[str, Any]) -> dict[str, Any]:
     tree = prov.get("tree")
     if tree is None:
@@ -104,8 +113,8 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["status"] = _entry("not a validated forecast", CAVEAT)
     out["tok_s"] = _entry("output tokens per second per replica",
                           f"tok/s = generated (output) tokens per second of ONE replica (one vLLM "
-                          f"server on {pred.tp} GPU(s)), prompt tokens not counted, inside the "
-                          "steady window")
+                          f"server on {pred.tp} GPU{'s' if pred.tp > 1 else ''}), prompt tokens "
+                          "not counted, inside the steady window")
     out["hardware"] = _hardware(pred)
     out["tp"] = _entry(pred.tp, f"{pred.tp} ({'smallest that fits, chosen' if pred.tp_chosen else 'given'})")
     out["cost_model"] = _cost_model(pred)
@@ -126,7 +135,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                                                "at most (chunked prefill)")
         out["kv_cache_tokens"] = _entry(eng.kv_capacity_tokens,
                                         f"{eng.kv_capacity_tokens:,} tokens of KV cache per "
-                                        "replica (gpu_memory_utilization 0.85)")
+                                        f"replica (gpu_memory_utilization {_gmu():g})")
         out["cudagraph"] = _graphs(pred)
     out["scheduling"] = _entry("async without spec decode, synchronous with it",
                                "vanilla uses vLLM's async scheduling (host work overlaps the "
