@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.engine.config import parse_configs
-from simkit.engine.predict import RESULT_KEYS, Row, verdict
+from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS, Row, verdict
 from simkit.errors import InputError, UnknownNameError
 
 
@@ -81,12 +81,14 @@ SMALL = ["--model", "llama-3.1-8b", "--corpus", "mix", "--seeds", "2", "--num-re
 
 def test_predict_json_keys_and_ladder_on_real_profile(real_profiles):
     doc = json.loads(_predict_json(SMALL + ["--workers", "2"]))
-    assert list(doc) == ["model", "corpus", "hardware", "tp", "results", "best_config", "best_k"]
+    assert list(doc) == ["model", "corpus", "hardware", "tp", "assumptions", "columns", "results",
+                         "unavailable", "skipped", "best_config", "best_k", "recommendation"]
     assert doc["model"] == "llama-3.1-8b" and doc["hardware"] == "h200" and doc["tp"] >= 1
     assert [r["config"] for r in doc["results"]] == ["vanilla", "suffix", "kpad-4", "kpad-12",
                                                      "dynamic-goodput"]
     for r in doc["results"]:
-        assert list(r) == list(RESULT_KEYS)
+        assert list(r) == [*RESULT_KEYS, *DETAIL_KEYS]
+        assert set(r) <= set(doc["columns"])           # every key is explained
         assert r["output_tok_s"] > 0 and r["output_tok_s_std"] >= 0
     van = doc["results"][0]
     assert van["speedup_vs_vanilla"] == 1.0 and van["mean_accepted"] == 0.0
@@ -107,7 +109,14 @@ def test_shipped_profile_predicts_what_the_raw_traces_predict(real_profiles):
     if traces_src_dir() is None:
         pytest.skip("raw traces (../shared/traces-src) absent")
     args = SMALL + ["--seeds", "1", "--configs", "vanilla,suffix,kpad:8"]
-    assert _predict_json(args + ["--source", "shipped"]) == _predict_json(args + ["--source", "raw"])
+    shipped = json.loads(_predict_json(args + ["--source", "shipped"]))
+    raw = json.loads(_predict_json(args + ["--source", "raw"]))
+    # the report names where the workload came from; everything else must be identical
+    assert shipped["assumptions"]["workload"]["value"].pop("origin") == "shipped"
+    assert raw["assumptions"]["workload"]["value"].pop("origin") == "raw-traces"
+    for doc in (shipped, raw):
+        doc["assumptions"]["workload"].pop("text")
+    assert shipped == raw
 
 
 def test_predict_table_prints_header_and_verdict(real_profiles):
@@ -117,8 +126,10 @@ def test_predict_table_prints_header_and_verdict(real_profiles):
                                       "vanilla,kpad:4,ngram,dynamic-table"])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "llama-3.1-8b" in out and "TP " in out and "cost model:" in out
-    assert "corpus mix" in out and "best K (K-pad): 4" in out and "best:" in out
+    assert "llama-3.1-8b" in out and "TP " in out and "calibrated h200-vllm026" in out
+    assert "corpus mix" in out and "best fixed K = 4 (kpad-4" in out
+    assert out.index("Assumptions") < out.index("vanilla ") < out.index("Legend") \
+        < out.index("recommendation: run ")
     ngram_lines = [line for line in out.splitlines() if line.startswith("ngram ")]
     assert ngram_lines and "unavailable" not in ngram_lines[0]   # profiles carry n-gram tables
 

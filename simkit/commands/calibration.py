@@ -32,14 +32,18 @@ def run(
     k: int = typer.Option(0, help="draft length K (kpad: required; suffix: 0 = vLLM default)"),
     concurrency: str = typer.Option("32", help="requests in flight; a comma list makes one run each"),
     num_requests: str = typer.Option("64", help="requests per run (one value, or one per concurrency)"),
-    purpose: str = typer.Option("calibration", help="calibration | validation"),
-    model_dir: Optional[Path] = typer.Option(None, help="model folder (config.json written if absent)"),
-    requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file"),
-    requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl files"),
+    purpose: str = typer.Option("calibration", help="calibration or validation (validation runs are held out of the fit)"),
+    model_dir: Optional[Path] = typer.Option(None, help="model folder (config.json written if absent; "
+                                                "default: OUT/model-<model>)"),
+    requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file (default: none; "
+                                              "give this or --requests-dir)"),
+    requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl files "
+                                                   "(default: none; give this or --requests)"),
     max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens"),
     tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one process a GPU)"),
     no_force: bool = typer.Option(False, help="do not force the trace's tokens"),
-    tag: str = typer.Option("", help="run-id suffix, e.g. r2 for a re-measurement"),
+    tag: str = typer.Option("", help="run-id suffix, e.g. r2 for a re-measurement "
+                                   "(default: none)"),
 ) -> None:
     """Start vLLM 0.26 in-process (dummy weights, forced trace outputs) and record every step."""
     from calibrate.runner import RunSpec, requests_for, run_engine
@@ -73,7 +77,8 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
 def fit_cmd(
     records: Path = typer.Option(Path("calibrate/data"), help="folder with steps*.parquet / runs*.parquet"),
     name: str = typer.Option("h200-vllm026", help="profile name"),
-    out: Optional[Path] = typer.Option(None, help="write the profile JSON here"),
+    out: Optional[Path] = typer.Option(None, help="write the profile JSON here (default: print "
+                                                "the summary only)"),
     hardware: str = typer.Option("h200", help="catalogue hardware the records were measured on"),
     folds: int = typer.Option(5, help="cross-validation folds (grouped by run)"),
     default_for: list[str] = typer.Option([], help="hardware this profile becomes the default for "
@@ -96,11 +101,13 @@ def fit_cmd(
 
 
 def validate(
-    format: str = typer.Option("table", "--format", help="table | json"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="write a predicted-vs-measured PNG"),
+    format: str = typer.Option("table", "--format", help="output format: table or json"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="write a predicted-vs-measured PNG "
+                                        "(default: no plot)"),
     purpose: str = typer.Option("validation", help="validation (held out) | calibration | all"),
     seeds: int = typer.Option(1, help="simulation seeds per run (the replay has a fixed order)"),
-    run_id: Optional[list[str]] = typer.Option(None, "--run-id", help="only these runs (repeat)"),
+    run_id: Optional[list[str]] = typer.Option(None, "--run-id", help="only these runs; repeat the option "
+                                                  "for several (default: every run of --purpose)"),
     ordering: str = typer.Option("concurrent", help="acceptance-table ordering: concurrent | "
                                  "sequential (the other is also replayed for comparison)"),
     records: Optional[Path] = typer.Option(None, help="folder of runs/steps parquet "

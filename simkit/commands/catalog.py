@@ -172,7 +172,9 @@ def register(app: typer.Typer) -> None:
                     fmt: Format = FORMAT_OPT,
                     gmu: float = typer.Option(0.85, "--gmu", min=0.01, max=1.0,
                                              help="gpu_memory_utilization for the default TP"),
-                    max_model_len: int = typer.Option(16384, "--max-model-len", min=1)) -> None:
+                    max_model_len: int = typer.Option(16384, "--max-model-len", min=1,
+                                                      help="max_model_len for the default TP "
+                                                           "(KV cache must hold one such request)")) -> None:
         """One model: architecture, parameters, KV bytes/token, default TP on h200/b200, source, assumptions."""
         _models_show(name, fmt, gmu, max_model_len)
 

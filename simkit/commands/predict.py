@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 from typing import Optional
 
 import typer
 
 DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+
+# help texts shared by predict and sweep (every option states its default and its choices)
+HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
+MAX_TOKENS_HELP = "max_tokens cap: output tokens per request at most (longer outputs are cut)"
+CONFIGS_HELP = ("configurations, comma list: vanilla, suffix[:K], kpad:K,K.., ngram[:K], "
+                "ngram-kpad:K.., dynamic (= dynamic-table, -feedback, -goodput)[:K,K..]")
+NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
+                     "4 x concurrency, cycling)")
+CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
+COST_PROFILE_HELP = ("cost-model profile: an embedded name (h200-vllm026), a profile JSON path, "
+                     "or analytic (default: the hardware's calibrated profile, else analytic)")
+SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
+WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
 
 
 @contextlib.contextmanager
@@ -29,78 +40,23 @@ def _progress(label: str):
         yield start
 
 
-def _fmt(v, spec: str, none: str = "-") -> str:
-    if v is None or (isinstance(v, float) and v != v):
-        return none
-    return format(v, spec)
+def render_table(pred, legend: bool = True) -> str:
+    """The text report (simkit.report.render: assumptions, ladder, legend, recommendation)."""
+    from simkit.report.render import render_table as _render
 
-
-def render_table(pred) -> str:
-    """The human-readable ladder: header, one row per config, then the best-K verdict."""
-    from rich.console import Console
-    from rich.table import Table
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=170, color_system=None, force_terminal=False)
-    console.print(f"model {pred.model} | hardware {pred.hardware} (cost model: {pred.cost_label})"
-                  f" | TP {pred.tp}")
-    corpus = f"corpus {pred.corpus} | workload: {pred.origin or 'unknown origin'}"
-    if pred.proxy_note:
-        corpus += f" | proxy: {pred.proxy_note}"
-    console.print(corpus)
-    window = ("C-th completion .. last submission" if pred.load.startswith("closed")
-              else "arrival at 10% .. last arrival")
-    console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); "
-                  f"steady window = {window}")
-    table = Table(show_edge=False, pad_edge=False)
-    for col, just in (("config", "left"), ("K", "right"), ("tok/s", "right"), ("±std", "right"),
-                      ("speedup", "right"), ("FULL", "right"), ("PIECEW", "right"),
-                      ("NONE", "right"), ("acc/step", "right"), ("tok/step", "right"),
-                      ("host", "right"), ("TPOT p50", "right"), ("TTFT p50", "right"),
-                      ("ITL p99", "right"), ("waste", "right"), ("preempt", "right")):
-        table.add_column(col, justify=just)
-    for r in pred.rows:
-        d = r.details
-        ks = r.details.get("ks")
-        table.add_row(r.config, ks if ks else str(r.k), _fmt(r.output_tok_s, ",.0f"),
-                      _fmt(r.output_tok_s_std, ",.0f"),
-                      _fmt(r.speedup_vs_vanilla, ".2f") + ("x" if r.speedup_vs_vanilla else ""),
-                      _fmt(r.full_graph_frac, ".0%"), _fmt(d["piecewise_steps_frac"], ".0%"),
-                      _fmt(d["none_steps_frac"], ".0%"), _fmt(r.mean_accepted, ".2f"),
-                      _fmt(d["tokens_per_step"], ".2f"), _fmt(r.host_frac, ".0%"),
-                      _fmt(r.tpot_ms_p50, ".2f") + " ms", _fmt(r.ttft_ms_p50, ".0f") + " ms",
-                      _fmt(d["itl_ms_p99"], ".1f") + " ms", _fmt(d["padded_token_waste"], ".0%"),
-                      _fmt(d["preemptions"], ".0f"))
-    console.print(table)
-    for name, reason in pred.unavailable.items():
-        console.print(f"{name}: unavailable — {reason}")
-    skipped = {k: v for k, v in pred.skipped.items() if v}
-    if skipped:
-        console.print("skipped profile requests: " +
-                      ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())))
-    if pred.best_k is not None:
-        console.print(f"best K (K-pad): {pred.best_k}")
-    if pred.dynamic_verdict:
-        console.print(f"dynamic-K: {pred.dynamic_verdict}")
-    console.print(f"best: {pred.why}")
-    return buf.getvalue()
+    return _render(pred, legend=legend)
 
 
 def render_csv(pred) -> str:
-    from simkit.engine.predict import RESULT_KEYS
+    """CSV of every column, assumptions as '# ' comment lines (simkit.report.render)."""
+    from simkit.report.render import render_csv as _render
 
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["model", "corpus", "hardware", "tp", *RESULT_KEYS])
-    for r in pred.rows:
-        d = r.result_dict()
-        writer.writerow([pred.model, pred.corpus, pred.hardware, pred.tp,
-                         *("" if d[k] is None else d[k] for k in RESULT_KEYS)])
-    return buf.getvalue()
+    return _render(pred)
 
 
-def plot_prediction(pred, path: str) -> None:
-    """Bar chart of predicted tok/s per config with the seed spread."""
+def plot_prediction(pred, path) -> None:
+    """Bar chart of predicted tok/s per config with the seed spread (`path`: a file name or a
+    binary file object; PNG without a timestamp, so identical inputs give identical bytes)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,7 +77,7 @@ def plot_prediction(pred, path: str) -> None:
                  f"({pred.cost_label})", fontsize=9)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=110, format="png", metadata={"Software": None})
     plt.close(fig)
 
 
@@ -136,26 +92,39 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def predict(
         model: str = typer.Option(..., "--model", help="catalogue model id (simkit models list)"),
-        corpus: str = typer.Option(..., "--corpus", help="corpus name, e.g. mix, chat, code"),
-        hardware: str = typer.Option("h200", "--hardware"),
-        tp: Optional[int] = typer.Option(None, "--tp", help="tensor parallel (default: smallest that fits)"),
-        concurrency: int = typer.Option(32, "--concurrency", help="closed-loop clients"),
-        max_tokens: int = typer.Option(8192, "--max-tokens"),
-        configs: str = typer.Option(DEFAULT_CONFIGS, "--configs",
-                                    help="e.g. vanilla,suffix,kpad:4,6,8,12,ngram,dynamic"),
-        seeds: int = typer.Option(3, "--seeds", help="request orders simulated per config"),
-        num_requests: Optional[int] = typer.Option(None, "--num-requests"),
-        fmt: str = typer.Option("table", "--format", help="table, json or csv"),
-        plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG bar chart here"),
-        max_num_seqs: int = typer.Option(1024, "--max-num-seqs"),
-        max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens"),
-        cudagraph_mode: str = typer.Option("FULL_AND_PIECEWISE", "--cudagraph-mode"),
-        cost_profile: Optional[str] = typer.Option(None, "--cost-profile",
-                                                   help="calibrated cost-model profile"),
-        source: str = typer.Option("auto", "--source", help="auto (raw traces when present, else shipped), raw or shipped"),
-        workers: Optional[int] = typer.Option(None, "--workers", help="local processes"),
+        corpus: str = typer.Option(..., "--corpus", help="corpus name, e.g. mix, chat, code "
+                                   "(simkit traces list)"),
+        hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
+        tp: Optional[int] = typer.Option(None, "--tp", help="tensor parallel degree (default: "
+                                         "the smallest that fits)"),
+        concurrency: int = typer.Option(32, "--concurrency", help="closed-loop clients, each "
+                                        "sending its next request when the last one finishes"),
+        max_tokens: int = typer.Option(8192, "--max-tokens", help=MAX_TOKENS_HELP),
+        configs: str = typer.Option(DEFAULT_CONFIGS, "--configs", help=CONFIGS_HELP),
+        seeds: int = typer.Option(3, "--seeds", help="request orders simulated per config "
+                                  "(figures are means over them)"),
+        num_requests: Optional[int] = typer.Option(None, "--num-requests", help=NUM_REQUESTS_HELP),
+        fmt: str = typer.Option("table", "--format", help="output format: table, json or csv"),
+        plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG bar chart of tok/s "
+                                           "here (default: no plot)"),
+        max_num_seqs: int = typer.Option(1024, "--max-num-seqs", help="vLLM max_num_seqs: "
+                                         "sequences in one step at most"),
+        max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens",
+                                                   help="vLLM max_num_batched_tokens: tokens in "
+                                                   "one step at most (chunked prefill)"),
+        cudagraph_mode: str = typer.Option("FULL_AND_PIECEWISE", "--cudagraph-mode",
+                                           help=CUDAGRAPH_HELP),
+        cost_profile: Optional[str] = typer.Option(None, "--cost-profile", help=COST_PROFILE_HELP),
+        source: str = typer.Option("auto", "--source", help=SOURCE_HELP),
+        workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
         request_rate: Optional[float] = typer.Option(
-            None, "--request-rate", help="open loop: Poisson arrivals (req/s) instead of clients"),
+            None, "--request-rate", help="open loop: Poisson arrivals at this many req/s instead "
+            "of closed-loop clients (default: closed loop)"),
+        legend: bool = typer.Option(True, "--legend/--no-legend", help="print the column legend "
+                                    "under the table (table format)"),
+        html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
+                                           "report (table, plot, assumptions, legend) here "
+                                           "(default: none)"),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.engine.predict import predict as run_predict
@@ -176,25 +145,30 @@ def register(app: typer.Typer) -> None:
         elif fmt == "csv":
             typer.echo(render_csv(pred), nl=False)
         else:
-            typer.echo(render_table(pred), nl=False)
+            typer.echo(render_table(pred, legend=legend), nl=False)
         if plot:
             plot_prediction(pred, plot)
+        if html:
+            from simkit.report.html import write_html
+
+            write_html(pred, html)
 
     @app.command()
     def sweep(
-        out: str = typer.Option(..., "--out", help="output folder"),
-        models: str = typer.Option("all", "--models", help="comma list or all"),
-        corpora: str = typer.Option("all", "--corpora", help="comma list or all"),
-        configs: str = typer.Option(DEFAULT_CONFIGS, "--configs"),
-        hardware: str = typer.Option("h200", "--hardware"),
-        concurrency: int = typer.Option(32, "--concurrency"),
-        seeds: int = typer.Option(1, "--seeds"),
-        num_requests: Optional[int] = typer.Option(None, "--num-requests"),
-        max_tokens: int = typer.Option(8192, "--max-tokens"),
-        source: str = typer.Option("auto", "--source"),
-        workers: Optional[int] = typer.Option(None, "--workers"),
+        out: str = typer.Option(..., "--out", help="output folder (created if absent)"),
+        models: str = typer.Option("all", "--models", help="comma list of model ids, or all"),
+        corpora: str = typer.Option("all", "--corpora", help="comma list of corpora, or all"),
+        configs: str = typer.Option(DEFAULT_CONFIGS, "--configs", help=CONFIGS_HELP),
+        hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
+        concurrency: int = typer.Option(32, "--concurrency", help="closed-loop clients"),
+        seeds: int = typer.Option(1, "--seeds", help="request orders simulated per config"),
+        num_requests: Optional[int] = typer.Option(None, "--num-requests", help=NUM_REQUESTS_HELP),
+        max_tokens: int = typer.Option(8192, "--max-tokens", help=MAX_TOKENS_HELP),
+        source: str = typer.Option("auto", "--source", help=SOURCE_HELP),
+        workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
         executor: str = typer.Option("local", "--executor",
-                                     help="local (processes, default) or ray"),
+                                     help="local (processes) or ray (a Ray cluster; needs the "
+                                          "ray extra)"),
         address: Optional[str] = typer.Option(None, "--address",
                                               help="Ray cluster address (ray executor; "
                                                    "default: a local Ray instance)"),

@@ -161,8 +161,10 @@ def register(app: typer.Typer) -> None:
         path: Path = typer.Argument(..., help="trace file"),
         fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom or tokens"),
         name: str = typer.Option(..., "--name", help="corpus name to store it under"),
-        tokenizer: str = typer.Option(None, "--tokenizer", help="llama3, qwen, r1-qwen, r1-llama"),
-        model: str = typer.Option(None, "--model", help="model id (picks the tokenizer)"),
+        tokenizer: str = typer.Option(None, "--tokenizer", help="tokenizer family: llama3, qwen, "
+                                       "r1-qwen or r1-llama (default: the --model's)"),
+        model: str = typer.Option(None, "--model", help="model id whose tokenizer to use "
+                                   "(default: none; give this or --tokenizer)"),
     ) -> None:
         """Tokenize a user trace file into a corpus stored in the user cache."""
         _import(path, fmt, name, tokenizer, model)

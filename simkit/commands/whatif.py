@@ -14,17 +14,20 @@ import typer
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
-FORMAT = typer.Option("table", "--format", help="table or json")
-PLOT = typer.Option(None, "--plot", help="write a PNG plot to this path")
+FORMAT = typer.Option("table", "--format", help="output format: table or json")
+PLOT = typer.Option(None, "--plot", help="write a PNG plot to this path (default: no plot)")
 WORKERS = typer.Option(None, "--workers", help="local worker processes (default: all cores)")
 SEEDS_HELP = "seeds per point (results are means over seeds)"
 # options every what-if shares, declared once (Typer reads them as each command's defaults)
-CORPUS = typer.Option("mix", "--corpus")
+CORPUS = typer.Option("mix", "--corpus", help="corpus name (simkit traces list)")
+HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
+MODEL_HELP = "catalogue model id (simkit models list)"
 TP = typer.Option(None, "--tp", help="TP degree (default: the smallest that fits)")
-CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs")
+CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs",
+                       help="configurations, comma list (as simkit predict --configs)")
 SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
-CONCURRENCY = typer.Option(32, "--concurrency")
-NUM_REQUESTS = typer.Option(128, "--num-requests")
+CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
+NUM_REQUESTS = typer.Option(128, "--num-requests", help="requests per simulated run")
 COST_PROFILE = typer.Option(None, "--cost-profile",
                             help="cost-model profile (default: the hardware's default)")
 
@@ -98,24 +101,29 @@ def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
 
 @whatif_app.command("capacity")
 def capacity_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model"),
+    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
     corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware"),
+    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
     tp: Optional[int] = TP,
-    target_rate: Optional[float] = typer.Option(None, "--target-rate", help="req/s to serve"),
-    target_tok_s: Optional[float] = typer.Option(None, "--target-tok-s",
-                                                 help="output tok/s to serve"),
+    target_rate: Optional[float] = typer.Option(
+        None, "--target-rate", help="req/s to serve (default: 20 when --target-tok-s is unset)"),
+    target_tok_s: Optional[float] = typer.Option(
+        None, "--target-tok-s", help="output tok/s to serve instead of a request rate "
+        "(default: unset)"),
     ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="p99 TTFT goal (ms)"),
     tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="p99 TPOT goal (ms)"),
     configs: str = CONFIGS,
     seeds: int = SEEDS,
-    min_requests: int = typer.Option(128, "--min-requests"),
-    max_requests: int = typer.Option(5000, "--max-requests"),
+    min_requests: int = typer.Option(128, "--min-requests",
+                                     help="requests per open-loop run at least"),
+    max_requests: int = typer.Option(5000, "--max-requests",
+                                     help="requests per open-loop run at most; a rate that needs "
+                                          "more is not simulated"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
-    """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default 20 req/s)."""
+    """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s)."""
     check_format(fmt)
     from simkit.whatif import capacity as C
 
@@ -130,11 +138,12 @@ def capacity_cmd(
 
 @whatif_app.command("hardware")
 def hardware_cmd(
-    model: str = typer.Option("llama-3.1-70b", "--model"),
+    model: str = typer.Option("llama-3.1-70b", "--model", help=MODEL_HELP),
     corpus: str = CORPUS,
     targets: str = typer.Option("h100,h200,b200", "--targets",
                                 help="comma list of hardware names or JSON paths"),
-    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try"),
+    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try (default: each hardware's "
+                                 "smallest TP that fits)"),
     configs: str = CONFIGS,
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
@@ -154,9 +163,9 @@ def hardware_cmd(
 
 @whatif_app.command("host")
 def host_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model"),
+    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
     corpus: str = CORPUS,
-    hardware: str = typer.Option("b200", "--hardware"),
+    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
     tp: Optional[int] = TP,
     factors: str = typer.Option("0.5,0.75,1,1.5,2,4", "--factors",
                                 help="host speed factors (1 and 2 are always added)"),
@@ -179,14 +188,17 @@ def host_cmd(
 
 @whatif_app.command("concurrency")
 def concurrency_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model"),
+    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
     corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware"),
+    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
     tp: Optional[int] = TP,
-    levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels"),
+    levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels",
+                               help="comma list of concurrency levels (closed-loop clients)"),
     configs: str = CONFIGS,
     seeds: int = SEEDS,
-    min_requests: int = typer.Option(32, "--min-requests"),
+    min_requests: int = typer.Option(32, "--min-requests",
+                                     help="requests per run at least (runs use 4 x the level "
+                                          "when that is more)"),
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -202,9 +214,9 @@ def concurrency_cmd(
 
 @whatif_app.command("quantization")
 def quantization_cmd(
-    model: str = typer.Option("llama-3.1-70b", "--model"),
+    model: str = typer.Option("llama-3.1-70b", "--model", help=MODEL_HELP),
     corpus: str = CORPUS,
-    hardware: str = typer.Option("b200", "--hardware"),
+    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
     tp: Optional[int] = TP,
     weight_bytes_factor: Optional[float] = typer.Option(
         None, "--weight-bytes-factor", help="linear-weight bytes multiplier (default NVFP4)"),
@@ -213,7 +225,8 @@ def quantization_cmd(
     acceptance_scale: float = typer.Option(0.9, "--acceptance-scale",
                                            help="accepted lengths x this (assumption)"),
     quant_corpus: Optional[str] = typer.Option(
-        None, "--quant-corpus", help="corpus of the quantized model's outputs (replaces the scale)"),
+        None, "--quant-corpus", help="corpus of the quantized model's outputs (replaces the scale; "
+        "default: none, the scale is used)"),
     configs: str = CONFIGS,
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
@@ -237,13 +250,14 @@ def quantization_cmd(
 def reference_cmd(
     models: Optional[str] = typer.Option(None, "--models",
                                          help="comma list (default: the 11 study models)"),
-    hardware: str = typer.Option("b200", "--hardware"),
+    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
     host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
     seeds: int = SEEDS,
     num_requests: Optional[int] = typer.Option(
         None, "--num-requests", help="per run (default: the profile's count, at least 128)"),
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
-    best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models"),
+    best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models",
+                                      help="comma list of models for the --best-k pattern"),
     assumptions: bool = typer.Option(False, "--assumptions",
                                      help="also the error vs host factor, TP and cost profile"),
     cost_profile: Optional[str] = COST_PROFILE,

@@ -24,6 +24,10 @@ from simkit.engine.workload import DrafterUnavailable, Workload
 DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
 RESULT_KEYS = ("config", "k", "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla",
                "full_graph_frac", "mean_accepted", "host_frac", "tpot_ms_p50", "ttft_ms_p50")
+# the other columns of the printed table (and two a planner asks about), read from Row.details,
+# so that JSON and CSV carry every figure the table shows (docs/report.md names each one)
+DETAIL_KEYS = ("ks", "piecewise_steps_frac", "none_steps_frac", "tokens_per_step", "mean_k",
+               "itl_ms_p99", "padded_token_waste", "preemptions", "tpot_ms_p99", "ttft_ms_p99")
 
 
 @dataclass
@@ -43,8 +47,11 @@ class Row:
     details: dict[str, Any] = field(default_factory=dict)
 
     def result_dict(self) -> dict[str, Any]:
+        """The row as the documented keys: RESULT_KEYS, then DETAIL_KEYS (None when absent)."""
         d = asdict(self)
-        return {k: _clean(d[k]) for k in RESULT_KEYS}
+        out = {k: _clean(d[k]) for k in RESULT_KEYS}
+        out.update({k: _clean(self.details.get(k)) for k in DETAIL_KEYS})
+        return out
 
 
 @dataclass
@@ -69,12 +76,19 @@ class Prediction:
     best_k: int | None
     dynamic_verdict: str
     why: str
+    # what the report states as assumptions (simkit.report.assumptions reads these)
+    engine: EngineConfig | None = None
+    cost_profile: str = ""              # the resolved profile: an embedded name, a path or "analytic"
+    tp_chosen: bool = False             # TP picked as the smallest that fits (not given)
+    workload_provenance: dict[str, Any] = field(default_factory=dict)
+    request_rate: float | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON document of `simkit predict --format json` (keys exactly as documented)."""
-        return {"model": self.model, "corpus": self.corpus, "hardware": self.hardware,
-                "tp": self.tp, "results": [r.result_dict() for r in self.rows],
-                "best_config": self.best_config, "best_k": self.best_k}
+        """The JSON document of `simkit predict --format json`: identity, assumptions, column
+        meanings, rows, verdict and recommendation (simkit.report.render.document; docs/report.md)."""
+        from simkit.report.render import document
+
+        return document(self)
 
 
 def _clean(v):
@@ -223,6 +237,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     so that the steady window exists. `request_rate` (req/s) switches from the closed loop to
     seeded Poisson arrivals (capacity planning). `progress(total)` returns a per-job callback.
     """
+    from simkit.costmodel.profiles import default_profile
     from simkit.errors import InputError
 
     if seeds < 1:
@@ -263,7 +278,10 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                             f"closed loop, concurrency {concurrency}"), proxy_note=workload.proxy_note,
                       origin=workload.origin, concurrency=concurrency, num_requests=n_req,
                       seeds=seeds, rows=rows, unavailable=unavailable, skipped=skipped,
-                      best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why)
+                      best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
+                      engine=cfg, cost_profile=cost_profile or default_profile(hardware) or "analytic",
+                      tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
+                      workload_provenance=dict(workload.provenance), request_rate=request_rate)
 
 
 def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,
@@ -274,5 +292,5 @@ def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profil
               max_num_batched_tokens)] = (workload, cost)
 
 
-__all__ = ["DEFAULT_CONFIGS", "Prediction", "Row", "predict", "run_jobs", "engine_config",
+__all__ = ["DEFAULT_CONFIGS", "DETAIL_KEYS", "RESULT_KEYS", "Prediction", "Row", "predict", "run_jobs", "engine_config",
            "load_context", "summarize_rows", "verdict", "with_workload"]

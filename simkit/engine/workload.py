@@ -27,6 +27,7 @@ class Workload:
     name: str = ""
     proxy_note: str = ""
     origin: str = ""
+    provenance: dict = field(default_factory=dict)   # the profile's provenance (tree mode, sample, sources)
     _columns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -47,7 +48,8 @@ class Workload:
         name = f"{getattr(profile, 'model', '')}/{getattr(profile, 'corpus', '')}".strip("/")
         return cls(np.asarray(profile.prompt_len, np.int32), np.asarray(profile.output_len, np.int32),
                    tables, name=name, proxy_note=getattr(profile, "proxy_note", "") or "",
-                   origin=getattr(profile, "origin", "") or "")
+                   origin=getattr(profile, "origin", "") or "",
+                   provenance=dict(getattr(profile, "provenance", None) or {}))
 
     @property
     def num_requests(self) -> int:

@@ -6,18 +6,23 @@ from typing import Any
 
 
 def _f(v: Any, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
+    """`v` formatted, or "-" right-aligned in the same width, so that columns stay aligned."""
+    if v is None:
+        width = int("".join(ch for ch in fmt.split(".")[0] if ch.isdigit()) or 0)
+        return "-".rjust(width)
+    return format(v, fmt)
 
 
 def render(doc: dict[str, Any]) -> str:
     """Cells table, then MAPE, best-K agreement, acceptance replay and the dynamic-K line."""
-    head = (f"{'run':44} {'meas':>7} {'pred':>7} {'err%':>6} {'stock':>7} {'accM':>6} "
+    w = max([len("run"), *(len(c["run_id"]) for c in doc["cells"])])   # never cut a run id
+    head = (f"{'run':{w}} {'meas':>7} {'pred':>7} {'err%':>6} {'stock':>7} {'accM':>6} "
             f"{'accP':>6} {'stepM':>6} {'stepP':>6}")
     lines = [head, "-" * len(head)]
     for c in doc["cells"]:
         err = None if c["error"] is None else 100 * c["error"]
         lines.append(
-            f"{c['run_id'][:44]:44} {_f(c['measured_tok_s'], '7.0f')} "
+            f"{c['run_id']:{w}} {_f(c['measured_tok_s'], '7.0f')} "
             f"{_f(c['predicted_tok_s'], '7.0f')} {_f(err, '+6.1f')} "
             f"{_f(c.get('predicted_tok_s_stock_async'), '7.0f')} "
             f"{_f(c['measured_accepted_per_step'], '6.3f')} "

@@ -186,7 +186,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              f"mean output x TPOT goal) / 0.9); rates needing more than {max_requests} are not "
              "simulated (binding 'request cap': raise --max-requests to verify higher rates)"]
     if workload.proxy_note:
-        notes.append(f"proxy: {workload.proxy_note}")
+        notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
     for r in rows:
         if r["binding"] == "request cap":
             notes.append(f"{r['config']}: limited by the request cap, not by the goals: the "

@@ -82,7 +82,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
         f"no longer beats vanilla from concurrency {overall}" if overall else
         f"beats vanilla at every concurrency measured (up to {cs[-1]})"))
     if workload.proxy_note:
-        notes.append(f"proxy: {workload.proxy_note}")
+        notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
     return WhatIfResult("concurrency", f"throughput vs concurrency for {model} on "
                         f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,

@@ -58,7 +58,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                  f"seed(s); workload {workload.name} ({workload.origin or 'origin unknown'}); "
                  "vs_first_hardware = throughput / the first (hardware, TP) row of that config")
     if workload.proxy_note:
-        notes.append(f"proxy: {workload.proxy_note}")
+        notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
     return WhatIfResult("hardware", f"{model} on {', '.join(hws)}"
                         + (f" at TP {tps}" if tps else " (chosen TP)"), COLUMNS, rows,
                         {"model": model, "corpus": corpus, "targets": hws, "tps": tps,

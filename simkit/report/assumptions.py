@@ -1,0 +1,183 @@
+"""The assumptions that decide a prediction, as one ordered dict built in one function.
+
+Each entry is {"value": <machine-readable>, "text": <one readable sentence>}; the table, JSON,
+CSV and HTML reports print the same entries. To state a new assumption (e.g. the suffix-tree
+history option), add one line to `build_assumptions`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from simkit.engine.cudagraph import CudagraphMode, capture_sizes
+from simkit.engine.config import SUFFIX_DEFAULT_K
+
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction
+
+CAVEAT = ("what the current inputs imply, not a validated forecast: the step-time cost model "
+          "has the measured error stated under cost_model")
+
+
+def _entry(value: Any, text: str) -> dict[str, Any]:
+    return {"value": value, "text": text}
+
+
+def _hardware(pred: Prediction) -> dict[str, Any]:
+    from simkit.catalog.hardware import get_hardware
+
+    try:
+        hw = get_hardware(pred.hardware)
+    except Exception:                      # a hardware JSON path already loaded by predict
+        return _entry({"name": pred.hardware}, pred.hardware)
+    return _entry({"name": hw.name, "display": getattr(hw, "display", hw.name),
+                   "host_cpu": hw.host_cpu, "host_speed": hw.host_speed},
+                  f"{getattr(hw, 'display', hw.name)}; host CPU {hw.host_cpu}, speed "
+                  f"{hw.host_speed:g} x the reference host (host-time coefficients are divided "
+                  "by it)")
+
+
+def _cost_model(pred: Prediction) -> dict[str, Any]:
+    """The profile, what it was fitted on, and its measured error as the profile records it."""
+    if pred.cost_profile in ("", "analytic"):
+        return _entry({"profile": "analytic", "validation": None},
+                      "analytic coefficients (no calibrated profile): error never measured")
+    from simkit.costmodel.profiles import read_profile
+
+    doc = read_profile(pred.cost_profile)
+    val = doc.get("validation")
+    value = {"profile": doc["name"], "label": pred.cost_label, "hardware": doc["hardware"],
+             "fitted_runs": len(doc.get("runs", [])), "fitted_steps": doc.get("n_steps"),
+             "fitted_models": doc.get("models", []),
+             "cv_step_mape_pct": (doc.get("cv") or {}).get("mean", {}).get("step"),
+             "validation": val}
+    text = (f"{pred.cost_label}: fitted on {value['fitted_runs']} measured runs "
+            f"({value['fitted_steps']:,} steps; {', '.join(value['fitted_models'])})")
+    if val:
+        text += (f"; measured error on {val['held_out_runs']} held-out runs: MAPE "
+                 f"{val['held_out_mape_pct']:.1f} % (worst run {val['worst_held_out_pct']:+.1f} %; "
+                 f"repeats of one setting differ by up to {val['repeat_spread_max_pct']:.1f} %); "
+                 f"source: {val['source']}")
+        if doc["hardware"] != pred.hardware:
+            text += (f"; that error was measured on {doc['hardware']}, never on "
+                     f"{pred.hardware}")
+    else:
+        text += "; throughput error not recorded in the profile"
+    return _entry(value, text)
+
+
+def _gmu() -> float:
+    """The gpu_memory_utilization predict's cost model is loaded with (load_cost_model's default)."""
+    import inspect
+
+    from simkit.costmodel.profiles import load_cost_model
+
+    return float(inspect.signature(load_cost_model).parameters["gmu"].default)
+
+
+def _tree(prov: dict[str, Any]) -> dict[str, Any]:
+    tree = prov.get("tree")
+    if tree is None:
+        return _entry(None, "not recorded in the workload profile")
+    rule = prov.get("tree_rule", "")
+    return _entry(tree, f"{tree} (the drafter's global suffix tree, as the profile was built): "
+                        f"{rule.split(': ', 1)[-1] if rule else tree}")
+
+
+def _graphs(pred: Prediction) -> dict[str, Any]:
+    """Capture sizes per K of the ladder, as the engine's dispatcher builds them."""
+    eng = pred.engine
+    mode = eng.cudagraph_mode if isinstance(eng.cudagraph_mode, CudagraphMode) else \
+        CudagraphMode.parse(str(eng.cudagraph_mode))
+    ks = sorted({0, *(int(k) for r in pred.rows for k in
+                      (r.details.get("ks").split(",") if r.details.get("ks") else [r.k]))})
+    sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode)
+             for k in ks}
+    if mode is CudagraphMode.NONE:
+        return _entry({"mode": mode.value, "capture_sizes": sizes},
+                      "NONE: no CUDA graph is captured, every step runs eagerly")
+    parts = [f"K={k}: {len(v)} sizes {v[0]}..{v[-1]}" if v else f"K={k}: none"
+             for k, v in sizes.items()]
+    return _entry({"mode": mode.value, "capture_sizes": sizes},
+                  f"{mode.value}; captured batch sizes (tokens) {'; '.join(parts)}; larger "
+                  "batches run eagerly (NONE)")
+
+
+def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
+    """Every assumption that decides `pred`'s figures, in reading order (see module doc)."""
+    eng = pred.engine
+    prov = pred.workload_provenance or {}
+    drafter = prov.get("drafter") or {}
+    closed = pred.request_rate is None
+    out: dict[str, dict[str, Any]] = {}
+    out["status"] = _entry("not a validated forecast", CAVEAT)
+    out["tok_s"] = _entry("output tokens per second per replica",
+                          f"tok/s = generated (output) tokens per second of ONE replica (one vLLM "
+                          f"server on {pred.tp} GPU{'s' if pred.tp > 1 else ''}), prompt tokens "
+                          "not counted, inside the steady window")
+    out["hardware"] = _hardware(pred)
+    out["tp"] = _entry(pred.tp, f"{pred.tp} ({'smallest that fits, chosen' if pred.tp_chosen else 'given'})")
+    out["cost_model"] = _cost_model(pred)
+    out["suffix_tree"] = _tree(prov)
+    out["drafter"] = _entry(drafter or None,
+                            (f"suffix decoding, vLLM defaults: tree depth "
+                             f"{drafter.get('max_tree_depth')}, spec factor "
+                             f"{drafter.get('max_spec_factor')}, min token prob "
+                             f"{drafter.get('min_token_prob')}; 'suffix' runs K={SUFFIX_DEFAULT_K}"
+                             " (num_speculative_tokens unset = the tree depth)") if drafter else
+                            "not recorded in the workload profile")
+    if eng is not None:
+        out["max_tokens"] = _entry(eng.max_tokens, f"{eng.max_tokens:,} output tokens per request at most")
+        out["max_model_len"] = _entry(eng.max_model_len, f"{eng.max_model_len:,} tokens")
+        out["max_num_seqs"] = _entry(eng.max_num_seqs, f"{eng.max_num_seqs:,} sequences per step at most")
+        out["max_num_batched_tokens"] = _entry(eng.max_num_batched_tokens,
+                                               f"{eng.max_num_batched_tokens:,} tokens per step "
+                                               "at most (chunked prefill)")
+        out["kv_cache_tokens"] = _entry(eng.kv_capacity_tokens,
+                                        f"{eng.kv_capacity_tokens:,} tokens of KV cache per "
+                                        f"replica (gpu_memory_utilization {_gmu():g})")
+        out["cudagraph"] = _graphs(pred)
+    out["scheduling"] = _entry("async without spec decode, synchronous with it",
+                               "vanilla uses vLLM's async scheduling (host work overlaps the "
+                               "GPU); every speculative config runs the synchronous V1 step")
+    out["load"] = _entry({"kind": "closed" if closed else "open",
+                          "concurrency": pred.concurrency if closed else None,
+                          "request_rate": pred.request_rate, "requests": pred.num_requests,
+                          "seeds": pred.seeds},
+                         f"{pred.load}; {pred.num_requests} requests per run, "
+                         f"{pred.seeds} request order(s) (seeds), figures are means over them")
+    out["steady_window"] = _entry(
+        "closed: C-th completion .. last submission" if closed else
+        "open: arrival at 10% .. last arrival",
+        (f"throughput counted from the moment {pred.concurrency} requests have completed "
+         "(every client is past its first request) to the last request submission: start-up "
+         "and drain excluded") if closed else
+        "throughput counted from the arrival of the first 10 % of requests to the last "
+        "arrival: start-up and drain excluded")
+    out["workload"] = _workload(pred, prov)
+    return out
+
+
+def _workload(pred: Prediction, prov: dict[str, Any]) -> dict[str, Any]:
+    """Corpus, sample and source traces; the proxy note as the profile states it."""
+    sources = prov.get("sources") or {}
+    producers = {name: (e or {}).get("producer") for name, e in sorted(sources.items())}
+    n_sample = len(prov.get("sample_indices") or [])
+    value = {"corpus": pred.corpus, "origin": pred.origin, "sample_requests": n_sample or None,
+             "corpus_requests": prov.get("corpus_requests"), "producers": producers,
+             "proxy_note": pred.proxy_note or None, "command": prov.get("command")}
+    text = f"corpus {pred.corpus}, profile {pred.origin or 'of unknown origin'}"
+    if n_sample and prov.get("corpus_requests"):
+        text += (f"; acceptance measured on {n_sample} of its {prov['corpus_requests']:,} "
+                 "requests")
+    if sources:
+        text += f"; {len(sources)} trace sources"
+    note = pred.proxy_note or ""
+    if note.startswith("proxy outputs: "):
+        text += f"; outputs written by another model for: {note[len('proxy outputs: '):]}"
+    elif note:
+        text += f"; {note}"              # e.g. "own outputs": the model's own texts
+    return _entry(value, text)
+
+
+__all__ = ["CAVEAT", "build_assumptions"]

@@ -1,0 +1,141 @@
+"""The one-line recommendation that ends every report, with its reason in numbers.
+
+"run X: +N % over vanilla (A vs B tok/s); best fixed K = k (...); dynamic-K: ...". X is the
+highest tok/s, except that among configs within its seed spread the simplest to deploy wins
+(vanilla, then a fixed K, then a dynamic policy), and the report says so. A lead smaller than the
+cost model's measured error is flagged, and a dynamic policy that ran one K throughout is named
+as such (its figures then equal that kpad row's).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction
+
+_SAME_K_TOL = 1e-9
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{a / b - 1:+.1%}".replace("%", " %") if b > 0 else "n/a"
+
+
+def recommendation(pred: Prediction, model_error_pct: float | None = None) -> dict[str, Any]:
+    """{'config', 'line', 'reasons'}: what to run and why, from `pred.rows` alone.
+
+    `model_error_pct` (the cost model's held-out MAPE, when recorded) turns a margin smaller
+    than it into an explicit warning instead of a confident call.
+    """
+    rows = [r for r in pred.rows if r.output_tok_s == r.output_tok_s]
+    if not rows:
+        return {"config": None, "line": "no configuration ran", "reasons": []}
+    ranked = sorted(rows, key=lambda r: -r.output_tok_s)
+    top = ranked[0]
+    # among configs inside the top one's seed spread, the simplest to deploy is recommended
+    tied = [r for r in ranked if top.output_tok_s - r.output_tok_s <=
+            max(top.output_tok_s_std, r.output_tok_s_std)]
+    best = min(tied, key=lambda r: (_simplicity(r.config), -r.output_tok_s))
+    van = next((r for r in rows if r.config == "vanilla"), None)
+    parts = [f"run {best.config}"]
+    if van is not None and best is not van:
+        parts[0] += f": {_pct(best.output_tok_s, van.output_tok_s)} over vanilla " \
+                    f"({best.output_tok_s:,.0f} vs {van.output_tok_s:,.0f} tok/s)"
+    elif van is not None and len(ranked) > 1:
+        nxt = next(r for r in ranked if r is not van)
+        parts[0] += (f" (no speculation): the best speculative config, {nxt.config}, is "
+                     f"{_pct(nxt.output_tok_s, van.output_tok_s)} ({nxt.output_tok_s:,.0f} vs "
+                     f"{van.output_tok_s:,.0f} tok/s)")
+    reasons = []
+    if best is not top:
+        spread = max(top.output_tok_s_std, best.output_tok_s_std)
+        reasons.append(f"near-tie: {top.config} is {_pct(top.output_tok_s, best.output_tok_s)} "
+                       f"higher ({top.output_tok_s - best.output_tok_s:,.0f} tok/s), within the "
+                       f"seed spread (±{spread:,.0f}), and {best.config} is simpler to deploy")
+    elif len(ranked) > 1:
+        second = ranked[1]
+        margin = best.output_tok_s / second.output_tok_s - 1 if second.output_tok_s > 0 else 0.0
+        spread = max(best.output_tok_s_std, second.output_tok_s_std)
+        if best.output_tok_s - second.output_tok_s <= spread:
+            reasons.append(f"near-tie: {best.config} leads {second.config} by {margin:.1%} "
+                           f"({best.output_tok_s - second.output_tok_s:,.0f} tok/s), within the "
+                           f"seed spread (±{spread:,.0f})")
+        elif model_error_pct is not None and margin * 100 < model_error_pct:
+            reasons.append(f"{best.config} leads {second.config} by {margin:.1%}, less than the "
+                           f"cost model's held-out error ({model_error_pct:.1f} %)")
+    reasons.append(_why(best, van, ranked))
+    kpads = [r for r in rows if r.config.startswith("kpad-")]
+    if kpads:
+        bk = max(kpads, key=lambda r: r.output_tok_s)
+        text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"
+        text += f", {_pct(bk.output_tok_s, van.output_tok_s)} vs vanilla)" if van else ")"
+        parts.append(text)
+        dyn = _dynamic(rows, bk)
+        if dyn:
+            parts.append(dyn)
+    return {"config": best.config, "line": "; ".join(parts), "reasons": reasons}
+
+
+def _simplicity(config: str) -> int:
+    """0 vanilla, 1 a fixed K (suffix, kpad, ngram), 2 a dynamic-K policy."""
+    return 0 if config == "vanilla" else (2 if config.startswith("dynamic") else 1)
+
+
+def _step_ms(r) -> float:
+    return float(r.details.get("mean_step_ms", float("nan")))
+
+
+def _why(best, van, ranked) -> str:
+    """The figures that explain the call: tokens per request-step against step time.
+
+    Throughput is (requests in the batch) x (tokens per request-step) / (step time), so these
+    two ratios against vanilla say why speculation wins or loses here.
+    """
+    spec = best if best is not van else next((r for r in ranked if r is not van), None)
+    if van is None or spec is None:
+        d = best.details
+        return (f"{best.config}: {d.get('tokens_per_step', 0):.2f} tokens per request-step, "
+                f"host {best.host_frac:.0%} of step time")
+    tps = spec.details.get("tokens_per_step", 0.0)
+    tv = van.details.get("tokens_per_step", 1.0) or 1.0
+    text = (f"{spec.config} accepts {spec.mean_accepted:.2f} drafts per step, so a request "
+            f"gains {tps:.2f} tokens per step against vanilla's {tv:.2f} (x{tps / tv:.2f}), "
+            f"but its step takes {_step_ms(spec):.2f} ms against {_step_ms(van):.2f} ms "
+            f"(x{_step_ms(spec) / _step_ms(van):.2f}): the GPU waits on the host "
+            f"{spec.host_frac:.0%} of the step (vanilla {van.host_frac:.0%}, async scheduling)")
+    if spec.details.get("padded_token_waste", 0) >= 0.005:
+        text += f" and {spec.details['padded_token_waste']:.0%} of the tokens run are padding"
+    return text
+
+
+def _dynamic(rows, bk) -> str:
+    """How the best dynamic policy compares with the best fixed K, and why it may equal one."""
+    from simkit.reference.reproduce import DRIFT, dynamic_verdict
+
+    dyn = [r for r in rows if r.config.startswith("dynamic")]
+    if not dyn:
+        return ""
+    top = max(dyn, key=lambda r: r.output_tok_s)
+    how = {"loses": "trails"}.get(dynamic_verdict(top, bk), dynamic_verdict(top, bk))
+    text = (f"dynamic-K: {top.config} {how} K={bk.k} ({top.output_tok_s:,.0f} tok/s, "
+            f"{_pct(top.output_tok_s, bk.output_tok_s)}; ties = within the seed spread or "
+            f"{DRIFT:.0%})")
+    settled: dict[int, list[str]] = {}
+    twins = []
+    for r in dyn:
+        mk = r.details.get("mean_k")
+        if mk is None or mk != mk or abs(mk - round(mk)) > _SAME_K_TOL:
+            continue
+        settled.setdefault(round(mk), []).append(r.config)
+        twin = next((f for f in rows if f.config == f"kpad-{round(mk)}"
+                     and f.output_tok_s == r.output_tok_s), None)
+        if twin:
+            twins.append(f"{r.config}'s figures are {twin.config}'s")
+    for k, names in sorted(settled.items()):
+        who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        text += (f"; {who} chose K={k} on every step at this batch size"
+                 + (f" ({'; '.join(twins)})" if twins else ""))
+    return text
+
+
+__all__ = ["recommendation"]

@@ -1,0 +1,150 @@
+"""`simkit predict` as text table, JSON document and CSV: assumptions first, the ladder, the
+legend, and the recommendation last. Same Prediction in, byte-identical text out."""
+
+from __future__ import annotations
+
+import csv
+import io
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from simkit.report.assumptions import build_assumptions
+from simkit.report.legend import COLUMNS, key_meanings, legend_lines
+from simkit.report.recommend import recommendation
+
+if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
+    from simkit.engine.predict import Prediction, Row
+
+WRAP = 110          # header and legend lines wrap here, at word boundaries
+TABLE_WIDTH = 190   # the ladder table is never wrapped
+
+
+def title(pred: Prediction) -> str:
+    """The report's first line."""
+    return (f"simkit predict: {pred.model}, corpus {pred.corpus}, {pred.hardware} TP {pred.tp} "
+            "(a prediction, not a validated forecast)")
+
+
+def model_error_pct(assumptions: dict[str, Any]) -> float | None:
+    """The cost model's held-out MAPE (%), when the profile records it."""
+    val = (assumptions.get("cost_model", {}).get("value") or {}).get("validation") or {}
+    return val.get("held_out_mape_pct")
+
+
+def _block(label: str, text: str, width: int) -> list[str]:
+    pad = " " * (width + 4)
+    return textwrap.wrap(text, WRAP, initial_indent=f"  {label:<{width}}  ",
+                         subsequent_indent=pad, break_on_hyphens=False) or [f"  {label}"]
+
+
+def assumption_lines(assumptions: dict[str, Any]) -> list[str]:
+    """'Assumptions' then one wrapped, aligned entry per assumption."""
+    width = max(len(k) for k in assumptions)
+    out = ["Assumptions"]
+    for key, entry in assumptions.items():
+        out.extend(_block(key, entry["text"], width))
+    return out
+
+
+def cell(row: Row, key: str) -> str:
+    """One table cell as printed (units and rounding of the column)."""
+    d = row.result_dict()
+    v = d.get(key)
+    if key == "k":
+        return row.details.get("ks") or str(row.k)
+    if v is None:
+        return "-"
+    fmt = {"output_tok_s": "{:,.0f}", "output_tok_s_std": "{:,.0f}", "speedup_vs_vanilla": "{:.2f}x",
+           "mean_accepted": "{:.2f}", "tokens_per_step": "{:.2f}", "mean_k": "{:.2f}",
+           "tpot_ms_p50": "{:.2f} ms", "ttft_ms_p50": "{:.0f} ms", "itl_ms_p99": "{:.1f} ms",
+           "preemptions": "{:.0f}"}.get(key)
+    if fmt:
+        return fmt.format(v)
+    if key.endswith("_frac") or key == "padded_token_waste":
+        return f"{v:.0%}"
+    return str(v)
+
+
+def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
+    """Unavailable configs, skipped requests, then the recommendation and its reasons."""
+    out = [f"{name}: unavailable - {reason}" for name, reason in pred.unavailable.items()]
+    skipped = {k: v for k, v in pred.skipped.items() if v}
+    if skipped:
+        out.append("skipped profile requests: " +
+                   ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())))
+    out.extend(textwrap.wrap(f"recommendation: {rec['line']}", WRAP, subsequent_indent="  ",
+                             break_on_hyphens=False))
+    for reason in rec["reasons"]:
+        out.extend(textwrap.wrap(f"because {reason}", WRAP, initial_indent="  ",
+                                 subsequent_indent="    ", break_on_hyphens=False))
+    return out
+
+
+def render_table(pred: Prediction, legend: bool = True) -> str:
+    """The text report: title, assumptions, ladder table, legend (optional), recommendation."""
+    from rich.console import Console
+    from rich.table import Table
+
+    assumptions = build_assumptions(pred)
+    rec = recommendation(pred, model_error_pct(assumptions))
+    buf = io.StringIO()
+    lines = [*textwrap.wrap(title(pred), WRAP), *assumption_lines(assumptions), ""]
+    buf.write("\n".join(lines) + "\n")
+    console = Console(file=buf, width=TABLE_WIDTH, color_system=None, force_terminal=False,
+                      highlight=False)
+    table = Table(show_edge=False, pad_edge=False)
+    for col in COLUMNS:
+        table.add_column(col.header, justify="left" if col.key == "config" else "right")
+    for r in pred.rows:
+        table.add_row(*(cell(r, c.key) for c in COLUMNS))
+    console.print(table)
+    tail = []
+    if legend:
+        tail += ["", "Legend"] + [ln for text in legend_lines()
+                                  for ln in textwrap.wrap(text, WRAP, initial_indent="  ",
+                                                          subsequent_indent=" " * 12,
+                                                          break_on_hyphens=False)]
+    tail += [""] + verdict_lines(pred, rec)
+    buf.write("\n".join(tail) + "\n")
+    return buf.getvalue()
+
+
+def document(pred: Prediction) -> dict[str, Any]:
+    """The JSON document: identity, assumptions, column meanings, rows, verdict."""
+    assumptions = build_assumptions(pred)
+    rec = recommendation(pred, model_error_pct(assumptions))
+    return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
+            "assumptions": assumptions, "columns": key_meanings(),
+            "results": [r.result_dict() for r in pred.rows],
+            "unavailable": dict(pred.unavailable),
+            "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v},
+            "best_config": pred.best_config, "best_k": pred.best_k,
+            "recommendation": rec}
+
+
+def render_csv(pred: Prediction) -> str:
+    """CSV of every row and column, after '# ' comment lines with the assumptions and the
+    recommendation (read with pandas.read_csv(path, comment='#'))."""
+    from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS
+
+    assumptions = build_assumptions(pred)
+    rec = recommendation(pred, model_error_pct(assumptions))
+    buf = io.StringIO()
+    buf.write(f"# {title(pred)}\n")
+    for key, entry in assumptions.items():
+        buf.write(f"# assumption {key}: {entry['text']}\n")
+    buf.write(f"# recommendation: {rec['line']}\n")
+    for reason in rec["reasons"]:
+        buf.write(f"# because {reason}\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    keys = [*RESULT_KEYS, *DETAIL_KEYS]
+    writer.writerow(["model", "corpus", "hardware", "tp", *keys])
+    for r in pred.rows:
+        d = r.result_dict()
+        writer.writerow([pred.model, pred.corpus, pred.hardware, pred.tp,
+                         *("" if d[k] is None else d[k] for k in keys)])
+    return buf.getvalue()
+
+
+__all__ = ["assumption_lines", "cell", "document", "model_error_pct", "render_csv",
+           "render_table", "title", "verdict_lines"]

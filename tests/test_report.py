@@ -1,0 +1,326 @@
+"""The planner's report (simkit.report): assumptions, legend, recommendation, and their table,
+JSON, CSV and HTML renderings (issue 17). Built on a hand-made Prediction so every expected
+figure is visible here; tests/test_predict.py runs the real ladder through the CLI."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from simkit.engine.config import EngineConfig
+from simkit.engine.cudagraph import capture_sizes, CudagraphMode
+from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS, Prediction, Row
+from simkit.report.assumptions import build_assumptions
+from simkit.report.legend import COLUMNS, key_meanings
+from simkit.report.recommend import recommendation
+from simkit.report.render import document, render_csv, render_table
+
+PROV = {"tree": "warm", "tree_rule": "warm: sequential replay of the whole corpus",
+        "drafter": {"max_tree_depth": 24, "max_spec_factor": 1.0, "min_token_prob": 0.1},
+        "corpus_requests": 1000, "sample_indices": list(range(128)),
+        "sources": {"gsm8k": {"producer": "Llama-3.1-8B-Instruct", "files": []}}}
+
+
+def _row(name, k, tput, std, *, acc=0.0, host=0.0, step_ms=6.0, mean_k=None, ks=None):
+    details = {"tokens_per_step": 1 + acc, "piecewise_steps_frac": 0.1, "none_steps_frac": 0.02,
+               "mean_k": float(k if mean_k is None else mean_k), "itl_ms_p99": 20.0,
+               "padded_token_waste": 0.3 if k else 0.0, "preemptions": 0.0,
+               "tpot_ms_p99": 9.0, "ttft_ms_p99": 80.0, "mean_step_ms": step_ms}
+    if ks:
+        details["ks"] = ks
+    return Row(name, k, tput, std, None, 0.85, acc, host, 7.0, 20.0, details)
+
+
+def _pred(rows, *, tree="warm", profile="h200-vllm026"):
+    van = next(r for r in rows if r.config == "vanilla")
+    for r in rows:
+        r.speedup_vs_vanilla = r.output_tok_s / van.output_tok_s
+    prov = dict(PROV, tree=tree, tree_rule=f"{tree}: rule text")
+    return Prediction(model="llama-3.1-8b", corpus="math", hardware="h200", tp=1,
+                      cost_label="calibrated h200-vllm026", load="closed loop, concurrency 32",
+                      proxy_note="", origin="shipped", concurrency=32, num_requests=128, seeds=3,
+                      rows=rows, unavailable={}, skipped={}, best_config=None, best_k=None,
+                      dynamic_verdict="", why="",
+                      engine=EngineConfig(max_tokens=4096, max_num_seqs=256,
+                                          max_num_batched_tokens=2048, kv_capacity_tokens=800_000,
+                                          cudagraph_mode=CudagraphMode.PIECEWISE),
+                      cost_profile=profile, tp_chosen=True, workload_provenance=prov)
+
+
+def _spec_wins():
+    return _pred([_row("vanilla", 0, 4000, 20, step_ms=6.0),
+                  _row("suffix", 24, 4600, 30, acc=0.9, host=0.3, step_ms=9.0, mean_k=24),
+                  _row("kpad-4", 4, 4400, 25, acc=0.8, host=0.3, step_ms=8.0),
+                  _row("dynamic-table", 12, 4400, 25, acc=0.8, host=0.3, step_ms=8.0, mean_k=4,
+                       ks="4,6,12")])
+
+
+def _vanilla_wins():
+    return _pred([_row("vanilla", 0, 4650, 53, step_ms=6.7),
+                  _row("suffix", 24, 4156, 208, acc=0.67, host=0.36, step_ms=12.6, mean_k=24),
+                  _row("kpad-4", 4, 4056, 93, acc=0.62, host=0.36, step_ms=12.7)])
+
+
+# -- assumptions ------------------------------------------------------------------------------
+def test_assumptions_state_what_decides_the_answer_from_the_inputs():
+    a = build_assumptions(_pred(_spec_wins().rows, tree="cold"))
+    assert a["suffix_tree"]["value"] == "cold"                        # read from provenance
+    assert a["max_tokens"]["value"] == 4096 and "4,096" in a["max_tokens"]["text"]
+    assert a["max_num_seqs"]["value"] == 256
+    assert a["max_num_batched_tokens"]["value"] == 2048
+    graphs = a["cudagraph"]["value"]
+    assert graphs["mode"] == "PIECEWISE"
+    assert graphs["capture_sizes"]["4"] == capture_sizes(256, 4, 2048, CudagraphMode.PIECEWISE)
+    assert set(graphs["capture_sizes"]) == {"0", "4", "6", "12", "24"}
+    assert a["hardware"]["value"]["host_speed"] == 1.0
+    assert "output" in a["tok_s"]["text"] and "ONE replica" in a["tok_s"]["text"]
+    assert "not a validated forecast" in a["status"]["text"]
+    assert "128 of its 1,000 requests" in a["workload"]["text"]
+
+
+def test_cost_model_error_is_the_profiles_recorded_figure():
+    from simkit.costmodel.profiles import read_profile
+
+    val = read_profile("h200-vllm026")["validation"]
+    cost = build_assumptions(_spec_wins())["cost_model"]
+    assert cost["value"]["validation"] == val
+    assert f"MAPE {val['held_out_mape_pct']:.1f} %" in cost["text"]
+    assert f"{val['held_out_runs']} held-out runs" in cost["text"]
+    analytic = build_assumptions(_pred(_spec_wins().rows, profile="analytic"))["cost_model"]
+    assert analytic["value"]["validation"] is None and "never measured" in analytic["text"]
+
+
+def test_profile_validation_figures_are_the_ones_docs_validation_quotes():
+    """The machine-readable copy must not drift from the committed validation report."""
+    from pathlib import Path
+
+    from simkit.costmodel.profiles import read_profile
+
+    val = read_profile("h200-vllm026")["validation"]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
+    assert f"MAPE held-out ({val['held_out_runs']} validation runs): " \
+           f"{val['held_out_mape_pct']:.1f} %** ({val['held_out_mape_pct']:.2f} %)" in doc
+    assert f"calibration runs ({val['calibration_runs']}): {val['calibration_mape_pct']:.1f} %" in doc
+    assert f"worst {val['worst_held_out_pct']:+.1f} %" in doc
+    assert f"max **{val['repeat_spread_max_pct']:.1f} %**" in doc
+
+
+# -- recommendation ---------------------------------------------------------------------------
+def test_recommendation_names_the_winner_with_its_margin_and_reason():
+    rec = recommendation(_spec_wins())
+    assert rec["config"] == "suffix"
+    assert rec["line"].startswith("run suffix: +15.0 % over vanilla (4,600 vs 4,000 tok/s)")
+    assert "best fixed K = 4 (kpad-4, 4,400 tok/s, +10.0 % vs vanilla)" in rec["line"]
+    # dynamic-table ran K=4 throughout: say so rather than print twin figures without a word
+    assert "dynamic-table chose K=4 on every step" in rec["line"]
+    assert "dynamic-table's figures are kpad-4's" in rec["line"]
+    why = rec["reasons"][-1]
+    assert "1.90 tokens per step against vanilla's 1.00 (x1.90)" in why
+    assert "9.00 ms against 6.00 ms (x1.50)" in why
+
+
+def test_vanilla_recommendation_quotes_the_best_speculative_loss():
+    rec = recommendation(_vanilla_wins())
+    assert rec["config"] == "vanilla"
+    assert rec["line"].startswith("run vanilla (no speculation): the best speculative config, "
+                                  "suffix, is -10.6 % (4,156 vs 4,650 tok/s)")
+    assert "x1.88" in rec["reasons"][-1]          # 12.6 / 6.7 ms
+
+
+def test_a_lead_inside_the_model_error_is_flagged():
+    pred = _pred([_row("vanilla", 0, 4000, 5), _row("kpad-4", 4, 4100, 5, acc=0.8, step_ms=7)])
+    assert "less than the cost model's held-out error (5.1 %)" in \
+        recommendation(pred, model_error_pct=5.14)["reasons"][0]
+    assert not any("held-out" in r for r in recommendation(pred)["reasons"])
+
+
+# -- renderings -------------------------------------------------------------------------------
+def test_table_has_assumptions_first_legend_under_it_and_recommendation_last():
+    pred = _spec_wins()
+    out = render_table(pred)
+    header = next(line for line in out.splitlines() if line.startswith("config "))
+    assert [h.strip() for h in header.split("┃")] == [c.header for c in COLUMNS]
+    legend = out[out.index("\nLegend\n"):]
+    for col in COLUMNS:
+        assert re.search(rf"^  {re.escape(col.header)} +\S", legend, re.M), col.header
+    assert out.index("Assumptions") < out.index("config ") < out.index("Legend") \
+        < out.index("recommendation: run suffix")
+    for key in build_assumptions(pred):
+        assert re.search(rf"^  {key} +\S", out, re.M), key
+    assert max(len(line) for line in out.splitlines() if "│" not in line and "━" not in line
+               and "┃" not in line) <= 110
+    bare = render_table(pred, legend=False)
+    assert "Legend" not in bare and "recommendation: run suffix" in bare
+
+
+def test_json_and_csv_carry_every_column_and_every_assumption():
+    import pandas as pd
+
+    pred = _spec_wins()
+    doc = json.loads(json.dumps(document(pred)))
+    assert list(doc["assumptions"]) == list(build_assumptions(pred))
+    keys = [*RESULT_KEYS, *DETAIL_KEYS]
+    assert all(list(r) == keys for r in doc["results"])
+    assert set(keys) <= set(key_meanings()) and set(c.key for c in COLUMNS) <= set(keys)
+    assert doc["recommendation"]["config"] == "suffix"
+    text = render_csv(pred)
+    frame = pd.read_csv(io.StringIO(text), comment="#")
+    assert list(frame.columns) == ["model", "corpus", "hardware", "tp", *keys]
+    assert frame["itl_ms_p99"].tolist() == [20.0] * 4
+    assert frame["padded_token_waste"].tolist() == [0.0, 0.3, 0.3, 0.3]
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    for key in build_assumptions(pred):
+        assert any(line.startswith(f"# assumption {key}: ") for line in comments), key
+    assert any(line.startswith("# recommendation: run suffix") for line in comments)
+
+
+class _Page(HTMLParser):
+    """Collects what a reader of the page sees: ids, table cells, images, text."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.cells, self.imgs, self.ids, self.text = [], {}, [], set(), []
+        self.table = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "table":
+            self.table = a.get("id")
+            self.cells.setdefault(self.table, [])
+        if tag == "tr" and self.table:
+            self.cells[self.table].append([])
+        if tag == "img":
+            self.imgs.append(a)
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if self.stack and self.stack[-1] == tag:
+            self.stack.pop()
+        if tag == "table":
+            self.table = None
+
+    def handle_data(self, data):
+        if self.table and self.stack and self.stack[-1] in ("td", "th"):
+            self.cells[self.table][-1].append(data.strip())
+        self.text.append(data)
+
+
+def test_html_report_is_one_self_contained_page(tmp_path):
+    from simkit.report.html import render_html, write_html
+
+    pred = _spec_wins()
+    page = render_html(pred)
+    assert page == render_html(pred)                         # byte-identical, plot included
+    p = _Page()
+    p.feed(page)
+    ladder = p.cells["ladder"]
+    assert ladder[0] == [c.header for c in COLUMNS]
+    assert [row[0] for row in ladder[1:]] == [r.config for r in pred.rows]
+    assert {"recommendation", "assumptions", "legend", "plot"} <= p.ids
+    assert len(p.cells["legend"]) == len(COLUMNS)
+    (img,) = p.imgs
+    assert img["src"].startswith("data:image/png;base64,")
+    png = base64.b64decode(img["src"].split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    text = " ".join(p.text)
+    assert "run suffix: +15.0 % over vanilla" in text
+    for entry in build_assumptions(pred).values():
+        assert entry["text"] in text
+    assert not re.search(r"(src|href)=\"(https?:|/)", page)     # nothing fetched from elsewhere
+    out = write_html(pred, tmp_path / "r.html")
+    assert out.read_text(encoding="utf-8") == page
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path):
+    """Optional: a real browser draws the page (plot decoded, table laid out)."""
+    browser = next((b for b in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(b)), None)
+    if browser is None:
+        pytest.skip("no chromium on PATH (apt-get install chromium to run this check)")
+    from simkit.report.html import write_html
+
+    page = write_html(_spec_wins(), tmp_path / "r.html")
+    shot = tmp_path / "r.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                    f"--screenshot={shot}", "--window-size=1300,2400", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          page.as_uri()], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    assert shot.stat().st_size > 20000
+    assert 'id="ladder"' in dom and "run suffix: +15.0 % over vanilla" in dom
+
+
+def test_a_tie_inside_the_seed_spread_goes_to_the_simpler_config():
+    pred = _pred([_row("vanilla", 0, 5145, 3),
+                  _row("kpad-4", 4, 5630, 74, acc=1.1, host=0.38, step_ms=11.0),
+                  _row("dynamic-goodput", 12, 5644, 83, acc=1.13, host=0.38, step_ms=11.0,
+                       mean_k=4.2, ks="4,6,12")])
+    rec = recommendation(pred)
+    assert rec["config"] == "kpad-4"
+    assert rec["line"].startswith("run kpad-4: +9.4 % over vanilla (5,630 vs 5,145 tok/s)")
+    assert rec["reasons"][0].startswith("near-tie: dynamic-goodput is +0.2 % higher (14 tok/s), "
+                                        "within the seed spread (±83)")
+    pred.rows[1].output_tok_s = 5500                      # now outside the spread
+    assert recommendation(pred)["config"] == "dynamic-goodput"
+
+
+def test_docs_report_explains_every_column_and_assumption():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for key, meaning in key_meanings().items():
+        assert f"`{key}` | {meaning} |" in doc, key
+    for key in build_assumptions(_spec_wins()):
+        assert f"`{key}`" in doc, key
+
+
+def test_readme_predict_example_is_what_the_command_prints():
+    """The README's worked example is pasted output; fail when the report drifts from it.
+    The README shows a fresh machine (shipped profiles); --source shipped gives that output
+    here whether or not the raw traces are present."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    cmd = "$ simkit predict --model llama-3.1-8b --corpus mix --plot docs/img/predict-llama-3.1-8b-mix.png\n"
+    start = readme.index(cmd) + len(cmd)
+    shown = readme[start:readme.index("```\n", start)]
+    result = CliRunner().invoke(app, ["predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                                      "--source", "shipped"])
+    assert result.exit_code == 0, result.output
+    assert result.output == shown
+
+
+def test_workload_line_reads_the_proxy_note_without_repeating_its_label():
+    pred = _spec_wins()
+    pred.proxy_note = "proxy outputs: lcb_codegen <- Qwen2.5-7B-Instruct (other tokenizer family)"
+    text = build_assumptions(pred)["workload"]["text"]
+    assert "outputs written by another model for: lcb_codegen <- Qwen2.5-7B-Instruct" in text
+    assert "proxy outputs" not in text
+    pred.proxy_note = "own outputs"
+    text = build_assumptions(pred)["workload"]["text"]
+    assert text.endswith("; own outputs") and "another model" not in text
+
+
+def test_a_transferred_profile_says_its_error_was_measured_elsewhere_and_none_mode_says_eager():
+    pred = _spec_wins()
+    pred.hardware = "b200"
+    text = build_assumptions(pred)["cost_model"]["text"]
+    assert text.endswith("that error was measured on h200, never on b200")
+    pred.engine = EngineConfig(cudagraph_mode=CudagraphMode.NONE)
+    graphs = build_assumptions(pred)["cudagraph"]
+    assert graphs["value"]["capture_sizes"]["4"] == []
+    assert graphs["text"] == "NONE: no CUDA graph is captured, every step runs eagerly"

@@ -1,0 +1,28 @@
+"""`simkit validate`'s text table keeps whole run ids and aligned columns (issue 17)."""
+
+from simkit.validation.table import render
+
+LONG = "llama-3.1-70b_vanilla-tp2-unforced_chat_c32_n64"     # 47 characters
+
+
+def _cell(run_id, stock, acc):
+    return {"run_id": run_id, "measured_tok_s": 1395.2, "predicted_tok_s": 1238.0,
+            "error": -0.112, "predicted_tok_s_stock_async": stock,
+            "measured_accepted_per_step": acc, "predicted_accepted_per_step": acc,
+            "measured_step_ms": 22.9, "predicted_step_ms": 25.8}
+
+
+def test_run_ids_are_not_cut_and_missing_values_keep_their_column():
+    doc = {"cells": [_cell(LONG, None, None), _cell("short_run", 5165.0, 0.264)],
+           "mape": 5.1, "mape_calibration": None, "acceptance_replay": {},
+           "table_ordering": "concurrent", "best_k_agreement": {"total": 0},
+           "best_k_agreement_calibration": {"total": 0},
+           "dynamic_k": {"status": "not measured", "why": "no run"}}
+    lines = render(doc).splitlines()
+    head, rows = lines[0], lines[2:4]
+    assert rows[0].startswith(LONG + " ")
+    assert all(len(r) == len(head) for r in rows)
+    # every column's right edge is where the header's is, "-" included
+    for name in ("stock", "accM", "stepP"):
+        edge = head.index(name) + len(name)
+        assert all(r[edge - 1] != " " and (edge == len(r) or r[edge] == " ") for r in rows), name
