@@ -76,18 +76,27 @@ def _file_entries(corpus_obj) -> dict:
 
 
 def check_tree(tree: str) -> str:
-    """The tree mode, or InputError naming the choices."""
-    if tree not in TREES:
-        raise InputError(f"tree mode must be one of {TREES}, got {tree!r}", field="tree")
-    return tree
+    """The canonical history label of a tree mode / history (simkit.history: warm, cold, hot,
+    repeat:P[,diverge:M]), or InputError naming the choices."""
+    from simkit.history import parse_history
+
+    return parse_history(tree).label
 
 
 def _tree_text(tree: str) -> str:
-    if tree == "warm":
+    from simkit.history import parse_history
+
+    h = parse_history(tree)
+    if h.kind == "warm":
         return ("warm: sequential replay of the whole corpus in load_corpus order; requests outside "
                 "the sample only enter the global tree (FIFO at max_cached_requests), so the sampled "
                 "rows equal those of a whole-corpus replay")
-    return "cold: sequential replay of the sample alone; the global tree holds only earlier sampled responses"
+    if h.kind == "cold":
+        return "cold: sequential replay of the sample alone; the global tree holds only earlier sampled responses"
+    return (f"{h.label}: sequential replay of the sample after the responses of "
+            f"{h.share:.0%} of the sampled requests (simkit.history.repeat_indices) entered the "
+            "global tree" + (f", each cut to its first {h.diverge} tokens (assumed divergence)"
+                             if h.diverge is not None else ""))
 
 
 def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
@@ -98,7 +107,9 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     from simkit.drafters.suffix import SuffixParams
     from traces.corpora import load_corpus
 
-    check_tree(tree)
+    from simkit.acceptance.history import cached_history_table
+
+    tree = check_tree(tree)
     corp = load_corpus(corpus, model, progress=progress)
     idx = sample_indices(len(corp.requests), sample_size)
     reqs = [corp.requests[i] for i in idx]
@@ -106,9 +117,12 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     if tree == "warm":
         table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
                                   corpus=corpus, progress=progress)
-    else:
+    elif tree == "cold":
         table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
                              model=model, corpus=corpus, progress=progress)
+    else:
+        table = cached_history_table(reqs, tree, params=params, kmax=KMAX, ordering="sequential",
+                                     model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
     prov = {
         "model": model,
@@ -120,6 +134,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         "kmax": KMAX,
         "ordering": "sequential, in corpus order",
         "tree": tree,
+        "history": tree,
         "tree_rule": _tree_text(tree),
         "sample_rule": (f"indices floor(i*n/{sample_size}) for i < {sample_size} of the "
                         f"load_corpus order (all when n <= {sample_size})"),
@@ -195,13 +210,13 @@ def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | N
     if source not in SOURCES:
         raise UnknownNameError("profile source", source, list(SOURCES))
     if tree is not None:
-        check_tree(tree)
+        tree = check_tree(tree)
     if source == "shipped" or (source == "auto" and traces_src_dir() is None):
         prof = load_shipped(model, corpus)
         have = prof.provenance.get("tree", "cold")
         if tree is not None and tree != have:
-            raise InputError(f"the shipped profile {model}/{corpus} is {have}-tree; {tree} needs the "
-                             "raw traces (SIMKIT_TRACES_SRC)", field="tree")
+            raise InputError(f"the shipped profile {model}/{corpus} was built with history {have}; "
+                             f"{tree} needs the raw traces (SIMKIT_TRACES_SRC)", field="history")
         return prof
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")

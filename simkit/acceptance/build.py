@@ -34,10 +34,13 @@ def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kmax: int = 16,
                 ordering: str = "sequential", concurrency: int = 32, model: str = "",
-                corpus: str = "", progress: Callable[[int], None] | None = None) -> AcceptanceTable:
+                corpus: str = "", progress: Callable[[int], None] | None = None,
+                prelude: Sequence = ()) -> AcceptanceTable:
     """Acceptance table for `requests` (objects with int prompt_ids / output_ids arrays).
 
-    `progress(n)` is called with the number of output tokens just processed.
+    `progress(n)` is called with the number of output tokens just processed. `prelude`: responses
+    (token-id sequences) the server produced before these requests, inserted into the global tree
+    first in this order (suffix only; simkit.acceptance.history builds them from a History).
     """
     if not 1 <= kmax <= 255:
         raise ValueError("kmax must be in 1..255 (uint8 table)")
@@ -47,12 +50,13 @@ def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kma
     if drafter == "suffix":
         params = params or SuffixParams()
         if ordering == "sequential":
-            _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress)
+            _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, prelude=prelude)
         else:
-            _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress)
+            _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress,
+                               prelude=prelude)
         pdict = params.as_dict()
     elif drafter == "ngram":
-        params = params or NgramParams()
+        params = params or NgramParams()     # drafts depend on the request alone: no prelude
         for r, req in enumerate(requests):       # n-gram drafts depend on the request alone
             d, a = ngram_draft_all_positions(req.prompt_ids, req.output_ids, kmax, params)
             lo, hi = int(offsets[r]), int(offsets[r + 1])
@@ -99,9 +103,18 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: Suffi
                            accepted=acc, drafted=dr)
 
 
-def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of=None) -> None:
+def _insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:
+    """Responses served before the replay enter the global tree in order (FIFO eviction as usual)."""
+    for j, out in enumerate(prelude):
+        if len(out):
+            cache.insert_response(("prelude", j), [int(x) for x in out])
+
+
+def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of=None, *,
+                       prelude: Sequence = ()) -> None:
     """Sequential replay; with row_of (request -> first row), requests not in it are inserted only."""
     cache = SuffixCache(params)
+    _insert_prelude(cache, prelude)
     for r, req in enumerate(requests):
         out = [int(x) for x in req.output_ids]
         if not out:
@@ -124,10 +137,12 @@ def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_o
             progress(len(out))
 
 
-def _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress) -> None:
+def _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress, *,
+                       prelude: Sequence = ()) -> None:
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     cache = SuffixCache(params)
+    _insert_prelude(cache, prelude)
     queue = deque(r for r, req in enumerate(requests) if len(req.output_ids))
     outs: dict[int, list[int]] = {}
     active: list[list[int]] = []          # [request, t]

@@ -20,6 +20,11 @@ NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample,
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
 COST_PROFILE_HELP = ("cost-model profile: an embedded name (h200-vllm026), a profile JSON path, "
                      "or analytic (default: the hardware's calibrated profile, else analytic)")
+HISTORY_HELP = ("what the server served before (the suffix tree's contents): warm (the whole "
+                "corpus before: a steady stream), cold (fresh server), hot (these requests served "
+                "once before, identical greedy outputs), repeat:P (a share P in 0..1 of them), "
+                "optionally ',diverge:M' (repeats agree for M tokens only, an assumption); "
+                "default: the workload profile's own (warm for the shipped profiles that say so)")
 SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
 WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
 
@@ -125,6 +130,7 @@ def register(app: typer.Typer) -> None:
         html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
                                            "report (table, plot, assumptions, legend) here "
                                            "(default: none)"),
+        history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.engine.predict import predict as run_predict
@@ -139,7 +145,7 @@ def register(app: typer.Typer) -> None:
                                max_num_batched_tokens=max_num_batched_tokens,
                                cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
                                source=source, workers=workers, request_rate=request_rate,
-                               progress=prog)
+                               progress=prog, history=history)
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
@@ -172,6 +178,7 @@ def register(app: typer.Typer) -> None:
         address: Optional[str] = typer.Option(None, "--address",
                                               help="Ray cluster address (ray executor; "
                                                    "default: a local Ray instance)"),
+        history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -194,7 +201,7 @@ def register(app: typer.Typer) -> None:
             res = run_sweep(model_list, corpus_list, out, progress=prog, **extra,
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
-                            source=source)
+                            source=source, history=history)
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):

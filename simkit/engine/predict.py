@@ -82,6 +82,7 @@ class Prediction:
     tp_chosen: bool = False             # TP picked as the smallest that fits (not given)
     workload_provenance: dict[str, Any] = field(default_factory=dict)
     request_rate: float | None = None
+    history: str = ""                   # simkit.history label the workload's tables assume
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON document of `simkit predict --format json`: identity, assumptions, column
@@ -105,14 +106,20 @@ _CONTEXT: dict[tuple, tuple[Workload, Any]] = {}
 
 def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,
                  source: str = "auto", max_model_len: int = 16384,
-                 max_num_batched_tokens: int = 8192) -> tuple[tuple, Workload, Any]:
-    """Load (once per process) the workload profile and the cost model for a cell."""
+                 max_num_batched_tokens: int = 8192,
+                 history: str | None = None) -> tuple[tuple, Workload, Any]:
+    """Load (once per process) the workload profile and the cost model for a cell.
+    `history` (simkit.history label) None = the shipped profile's own (warm when none)."""
     key = (model, corpus, hardware, tp, profile, source, max_model_len, max_num_batched_tokens)
+    if history is not None:
+        from simkit.history import parse_history
+
+        key = key + (parse_history(history).label,)
     if key not in _CONTEXT:
         from simkit.costmodel import load_cost_model
         from simkit.profiles import load_profile
 
-        prof = load_profile(model, corpus, source=source)
+        prof = load_profile(model, corpus, source=source, tree=history)
         workload = Workload.from_profile(prof)
         if not workload.name:
             workload.name = f"{model}/{corpus}"
@@ -230,7 +237,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
             cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
             source: str = "auto", workers: int | None = None, request_rate: float | None = None,
-            progress: Callable[[int, int], Callable[[int], None]] | None = None) -> Prediction:
+            progress: Callable[[int, int], Callable[[int], None]] | None = None,
+            history: str | None = None) -> Prediction:
     """Simulate every configuration over `seeds` seeds and pick the best K.
 
     `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
@@ -246,7 +254,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
         raise InputError("must be >= 1", field="concurrency")
     specs = parse_configs(configs)
     key, workload, cost = load_context(model, corpus, hardware, tp, cost_profile, source,
-                                       max_model_len, max_num_batched_tokens)
+                                       max_model_len, max_num_batched_tokens, history)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         cudagraph_mode=cudagraph_mode)
@@ -281,7 +289,9 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
                       engine=cfg, cost_profile=cost_profile or default_profile(hardware) or "analytic",
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
-                      workload_provenance=dict(workload.provenance), request_rate=request_rate)
+                      workload_provenance=dict(workload.provenance), request_rate=request_rate,
+                      history=str(workload.provenance.get("history")
+                                  or workload.provenance.get("tree") or ""))
 
 
 def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,

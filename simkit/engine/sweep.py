@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-SWEEP_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "config", "k",
+SWEEP_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "config", "k",
                  "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla", "full_graph_frac",
                  "mean_accepted", "tokens_per_step", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
                  "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k")
@@ -33,7 +33,8 @@ def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     for r in pred.rows:
         rows.append({
             "model": model, "corpus": corpus, "hardware": pred.hardware, "tp": pred.tp,
-            "cost_label": pred.cost_label, "origin": pred.origin, "config": r.config, "k": r.k,
+            "cost_label": pred.cost_label, "origin": pred.origin, "history": pred.history,
+            "config": r.config, "k": r.k,
             "output_tok_s": r.output_tok_s, "output_tok_s_std": r.output_tok_s_std,
             "speedup_vs_vanilla": r.speedup_vs_vanilla, "full_graph_frac": r.full_graph_frac,
             "mean_accepted": r.mean_accepted, "tokens_per_step": r.details["tokens_per_step"],

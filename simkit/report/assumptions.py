@@ -84,6 +84,17 @@ def _tree(prov: dict[str, Any]) -> dict[str, Any]:
                         f"{rule.split(': ', 1)[-1] if rule else tree}")
 
 
+def _history(pred: Prediction) -> dict[str, Any]:
+    """What the server served before (simkit.history); decides the suffix tree's contents."""
+    from simkit.history import parse_history
+
+    label = pred.history
+    if not label:
+        return _entry(None, "not recorded in the workload profile")
+    h = parse_history(label)
+    return _entry(h.as_dict(), h.describe() + " (--history cold|warm|hot|repeat:P changes it)")
+
+
 def _graphs(pred: Prediction) -> dict[str, Any]:
     """Capture sizes per K of the ladder, as the engine's dispatcher builds them."""
     eng = pred.engine
@@ -118,6 +129,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["hardware"] = _hardware(pred)
     out["tp"] = _entry(pred.tp, f"{pred.tp} ({'smallest that fits, chosen' if pred.tp_chosen else 'given'})")
     out["cost_model"] = _cost_model(pred)
+    out["history"] = _history(pred)
     out["suffix_tree"] = _tree(prov)
     out["drafter"] = _entry(drafter or None,
                             (f"suffix decoding, vLLM defaults: tree depth "

@@ -21,8 +21,9 @@ TABLE_WIDTH = 190   # the ladder table is never wrapped
 
 def title(pred: Prediction) -> str:
     """The report's first line."""
-    return (f"simkit predict: {pred.model}, corpus {pred.corpus}, {pred.hardware} TP {pred.tp} "
-            "(a prediction, not a validated forecast)")
+    hist = f", history {pred.history}" if pred.history else ""
+    return (f"simkit predict: {pred.model}, corpus {pred.corpus}{hist}, {pred.hardware} TP "
+            f"{pred.tp} (a prediction, not a validated forecast)")
 
 
 def model_error_pct(assumptions: dict[str, Any]) -> float | None:
@@ -114,7 +115,7 @@ def document(pred: Prediction) -> dict[str, Any]:
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
-            "assumptions": assumptions, "columns": key_meanings(),
+            "history": pred.history or None, "assumptions": assumptions, "columns": key_meanings(),
             "results": [r.result_dict() for r in pred.rows],
             "unavailable": dict(pred.unavailable),
             "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v},

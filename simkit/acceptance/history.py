@@ -1,0 +1,72 @@
+"""Acceptance tables under a request history (simkit.history): what the global suffix tree held
+before the requests were served.
+
+cold: the requests' own replay from an empty tree. repeat:P (hot = repeat:1): the responses of the
+share P of these same requests that simkit.history.repeat_indices names enter the tree first, in
+that order (the GPU harness serves them in that order too), optionally cut to their first M tokens
+(diverge:M); then the replay. warm is the whole-corpus replay of simkit.profiles (it needs the
+corpus, not only the requests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from simkit.acceptance.table import AcceptanceTable
+from simkit.history import History, parse_history, repeat_indices
+
+
+def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarray]:
+    """The responses a repeat history served before `requests` (empty for cold)."""
+    h = parse_history(history)
+    if h.kind == "warm":
+        raise ValueError("warm history needs the whole corpus (simkit.profiles builds it)")
+    if h.kind == "cold" or h.share == 0:
+        return []
+    out = []
+    for i in repeat_indices(len(requests), h.share):
+        o = np.asarray(requests[int(i)].output_ids, dtype=np.int32)
+        out.append(o if h.diverge is None else o[:h.diverge])
+    return out
+
+
+def cached_history_table(requests: Sequence, history: History | str, *, params=None,
+                         kmax: int = 16, ordering: str = "sequential", concurrency: int = 32,
+                         model: str = "", corpus: str = "", progress: bool = False,
+                         use_cache: bool = True) -> AcceptanceTable:
+    """The suffix table of `requests` under a cold or repeat history, cached like cached_table.
+
+    Key: the requests' tokens, the suffix parameters, kmax, ordering (and concurrency) and the
+    history label (which with the requests decides the prelude)."""
+    from simkit.acceptance.build import build_table
+    from simkit.acceptance.cache import _load_or_build, cached_table, table_key
+    from simkit.drafters.suffix import SuffixParams
+    from simkit.paths import cache_dir
+
+    h = parse_history(history)
+    params = params or SuffixParams()
+    prelude = prelude_outputs(requests, h)
+    if not prelude:
+        return cached_table(requests, drafter="suffix", params=params, kmax=kmax,
+                            ordering=ordering, concurrency=concurrency, model=model,
+                            corpus=corpus, progress=progress, use_cache=use_cache)
+    spec = {**params.as_dict(), "history": h.label}
+    if ordering == "concurrent":
+        spec["concurrency"] = concurrency
+    key = table_key(requests, "suffix", spec, kmax, ordering)
+    path = Path(cache_dir()) / "acceptance" / f"suffix-history-{key}"
+    total = int(sum(len(r.output_ids) for r in requests))
+
+    def build(step):
+        table = build_table(requests, drafter="suffix", params=params, kmax=kmax,
+                            ordering=ordering, concurrency=concurrency, model=model,
+                            corpus=corpus, progress=step, prelude=prelude)
+        table.params = {**table.params, "history": h.label}
+        return table
+
+    return _load_or_build(path, build, total=total,
+                          label=f"acceptance table {model}/{corpus} ({h.label})", model=model,
+                          corpus=corpus, progress=progress, use_cache=use_cache)
