@@ -28,8 +28,8 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
 
     if source not in profiles.SOURCES:
         raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
-    if tree is not None and tree not in profiles.TREES:
-        raise InputError(f"--tree must be one of {profiles.TREES}, got {tree!r}", field="tree")
+    if tree is not None:
+        tree = profiles.check_tree(tree)      # any history label (simkit.history)
     raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
     if not raw:
         if max_requests != profiles.SAMPLE_SIZE:
@@ -54,6 +54,11 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     reqs = [corp.requests[i] for i in idx]
     if drafter == "suffix" and tree == "warm" and len(reqs) < len(corp.requests):
         table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
+    elif drafter == "suffix" and tree not in ("warm", "cold"):
+        from simkit.acceptance.history import cached_history_table
+
+        table = cached_history_table(reqs, tree, kmax=16, model=model, corpus=corpus,
+                                     progress=True)
     else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
         table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
                              corpus=corpus, progress=True)
@@ -72,6 +77,9 @@ def acceptance(
     tree: Optional[str] = typer.Option(None, "--tree", help="warm (sampled requests see the global tree of "
                                        "the whole corpus replayed before them) | cold (sample alone); "
                                        "default: the shipped profile's mode"),
+    history: Optional[str] = typer.Option(None, "--history", help="request history: warm, cold, hot, "
+                                          "repeat:P[,diverge:M] (simkit.history; --tree is the "
+                                          "older name of warm/cold); default: the shipped profile's"),
 ) -> None:
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
@@ -83,11 +91,15 @@ def acceptance(
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)
-    table, origin, note, tree = _load(model, corpus, drafter, max_requests, source, tree)
+    if history is not None and tree is not None and history != tree:
+        raise InputError(f"--tree {tree} and --history {history} disagree; give one",
+                         field="history")
+    table, origin, note, tree = _load(model, corpus, drafter, max_requests, source,
+                                      history or tree)
     results = [summarize(table, kk) for kk in ks]
     if fmt == "json":
         typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
-                               "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": tree,
+                               "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": tree, "history": tree,
                                "requests": table.num_requests, "results": results}, indent=1))
         return
     from rich.console import Console
@@ -113,7 +125,8 @@ def profiles_build(
     model: Optional[List[str]] = typer.Option(None, "--model", help="model id(s); default all"),
     corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus name(s); default all built-in + mix"),
     out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the shipped traces/profiles)"),
-    tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone)"),
+    tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone) | "
+                             "any request history (hot, repeat:P; simkit.history)"),
     workers: int = typer.Option(1, "--workers", help="processes over (model, corpus); output does not depend on it"),
 ) -> None:
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
@@ -125,8 +138,7 @@ def profiles_build(
 
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)")
-    if tree not in profiles.TREES:
-        raise InputError(f"--tree must be one of {profiles.TREES}, got {tree!r}", field="tree")
+    tree = profiles.check_tree(tree)
     if workers < 1:
         raise InputError("--workers must be >= 1", field="workers")
     models = model or list_models()

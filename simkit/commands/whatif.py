@@ -28,6 +28,9 @@ CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs",
 SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
 CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
 NUM_REQUESTS = typer.Option(128, "--num-requests", help="requests per simulated run")
+HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot, repeat:P"
+                       "[,diverge:M] (what the server served before; default: the workload "
+                       "profile's own)")
 COST_PROFILE = typer.Option(None, "--cost-profile",
                             help="cost-model profile (default: the hardware's default)")
 
@@ -120,6 +123,7 @@ def capacity_cmd(
                                      help="requests per open-loop run at most; a rate that needs "
                                           "more is not simulated"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
+    history: Optional[str] = HISTORY,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -132,7 +136,7 @@ def capacity_cmd(
     res = C.capacity(model, corpus, hardware=hardware, tp=tp, target_rate=target_rate,
                      target_tok_s=target_tok_s, goals=C.Goals(ttft, tpot), configs=configs,
                      seeds=seeds, min_requests=min_requests, max_requests=max_requests,
-                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol)
+                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol, history=history)
     emit(res, fmt, plot, C.plot)
 
 
@@ -148,6 +152,7 @@ def hardware_cmd(
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
+    history: Optional[str] = HISTORY,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -157,7 +162,7 @@ def hardware_cmd(
 
     res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
                      concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                     workers=workers, cost_profile=cost_profile)
+                     workers=workers, cost_profile=cost_profile, history=history)
     emit(res, fmt, plot, H.plot)
 
 
@@ -173,6 +178,7 @@ def host_cmd(
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
+    history: Optional[str] = HISTORY,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -182,7 +188,7 @@ def host_cmd(
 
     res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
                  concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                 workers=workers, cost_profile=cost_profile)
+                 workers=workers, cost_profile=cost_profile, history=history)
     emit(res, fmt, plot, H.plot)
 
 
@@ -199,6 +205,7 @@ def concurrency_cmd(
     min_requests: int = typer.Option(32, "--min-requests",
                                      help="requests per run at least (runs use 4 x the level "
                                           "when that is more)"),
+    history: Optional[str] = HISTORY,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -208,7 +215,7 @@ def concurrency_cmd(
 
     res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
                         seeds=seeds, min_requests=min_requests, workers=workers,
-                        cost_profile=cost_profile)
+                        cost_profile=cost_profile, history=history)
     emit(res, fmt, plot, C.plot)
 
 
@@ -231,6 +238,7 @@ def quantization_cmd(
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
+    history: Optional[str] = HISTORY,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -242,7 +250,7 @@ def quantization_cmd(
                          weight_bytes_factor=weight_bytes_factor, flop_speedup=flop_speedup,
                          acceptance_scale=acceptance_scale, quant_corpus=quant_corpus,
                          configs=configs, concurrency=concurrency, seeds=seeds,
-                         num_requests=num_requests, workers=workers, cost_profile=cost_profile)
+                         num_requests=num_requests, workers=workers, cost_profile=cost_profile, history=history)
     emit(res, fmt, plot, Q.plot)
 
 
@@ -260,6 +268,9 @@ def reference_cmd(
                                       help="comma list of models for the --best-k pattern"),
     assumptions: bool = typer.Option(False, "--assumptions",
                                      help="also the error vs host factor, TP and cost profile"),
+    history: Optional[str] = typer.Option(
+        None, "--history", help="request history, or a comma list for one column set each "
+        "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -270,8 +281,17 @@ def reference_cmd(
     from simkit.reference.reproduce import reproduce
 
     names = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    hist = _history_list(history)
+    if len(hist) > 1:
+        from simkit.reference.reproduce import reproduce_histories
+
+        emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
+                                 seeds=seeds, num_requests=num_requests, workers=workers,
+                                 cost_profile=cost_profile), fmt, plot, _history_ref_plot)
+        return
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
-                    num_requests=num_requests, workers=workers, cost_profile=cost_profile)
+                    num_requests=num_requests, workers=workers, cost_profile=cost_profile,
+                    history=hist[0] if hist else None)
     extra = []
     if best_k:
         extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,
@@ -292,6 +312,73 @@ def reference_cmd(
     for e in extra:
         typer.echo("")
         typer.echo(render(e).rstrip())
+
+
+def _history_list(text: Optional[str]) -> list[str]:
+    """A --history that may be a comma list of histories; diverge:M stays with its history."""
+    from simkit.history import parse_history
+
+    if not text:
+        return []
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part.startswith("diverge:") and out:
+            out[-1] = f"{out[-1]},{part}"
+        else:
+            out.append(part)
+    return [parse_history(h).label for h in out]
+
+
+def _history_ref_plot(result, path) -> None:
+    """Predicted final/van(OFF) ratio per model and history beside the published ratio."""
+    from simkit.whatif.common import plot_setup, save_fig
+
+    plt = plot_setup()
+    hist = result.params["histories"]
+    models = [r["model"] for r in result.rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(models) + 2), 3.8))
+    width = 0.8 / (len(hist) + 1)
+    for j, h in enumerate(hist):
+        ax.bar([i + j * width for i in range(len(models))],
+               [r[f"ratio_{h}"] or 0 for r in result.rows], width, label=f"predicted, {h}")
+    ax.bar([i + len(hist) * width for i in range(len(models))],
+           [r["ratio_pub"] or 0 for r in result.rows], width, color="k", label="published")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(models))])
+    ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("final / van(OFF)")
+    ax.legend(fontsize=7)
+    fig.suptitle(result.question, fontsize=9)
+    fig.tight_layout()
+    save_fig(fig, path)
+
+
+@whatif_app.command("history")
+def history_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
+    corpus: str = CORPUS,
+    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
+    tp: Optional[int] = TP,
+    shares: str = typer.Option("0,0.1,0.25,0.5,0.75,1", "--shares",
+                               help="shares P in [0, 1] of requests already served (repeat:P)"),
+    warm: bool = typer.Option(True, "--warm/--no-warm", help="also the warm stream (the whole "
+                              "corpus served before)"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,6,8,12", "--configs",
+                                help="configurations (vanilla is required)"),
+    concurrency: int = CONCURRENCY,
+    seeds: int = SEEDS,
+    num_requests: int = NUM_REQUESTS,
+    cost_profile: Optional[str] = COST_PROFILE,
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """Throughput vs the share of requests already served: where speculation starts to pay."""
+    check_format(fmt)
+    from simkit.whatif import history as Hi
+
+    res = Hi.history(model, corpus, hardware=hardware, tp=tp, shares=shares, configs=configs,
+                     concurrency=concurrency, seeds=seeds, num_requests=num_requests,
+                     workers=workers, cost_profile=cost_profile, warm=warm)
+    emit(res, fmt, plot, Hi.plot)
 
 
 def register(app: typer.Typer) -> None:

@@ -85,13 +85,13 @@ def dynamic_verdict(dyn, kp) -> str | None:
 def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
                   tp: int | None = None, host_factor: float = 1.0, configs: str = LADDER,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
-                  cost_profile: str | None = None, source: str = "auto",
+                  cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                   workload=None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
 
-    workload = workload or load_workload(model, corpus, source)
+    workload = workload or load_workload(model, corpus, source, history)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     if host_factor != 1.0:
         cost = with_host_factor(cost, host_factor)
@@ -126,13 +126,14 @@ def geomean(values: list[float]) -> float:
 def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
               host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
               workers: int | None = None, cost_profile: str | None = None,
-              source: str = "auto") -> WhatIfResult:
+              source: str = "auto", history: str | None = None) -> WhatIfResult:
     """The side-by-side table: every study model, published rows with errors."""
     models = models or study_models()
     rows = [with_published(predict_model(m, hardware=hardware, corpus=corpus,
                                          host_factor=host_factor, seeds=seeds,
                                          num_requests=num_requests, workers=workers,
-                                         cost_profile=cost_profile, source=source))
+                                         cost_profile=cost_profile, source=source,
+                                         history=history))
             for m in models]
     pub_rows = [r for r in rows if r["published"]]
     summary = {
@@ -150,6 +151,9 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
         "suffix_regresses": [r["model"] for r in rows if (r["suffix_speedup"] or 2) < 1],
     }
     notes = [f"published figures: {SOURCE}",
+             "request history: " + (history or "each profile's own (warm where the shipped "
+                                    "profile says so)") + " (an assumption, not fitted: "
+             "simkit whatif reference --history cold,warm,hot compares them)",
              f"conditions: {CONDITIONS}; host factor {host_factor:g} on the B200 host "
              "(its host_speed is an assumption, 1.0 = the lent H200 machine's CPU)",
              "TP degrees are simkit's choice (smallest TP with a useful KV cache), the study did "
@@ -180,7 +184,8 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
                         MAIN_COLUMNS, rows,
                         {"models": models, "hardware": hardware, "corpus": corpus,
                          "host_factor": host_factor, "seeds": seeds,
-                         "num_requests": num_requests, "configs": LADDER}, notes,
+                         "num_requests": num_requests, "configs": LADDER,
+                         "history": history}, notes,
                         {"summary": summary, "proxies": proxies})
 
 
@@ -191,3 +196,59 @@ def _mean_abs(vals: list[float | None]) -> float:
 
 def _pct(v: float) -> str:
     return "-" if v != v else f"{v:.0%}"
+
+
+HISTORY_COLUMNS_PER = ("ratio", "lever", "best_k")
+
+
+def reproduce_histories(histories: list[str], models: list[str] | None = None, *,
+                        hardware: str = "b200", corpus: str = "mix", host_factor: float = 1.0,
+                        seeds: int = 1, num_requests: int | None = None,
+                        workers: int | None = None, cost_profile: str | None = None,
+                        source: str = "auto") -> WhatIfResult:
+    """One column set per request history: predicted final/van(OFF) ratio, final lever and best
+    K beside the published ratio, and which histories bring each published row within 25 %.
+    History is a stated assumption per column, never fitted to the published figures."""
+    from simkit.history import parse_history
+
+    labels = [parse_history(h).label for h in histories]
+    per = {h: reproduce(models, hardware=hardware, corpus=corpus, host_factor=host_factor,
+                        seeds=seeds, num_requests=num_requests, workers=workers,
+                        cost_profile=cost_profile, source=source, history=h) for h in labels}
+    first = per[labels[0]]
+    rows = []
+    for i, base in enumerate(first.rows):
+        row = {"model": base["model"], "ratio_pub": base["ratio_pub"],
+               "final_lever_pub": base["final_lever_pub"]}
+        within = []
+        for h in labels:
+            r = per[h].rows[i]
+            row[f"ratio_{h}"] = r["ratio_pred"]
+            row[f"lever_{h}"] = r["final_lever"]
+            row[f"best_k_{h}"] = r["best_k"]
+            if r["ratio_pred"] and base["ratio_pub"] and \
+                    abs(r["ratio_pred"] / base["ratio_pub"] - 1) <= 0.25:
+                within.append(h)
+        row["histories_within_25pct"] = ",".join(within) if base["published"] else None
+        rows.append(row)
+    columns = ["model", "ratio_pub", "final_lever_pub"]
+    for h in labels:
+        columns += [f"{c}_{h}" for c in HISTORY_COLUMNS_PER]
+    columns.append("histories_within_25pct")
+    geo = {h: per[h].extra["summary"]["geomean_ratio_pred"] for h in labels}
+    notes = [f"published figures: {SOURCE}",
+             "one column set per request history (simkit.history): an assumption per column, "
+             "not a fitted knob; ratio = final configuration / van(OFF), predicted",
+             "geometric-mean ratio predicted: " + ", ".join(f"{h} {g:.2f}x" for h, g in
+                                                           geo.items()) +
+             f" (study: {FINDINGS['geomean_ratio_11_models']}x over 11 models)",
+             "histories_within_25pct: the histories whose predicted ratio is within 25 % of the "
+             "published one (published rows only)"]
+    return WhatIfResult("reference-history",
+                        f"reference study on {hardware}, {corpus} corpus, per request history",
+                        columns, rows,
+                        {"models": [r["model"] for r in rows], "hardware": hardware,
+                         "corpus": corpus, "histories": labels, "host_factor": host_factor,
+                         "seeds": seeds, "num_requests": num_requests}, notes,
+                        {"geomean_ratio_pred": geo,
+                         "per_history": {h: per[h].extra["summary"] for h in labels}})

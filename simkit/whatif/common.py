@@ -51,11 +51,13 @@ def clean(v: Any) -> Any:
     return v
 
 
-def load_workload(model: str, corpus: str, source: str = "auto") -> Workload:
-    """The acceptance-replay workload of one (model, corpus): simkit.profiles.load_profile."""
+def load_workload(model: str, corpus: str, source: str = "auto",
+                  history: str | None = None) -> Workload:
+    """The acceptance-replay workload of one (model, corpus) under a request history
+    (simkit.history; None = the profile's own): simkit.profiles.load_profile."""
     from simkit.profiles import load_profile
 
-    prof = load_profile(model, corpus, source=source)
+    prof = load_profile(model, corpus, source=source, tree=history)
     workload = Workload.from_profile(prof)
     if not workload.name:
         workload.name = f"{model}/{corpus}"

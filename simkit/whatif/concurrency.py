@@ -30,7 +30,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                 tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
                 configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
                 min_requests: int = 32, workers: int | None = None,
-                cost_profile: str | None = None, source: str = "auto",
+                cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 workload=None) -> WhatIfResult:
     """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
     from simkit.costmodel import load_cost_model
@@ -46,7 +46,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     if not any(s.drafter == "none" for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
-    workload = workload or load_workload(model, corpus, source)
+    workload = workload or load_workload(model, corpus, source, history)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     rows = []
     for c in cs:

@@ -1,0 +1,139 @@
+"""History: throughput of every configuration against the share P of requests the server already
+served (repeat:P, P = 0 is a fresh server, 1 is hot), with the warm stream beside it; the share
+from which speculative decoding starts to pay, and the best K at each share."""
+
+from __future__ import annotations
+
+import math
+
+from simkit.engine.sim import ClosedLoop
+from simkit.errors import InputError
+from simkit.history import parse_history
+from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
+                                  specs_of)
+
+COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
+           "mean_accepted", "tokens_per_step", "is_best"]
+DEFAULT_SHARES = "0,0.1,0.25,0.5,0.75,1"
+DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12"
+
+
+def parse_shares(text: str) -> list[float]:
+    """Sorted unique shares in [0, 1]; InputError otherwise."""
+    try:
+        vals = sorted({float(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise InputError(f"shares must be numbers in [0, 1], got {text!r}", field="shares") from None
+    if not vals or any(not math.isfinite(v) or not 0.0 <= v <= 1.0 for v in vals):
+        raise InputError(f"shares must be numbers in [0, 1], got {text!r}", field="shares")
+    return vals
+
+
+def crossover(points: list[tuple[float, float]]) -> float | None:
+    """The smallest share P at which the best speculative config's speedup reaches 1, linearly
+    interpolated between measured shares: 0.0 when it pays at P=0, None when it never pays."""
+    pts = sorted(points)
+    if not pts:
+        return None
+    if pts[0][1] >= 1.0:
+        return pts[0][0]
+    for (p0, s0), (p1, s1) in zip(pts, pts[1:]):
+        if s0 < 1.0 <= s1:
+            return p0 + (1.0 - s0) * (p1 - p0) / (s1 - s0)
+    return None
+
+
+def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
+            tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = DEFAULT_CONFIGS,
+            concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
+            workers: int | None = None, cost_profile: str | None = None, source: str = "auto",
+            warm: bool = True) -> WhatIfResult:
+    """The ladder under repeat:P for each P (and warm when `warm`)."""
+    from simkit.costmodel import load_cost_model
+
+    ps = parse_shares(shares)
+    specs = specs_of(configs)
+    if not any(s.drafter == "none" for s in specs):
+        raise InputError("the history what-if compares against vanilla: include it",
+                         field="configs")
+    cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    labels = [(parse_history(f"repeat:{p:g}").label, p) for p in ps] + \
+        ([("warm", None)] if warm else [])
+    rows, best_by, origin = [], {}, ""
+    for label, p in labels:
+        workload = load_workload(model, corpus, source, label)
+        origin = origin or (workload.origin or "")
+        ladder = run_ladder(workload, cost, specs, seeds=seeds,
+                            num_requests=max(num_requests, workload.num_requests),
+                            load=ClosedLoop(concurrency), workers=workers)
+        top = max(ladder, key=lambda r: r.output_tok_s)
+        spec_rows = [r for r in ladder if r.config != "vanilla"]
+        kpads = [r for r in ladder if r.config.startswith("kpad-")]
+        best_spec = max(spec_rows, key=lambda r: r.output_tok_s) if spec_rows else None
+        best_by[label] = {
+            "repeat_share": p, "best_config": top.config,
+            "best_speculative": best_spec.config if best_spec else None,
+            "best_speculative_speedup": best_spec.speedup_vs_vanilla if best_spec else None,
+            "best_k": max(kpads, key=lambda r: r.output_tok_s).k if kpads else None}
+        for r in ladder:
+            rows.append({"history": label, "repeat_share": p, "config": r.config,
+                         "output_tok_s": r.output_tok_s,
+                         "speedup_vs_vanilla": r.speedup_vs_vanilla,
+                         "mean_accepted": r.mean_accepted,
+                         "tokens_per_step": r.details.get("tokens_per_step"),
+                         "is_best": r.config == top.config})
+    cross = crossover([(v["repeat_share"], v["best_speculative_speedup"])
+                       for v in best_by.values()
+                       if v["repeat_share"] is not None and v["best_speculative_speedup"]])
+    notes = [cost.describe(),
+             f"closed loop, concurrency {concurrency}, {seeds} seed(s); repeat:P = a fresh "
+             "server that already served the share P of these requests once (identical greedy "
+             "outputs; which ones: simkit.history.repeat_indices); P = 0 is cold, 1 is hot; warm "
+             "= the whole corpus served before",
+             "speculation starts to pay (best speculative config >= vanilla) " +
+             ("at P = 0 already" if cross == 0.0 else
+              f"from P = {cross:.2f} (interpolated)" if cross is not None else
+              f"at no measured share (up to {ps[-1]:g})"),
+             "best K per history: " + ", ".join(f"{h} K={v['best_k']}" for h, v in best_by.items()),
+             f"workload {model}/{corpus} ({origin or 'origin unknown'}); the prefix cache is "
+             "not modelled here: repeated prompts would also skip their prefill"]
+    return WhatIfResult("history", f"throughput vs request history for {model}/{corpus} on "
+                        f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
+                        {"model": model, "corpus": corpus, "hardware": cost.hw.name,
+                         "tp": cost.tp, "shares": ps, "configs": configs,
+                         "concurrency": concurrency, "seeds": seeds,
+                         "num_requests": num_requests, "warm": warm}, notes,
+                        {"crossover_share": cross, "per_history": best_by})
+
+
+def plot(result: WhatIfResult, path) -> None:
+    """Left: tok/s against P per config (warm as dashed levels); right: best K against P."""
+    plt = plot_setup()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    rep = [r for r in result.rows if r["repeat_share"] is not None]
+    for i, name in enumerate(dict.fromkeys(r["config"] for r in rep)):
+        pts = [r for r in rep if r["config"] == name]
+        line, = a1.plot([r["repeat_share"] for r in pts], [r["output_tok_s"] for r in pts],
+                        marker="o", ms=3, label=name)
+        warm = [r for r in result.rows if r["history"] == "warm" and r["config"] == name]
+        if warm:
+            a1.axhline(warm[0]["output_tok_s"], color=line.get_color(), ls=":", lw=0.8)
+    cross = result.extra.get("crossover_share")
+    if cross is not None:
+        a1.axvline(cross, color="k", lw=0.8, ls="--")
+        a1.annotate(f"pays from P={cross:.2f}", (cross, a1.get_ylim()[1]), xytext=(3, -12),
+                    textcoords="offset points", fontsize=8)
+    a1.set_xlabel("share P of requests already served (repeat:P)")
+    a1.set_ylabel("output tok/s (dotted: warm)")
+    a1.grid(alpha=0.3)
+    a1.legend(fontsize=7)
+    per = [(v["repeat_share"], v["best_k"]) for v in result.extra["per_history"].values()
+           if v["repeat_share"] is not None and v["best_k"] is not None]
+    if per:
+        a2.step([p for p, _ in per], [k for _, k in per], where="post", marker="o", ms=3)
+    a2.set_xlabel("share P")
+    a2.set_ylabel("best K (K-pad)")
+    a2.grid(alpha=0.3)
+    fig.suptitle(result.question, fontsize=9)
+    fig.tight_layout()
+    save_fig(fig, path)
