@@ -1,10 +1,10 @@
 """Acceptance tables under a request history (simkit.history): what the global suffix tree held
 before the requests were served.
 
-cold: the requests' own replay from an empty tree. repeat:P (hot = repeat:1): the responses of the
-share P of these same requests that simkit.history.repeat_indices names enter the tree first, in
-that order (the GPU harness serves them in that order too), optionally cut to their first M tokens
-(diverge:M); then the replay. warm is the whole-corpus replay of simkit.profiles (it needs the
+cold: the requests' own replay from an empty tree. repeat:P: the responses of the share P of these
+same requests that simkit.history.repeat_indices names enter the tree first, in that order; hot
+(repeat:1): all of them in list order (the GPU harness serves them in these orders too);
+optionally cut to their first M tokens (diverge:M); then the replay. warm is the whole-corpus replay of simkit.profiles (it needs the
 corpus, not only the requests).
 """
 
@@ -18,6 +18,8 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable
 from simkit.history import History, parse_history, repeat_indices
 
+PRELUDE_VERSION = 2     # bump when the prelude rule (which responses, in what order) changes
+
 
 def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarray]:
     """The responses a repeat history served before `requests` (empty for cold)."""
@@ -26,8 +28,12 @@ def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarr
         raise ValueError("warm history needs the whole corpus (simkit.profiles builds it)")
     if h.kind == "cold" or h.share == 0:
         return []
+    # hot: the whole list was served before in list order (calibrate.passes' first pass); a
+    # partial share was served in repeat_indices order. Their order decides the global tree's
+    # sequence numbers, hence FIFO eviction and the tie-breaks between equal counts.
+    order = range(len(requests)) if h.share == 1.0 else repeat_indices(len(requests), h.share)
     out = []
-    for i in repeat_indices(len(requests), h.share):
+    for i in order:
         o = np.asarray(requests[int(i)].output_ids, dtype=np.int32)
         out.append(o if h.diverge is None else o[:h.diverge])
     return out
@@ -53,7 +59,7 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
         return cached_table(requests, drafter="suffix", params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
-    spec = {**params.as_dict(), "history": h.label}
+    spec = {**params.as_dict(), "history": h.label, "prelude": PRELUDE_VERSION}
     if ordering == "concurrent":
         spec["concurrency"] = concurrency
     key = table_key(requests, "suffix", spec, kmax, ordering)

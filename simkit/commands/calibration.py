@@ -112,6 +112,10 @@ def validate(
                                  "sequential (the other is also replayed for comparison)"),
     records: Optional[Path] = typer.Option(None, help="folder of runs/steps parquet "
                                            "(default calibrate/data)"),
+    history: Optional[str] = typer.Option(None, "--history", help="predict every selected run "
+                                          "under this request history instead of its own "
+                                          "(cold, hot, repeat:P[,diverge:M]; default: each "
+                                          "run's recorded history)"),
 ) -> None:
     """Predicted vs measured tok/s for every measured vLLM run, under that run's conditions."""
     import json
@@ -125,12 +129,19 @@ def validate(
         raise InputError("must be table or json", field="format")
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
+    if history is not None:
+        from simkit.history import parse_history
+
+        history = parse_history(history).label
+        if history == "warm":
+            raise InputError("warm needs a whole corpus served before; a measured run's "
+                             "requests can be predicted cold, hot or repeat:P", field="history")
     steps, runs = load_records(records)
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
                          path=str(records or "calibrate/data"))
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
-                               run_ids=run_id or None,
+                               run_ids=run_id or None, history=history,
                                progress=lambda r: print(f"predicting {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")

@@ -48,30 +48,47 @@ class RunConditionsCost:
         return StepCost(c.device_s, c.host_s + front, step)
 
 
+DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
+
+
 def spec_of(run: dict[str, Any]):
-    """The SpecConfig of a run's (config, k)."""
-    from simkit.engine.config import parse_configs
+    """The SpecConfig of a run's (config, k). Measured dynamic-K runs (config dynamic-<policy>)
+    ran vLLM 0.26's single FULL capture list at Kmax: graphs="kmax"."""
+    import dataclasses as dc
+
+    from simkit.engine.config import dynamic, parse_configs
 
     cfg, k = str(run["config"]), int(run["k"] or 0)
+    if cfg.startswith("dynamic-"):
+        return dc.replace(dynamic(cfg.split("-", 1)[1], DYNAMIC_KS), graphs="kmax")
     text = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
             "kpad": f"kpad:{k}"}.get(cfg, cfg)
     return parse_configs(text)[0]
 
 
-def run_workload(reqs: list, run: dict[str, Any], ordering: str):
-    """Workload of exactly these requests; suffix table built over them in this order from an
-    empty global tree (the run reset it), `ordering` "concurrent" at the run's concurrency or
-    "sequential"."""
-    from simkit.acceptance.cache import cached_table
+def run_history(run: dict[str, Any]) -> str:
+    """The history the run was measured under (older records: cold, every run reset the tree)."""
+    h = run.get("history")
+    return "cold" if h is None or h != h or h == "" else str(h)
+
+
+def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None):
+    """Workload of exactly these requests; suffix table built over them in this order after the
+    run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
+    responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
+    concurrency or "sequential". `history` overrides the run's own."""
+    from simkit.acceptance.history import cached_history_table
     from simkit.engine.workload import Workload
 
     plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
     olen = np.array([len(r.output_ids) for r in reqs], np.int32)
     tables = {}
     if str(run["config"]) != "vanilla":
-        tables["suffix"] = cached_table(reqs, drafter="suffix", kmax=16, ordering=ordering,
-                                        concurrency=int(run["concurrency"]),
-                                        model=str(run["model"]), corpus=str(run["corpus"]))
+        tables["suffix"] = cached_history_table(reqs, history or run_history(run), kmax=16,
+                                                ordering=ordering,
+                                                concurrency=int(run["concurrency"]),
+                                                model=str(run["model"]),
+                                                corpus=str(run["corpus"]))
     return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}")
 
 
@@ -133,7 +150,8 @@ class RunPrediction:
 
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
-                profile: str | None = None, window_start_completion: int = 1) -> RunPrediction:
+                profile: str | None = None, window_start_completion: int = 1,
+                history: str | None = None) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap)."""
     from simkit.engine.predict import engine_config
@@ -147,7 +165,7 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
                         max_num_seqs=int(run["max_num_seqs"]),
                         max_num_batched_tokens=int(run["max_num_batched_tokens"]),
                         cudagraph_mode=str(run["cudagraph_mode"]))
-    workload = run_workload(reqs, run, ordering)
+    workload = run_workload(reqs, run, ordering, history)
     res = simulate(workload, cost, cfg, spec_of(run), load=ClosedLoop(int(run["concurrency"])),
                    seed=seed, num_requests=len(reqs), shuffle=False,
                    window_start_completion=window_start_completion)

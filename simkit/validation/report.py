@@ -10,13 +10,10 @@ from typing import Any, Callable
 
 from simkit.costmodel.records import forcing_synchronised
 from simkit.validation.predict import (ORDERINGS, measured_figures, predict_run,
-                                       recorded_step_error)
+                                       recorded_step_error, run_history)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
 
 PURPOSES = ("validation", "calibration", "all")
-DYNAMIC_K = {"status": "not measured",
-             "why": "no dynamic-K run is in calibrate/data/runs.parquet, so the sign of "
-                    "dynamic-K vs best-K cannot be compared with a measurement"}
 
 
 def config_label(run: dict[str, Any]) -> str:
@@ -28,10 +25,12 @@ def config_label(run: dict[str, Any]) -> str:
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 ordering: str = "concurrent", run_ids: list[str] | None = None,
                 compare_orderings: bool = True, profile: str | None = None,
-                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                progress: Callable[[str], None] | None = None,
+                history: str | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
-    conditions, the stock-async prediction for runs whose overlap the harness removed, the
-    engine's default-window prediction (diagnosis), and accepted tokens per decode step."""
+    conditions (its request history included, unless `history` overrides it for every run),
+    the stock-async prediction for runs whose overlap the harness removed, the engine's
+    default-window prediction (diagnosis), and accepted tokens per decode step."""
     from simkit.errors import InputError
 
     if purpose not in PURPOSES:
@@ -58,7 +57,8 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         st = steps[steps["run_id"] == run["run_id"]]
         check = check_against_run(reqs, run, st)
         meas = measured_figures(run, st)
-        preds = [predict_run(reqs, run, ordering=ordering, seed=s, profile=profile)
+        hist = history or run_history(run)
+        preds = [predict_run(reqs, run, ordering=ordering, seed=s, profile=profile, history=hist)
                  for s in range(max(1, seeds))]
         tok = [p.output_tok_s for p in preds]
         pred = preds[0]
@@ -70,6 +70,8 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
             "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
             "config": config_label(run), "k": int(run["k"] or 0),
+            "history": run_history(run), "history_assumed": hist,
+            "k_counts": _k_counts(run),
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
             "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
             "predicted_tok_s_seed_std": _std(tok),
@@ -83,15 +85,15 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         }
         if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
             stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
-                                profile=profile)
+                                profile=profile, history=hist)
             cell["predicted_tok_s_stock_async"] = stock.output_tok_s
         eng = predict_run(reqs, run, ordering=ordering, profile=profile,
-                          window_start_completion=int(run["concurrency"]))
+                          window_start_completion=int(run["concurrency"]), history=hist)
         cell["predicted_tok_s_engine_window"] = eng.output_tok_s
         if spec and compare_orderings:
             other = next(o for o in ORDERINGS if o != ordering)
             cell[f"predicted_accepted_per_step_{other}"] = predict_run(
-                reqs, run, ordering=other, profile=profile).accepted_per_step
+                reqs, run, ordering=other, profile=profile, history=hist).accepted_per_step
         on_rec = recorded_step_error(run, st, profile)
         step_term = meas["mean_step_ms"] / pred.mean_step_ms - 1
         acc_term = ((1 + pred.accepted_per_step) / (1 + meas["accepted_per_step"]) - 1
@@ -103,6 +105,16 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "device_on_recorded_steps": on_rec["device"]}
         cells.append(cell)
     return cells
+
+
+def _k_counts(run: dict[str, Any]) -> dict[str, int] | None:
+    import json
+
+    raw = run.get("k_counts")
+    if not raw or raw != raw:
+        return None
+    counts = json.loads(str(raw))
+    return counts or None
 
 
 def _std(vals: list[float]) -> float:
@@ -126,7 +138,8 @@ def forcing_regime(force_copy: Any) -> str:
 
 
 def _same_setting(c: dict[str, Any]) -> tuple:
-    return (c["model"], c["corpus"], c["concurrency"], c.get("forcing", ""))
+    return (c["model"], c["corpus"], c["concurrency"], c.get("forcing", ""),
+            c.get("history", "cold"))
 
 
 def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
@@ -139,14 +152,14 @@ def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) ->
         if c["config"].startswith("kpad-") and (purpose is None or c["purpose"] == purpose):
             groups[_same_setting(c)][c["k"]].append(c)
     out = []
-    for (model, corpus, conc, forcing), by_k in sorted(groups.items()):
+    for (model, corpus, conc, forcing, hist), by_k in sorted(groups.items()):
         if len(by_k) < 2:
             continue
         meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
         pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
         mb, pb = max(meas, key=meas.get), max(pred, key=pred.get)
         out.append({"model": model, "corpus": corpus, "concurrency": conc, "forcing": forcing,
-                    "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
+                    "history": hist, "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
                                                     if len(cs) > 1},
                     "measured_best_k": mb, "predicted_best_k": pb, "match": mb == pb,
                     "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
@@ -161,12 +174,12 @@ def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:
     for c in cells:
         groups[(*_same_setting(c), c["config"], c["num_requests"])].append(c)
     out = []
-    for (model, corpus, conc, forcing, config, n), cs in sorted(groups.items()):
+    for (model, corpus, conc, forcing, hist, config, n), cs in sorted(groups.items()):
         if len(cs) < 2:
             continue
         m = [c["measured_tok_s"] for c in cs]
         out.append({"model": model, "corpus": corpus, "concurrency": conc, "config": config,
-                    "forcing": forcing, "runs": sorted(c["run_id"] for c in cs),
+                    "forcing": forcing, "history": hist, "runs": sorted(c["run_id"] for c in cs),
                     "measured_tok_s": m, "spread": max(m) / min(m) - 1})
     spreads = [g["spread"] for g in out]
     return {"groups": out, "mean_spread": sum(spreads) / len(spreads) if spreads else None,
@@ -186,6 +199,47 @@ def acceptance_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
     return res
 
 
+def dynamic_k_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Measured dynamic-K runs against the best fixed K measured in the same setting: the
+    measured and the predicted gain (dynamic / best kpad - 1, the prediction taken at the K the
+    measurement found best) and whether their signs agree (|gain| under 1 % counts as a tie)."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for c in cells:
+        groups[_same_setting(c)].append(c)
+    out = []
+    for key, cs in sorted(groups.items()):
+        kp = [c for c in cs if c["config"].startswith("kpad-")]
+        dyn = [c for c in cs if c["config"].startswith("dynamic-")]
+        if not kp or not dyn:
+            continue
+        best = max(kp, key=lambda c: c["measured_tok_s"])
+        for d in dyn:
+            mg = d["measured_tok_s"] / best["measured_tok_s"] - 1
+            pg = d["predicted_tok_s"] / best["predicted_tok_s"] - 1
+            out.append({"model": key[0], "corpus": key[1], "concurrency": key[2],
+                        "history": key[4], "policy": d["config"].split("-")[1],
+                        "best_fixed": best["config"], "measured_gain": mg,
+                        "predicted_gain": pg, "k_counts": d.get("k_counts"),
+                        "sign_agrees": _sign(mg) == _sign(pg)})
+    if not out:
+        return {"status": "not measured", "cells": [],
+                "why": "no dynamic-K run beside measured kpad runs of the same setting"}
+    return {"status": "measured", "cells": out,
+            "sign_agreement": f"{sum(c['sign_agrees'] for c in out)} of {len(out)}",
+            "mean_abs_gain_error": sum(abs(c["predicted_gain"] - c["measured_gain"])
+                                       for c in out) / len(out)}
+
+
+def _sign(x: float, tie: float = 0.01) -> int:
+    return 0 if abs(x) < tie else (1 if x > 0 else -1)
+
+
+def mape_by_history(cells: list[dict[str, Any]], purpose: str = "validation") -> dict[str, Any]:
+    """MAPE of the held-out cells per measured request history (cold first-pass vs repeats)."""
+    return {h: mape([c for c in cells if c.get("history", "cold") == h], purpose)
+            for h in sorted({c.get("history", "cold") for c in cells})}
+
+
 def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
     """The JSON document of `simkit validate --format json`."""
     return {"cells": [_clean(c) for c in cells], "mape": mape(cells, "validation"),
@@ -195,7 +249,12 @@ def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
             "repeatability": _clean(repeatability(cells)),
             "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
             "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
-            "dynamic_k": DYNAMIC_K, "acceptance_replay": _clean(acceptance_check(cells)),
+            "mape_by_history": mape_by_history(cells),
+            "acceptance_replay_by_history": {
+                h: _clean(acceptance_check([c for c in cells if c.get("history", "cold") == h]))
+                for h in sorted({c.get("history", "cold") for c in cells})},
+            "dynamic_k": _clean(dynamic_k_check(cells)),
+            "acceptance_replay": _clean(acceptance_check(cells)),
             "table_ordering": ordering,
             "window": "first completion -> last admission (calibrate.records.steady_window)"}
 

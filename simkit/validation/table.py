@@ -52,13 +52,34 @@ def render(doc: dict[str, Any]) -> str:
             lines.append(f"best K ({key.replace('best_k_agreement', 'validation').replace('validation_', '')}): "
                          f"{b['matched']}/{b['total']} groups")
             for g in b["cells"]:
-                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} ({g['forcing']}) "
-                         f"Ks {g['ks']}: "
+                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} ({g['forcing']}, "
+                             f"{g.get('history', 'cold')}) Ks {g['ks']}: "
                              f"measured K={g['measured_best_k']}, predicted K={g['predicted_best_k']}"
                              f", measured tok/s lost {100 * g['lost_tok_s_frac']:.1f} %")
     for name, a in doc["acceptance_replay"].items():
         lines.append(f"acceptance replay ({name} table ordering"
                      f"{' = ' + doc['table_ordering'] if name == 'used' else ''}): mean |rel err| "
                      f"{100 * a['mean_abs_rel_error']:.2f} % over {a['cells']} runs")
-    lines.append(f"dynamic-K vs best-K: {doc['dynamic_k']['status']} ({doc['dynamic_k']['why']})")
+    hist = {h: v for h, v in (doc.get("mape_by_history") or {}).items() if v is not None}
+    if hist:
+        lines.append("MAPE held-out by request history: " + ", ".join(
+            f"{h} {v:.1f} %" for h, v in hist.items()))
+    for h, accs in (doc.get("acceptance_replay_by_history") or {}).items():
+        a = accs.get("used")
+        if a:
+            lines.append(f"  acceptance replay, history {h}: mean |rel err| "
+                         f"{100 * a['mean_abs_rel_error']:.2f} % over {a['cells']} runs")
+    dyn = doc["dynamic_k"]
+    if dyn["status"] != "measured":
+        lines.append(f"dynamic-K vs best-K: {dyn['status']} ({dyn['why']})")
+    else:
+        lines.append(f"dynamic-K vs best fixed K (measured in the same setting): sign agrees "
+                     f"{dyn['sign_agreement']}, mean |gain error| "
+                     f"{100 * dyn['mean_abs_gain_error']:.1f} points")
+        for c in dyn["cells"]:
+            lines.append(f"  {c['model']} {c['corpus']} c{c['concurrency']} {c['history']} "
+                         f"{c['policy']} vs {c['best_fixed']}: measured "
+                         f"{100 * c['measured_gain']:+.1f} %, predicted "
+                         f"{100 * c['predicted_gain']:+.1f} % ({'agrees' if c['sign_agrees'] else 'differs'}"
+                         f"; K steps {c['k_counts']})")
     return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""Request history (issue 12): parsing, the tables it decides (exact against a doubled replay),
+and the commands that take it, on real traces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from simkit.errors import InputError
+from simkit.history import History, parse_history, repeat_indices
+from simkit.paths import traces_src_dir
+
+needs_traces = pytest.mark.skipif(traces_src_dir() is None,
+                                  reason="raw traces (../shared/traces-src) not present")
+
+
+@pytest.mark.parametrize("text,label,kind,share,diverge", [
+    ("cold", "cold", "cold", 0.0, None), ("warm", "warm", "warm", 0.0, None),
+    ("hot", "hot", "repeat", 1.0, None), ("repeat:1", "hot", "repeat", 1.0, None),
+    ("repeat:0.5", "repeat:0.5", "repeat", 0.5, None), ("repeat:0", "cold", "cold", 0.0, None),
+    (" HOT , diverge:64", "hot,diverge:64", "repeat", 1.0, 64),
+    ("repeat:0.25,diverge:0", "repeat:0.25,diverge:0", "repeat", 0.25, 0)])
+def test_parse_history_canonical_labels(text, label, kind, share, diverge):
+    h = parse_history(text)
+    assert (h.label, h.kind, h.share, h.diverge) == (label, kind, share, diverge)
+    assert parse_history(h.label) == h                     # the label round-trips
+
+
+@pytest.mark.parametrize("bad", ["", "lukewarm", "repeat:1.5", "repeat:-0.1", "repeat:nan",
+                                 "repeat:x", "cold,diverge:3", "hot,diverge:-1", "hot,fast:1"])
+def test_parse_history_rejects_with_the_field_named(bad):
+    with pytest.raises(InputError) as e:
+        parse_history(bad)
+    assert e.value.field == "history"
+
+
+@given(st.integers(0, 500), st.floats(0, 1))
+@settings(max_examples=60, deadline=None)
+def test_repeat_indices_are_a_seeded_distinct_share(n, share):
+    idx = repeat_indices(n, share)
+    assert len(idx) == int(round(share * n)) and len(set(idx.tolist())) == len(idx)
+    assert all(0 <= i < n for i in idx)
+    assert np.array_equal(idx, repeat_indices(n, share))              # deterministic
+    bigger = repeat_indices(n, min(1.0, share + 0.25))
+    assert np.array_equal(bigger[:len(idx)], idx)                     # shares nest
+
+
+@pytest.fixture(scope="module")
+def chat_slice():
+    from traces.corpora import load_corpus
+
+    return list(load_corpus("chat", "llama-3.1-8b").requests[:24])
+
+
+@needs_traces
+def test_hot_table_equals_the_second_pass_of_a_doubled_sequential_replay(chat_slice):
+    from simkit.acceptance.build import build_warm_table
+    from simkit.acceptance.history import cached_history_table
+
+    n = len(chat_slice)
+    hot = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
+    doubled = build_warm_table(chat_slice + chat_slice, list(range(n, 2 * n)), kmax=8)
+    assert np.array_equal(np.asarray(hot.accepted), np.asarray(doubled.accepted))
+    assert np.array_equal(np.asarray(hot.drafted), np.asarray(doubled.drafted))
+
+
+@needs_traces
+def test_history_orders_acceptance_cold_below_repeat_below_hot(chat_slice):
+    from simkit.acceptance.build import build_table
+    from simkit.acceptance.history import cached_history_table
+
+    means = {}
+    for h in ("cold", "repeat:0.5", "hot"):
+        t = cached_history_table(chat_slice, h, kmax=8, ordering="concurrent", concurrency=8,
+                                 use_cache=False)
+        means[h] = float(np.asarray(t.accepted)[:, 7].mean())
+    assert means["cold"] < means["repeat:0.5"] < means["hot"]
+    # a repeat whose earlier output diverged at token 0 left nothing in the tree: cold exactly
+    cold = build_table(chat_slice, kmax=8, ordering="concurrent", concurrency=8)
+    zero = cached_history_table(chat_slice, "hot,diverge:0", kmax=8, ordering="concurrent",
+                                concurrency=8, use_cache=False)
+    assert np.array_equal(np.asarray(zero.accepted), np.asarray(cold.accepted))
+
+
+@needs_traces
+def test_eviction_at_max_cached_requests_limits_what_a_repeat_sees(chat_slice):
+    from simkit.acceptance.history import cached_history_table
+    from simkit.drafters.suffix import SuffixParams
+
+    full = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
+    tiny = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False,
+                                params=SuffixParams(max_cached_requests=2))
+    assert np.asarray(tiny.accepted).sum() < np.asarray(full.accepted).sum()
+
+
+@needs_traces
+@pytest.mark.slow
+def test_predict_json_names_the_history_and_hot_favours_large_k():
+    from simkit.cli import app
+
+    out = {}
+    for h in ("cold", "hot"):
+        res = CliRunner().invoke(app, ["predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                                       "--history", h, "--format", "json", "--seeds", "1",
+                                       "--configs", "vanilla,kpad:4,12", "--workers", "1"])
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.stdout)
+        assert doc["history"] == h and doc["assumptions"]["history"]["value"]["history"] == h
+        out[h] = {r["config"]: r["output_tok_s"] for r in doc["results"]}
+    assert out["hot"]["kpad-12"] > out["hot"]["kpad-4"] > out["hot"]["vanilla"]
+    assert out["cold"]["kpad-12"] < out["cold"]["kpad-4"]
+    assert out["cold"]["vanilla"] == pytest.approx(out["hot"]["vanilla"])   # no tree, no change
+
+
+def test_crossover_interpolates_and_says_none_when_it_never_pays():
+    from simkit.whatif.history import crossover, parse_shares
+
+    assert crossover([(0.0, 0.8), (0.5, 1.2)]) == pytest.approx(0.25)
+    assert crossover([(0.0, 1.1), (1.0, 2.0)]) == 0.0
+    assert crossover([(0.0, 0.5), (1.0, 0.9)]) is None
+    assert parse_shares("1,0,0.5,0.5") == [0.0, 0.5, 1.0]
+    for bad in ("", "2", "a", "-0.1", "nan"):
+        with pytest.raises(InputError):
+            parse_shares(bad)
+
+
+@needs_traces
+@pytest.mark.slow
+def test_whatif_history_on_real_traces(tmp_path):
+    from simkit.whatif.history import history, plot
+
+    res = history("qwen2.5-7b", "code", shares="0,1", configs="vanilla,kpad:4,8", seeds=1,
+                  num_requests=64, workers=1, warm=False)
+    by = {(r["history"], r["config"]): r for r in res.rows}
+    assert set(h for h, _ in by) == {"cold", "hot"}
+    assert by[("hot", "kpad-8")]["mean_accepted"] > 3 * by[("cold", "kpad-8")]["mean_accepted"]
+    assert by[("hot", "vanilla")]["output_tok_s"] == pytest.approx(
+        by[("cold", "vanilla")]["output_tok_s"])
+    cross = res.extra["crossover_share"]
+    assert cross is None or 0.0 <= cross <= 1.0
+    plot(res, tmp_path / "h.png")
+    assert (tmp_path / "h.png").stat().st_size > 0
+
+
+def test_history_describe_and_dict_are_consistent():
+    h = parse_history("repeat:0.25,diverge:10")
+    assert h.as_dict() == {"history": "repeat:0.25,diverge:10", "kind": "repeat",
+                           "repeat_share": 0.25, "diverge_tokens": 10}
+    assert "25%" in h.describe() and "10 tokens" in h.describe()
+    assert History("warm").describe().startswith("warm")
