@@ -80,18 +80,15 @@ def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
 
 @njit(cache=True)
 def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo, fut_hi,
-              caps, minp, kmax, depth, d_out, a_out, scratch_w, scratch_s):
+              caps, minp, kmax, depth, d_out, a_out, S):
     """draft_all for one position: the local sequence is flat[lbase:lbase+ln_tok] (prompt + output so
     far), gact[:nga] the request's active global suffixes (nga = -1: not cached), the real
     continuation flat[fut_lo:fut_hi]. Writes d(K) and a(K) for K = 1..kmax into d_out, a_out."""
     ln, cnt = T[3], T[1]
-    best_s = np.zeros(kmax + 1)
-    best_n = np.zeros(kmax + 1, np.int64)
-    best_w = np.full(kmax + 1, -1, np.int64)
-    wn = np.zeros(2 * depth + 2, np.int64)
-    bound = np.zeros(kmax + 1)
-    mnode = np.empty(depth + 1, np.int64)
-    midx = np.empty(depth + 1, np.int64)
+    scratch_w, scratch_s, best_s, best_n, best_w, wn, mnode, midx = S
+    best_s[:] = 0.0
+    best_n[:] = 0
+    best_w[:] = -1
     L = ln_tok if ln_tok < depth else depth
     clo = lbase + ln_tok - L
     nw = 0
@@ -129,11 +126,14 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
             cap = caps[m] if caps[m] < kmax else kmax
             if cap <= 0:
                 continue
-            # float32 sums of n copies of p1 bound the walk's score after n tokens (see suffix.py)
-            for q in range(1, cap + 1):
-                bound[q] = _f32(bound[q - 1] + p1)
+            # The walk's score after n tokens is at most the float32 sum of n copies of p1 (see
+            # suffix.py), itself below n * p1 * (1 + 1e-4) for n <= 255 (each float32 addition
+            # rounds up by at most a factor 1 + 2^-24). A walk is skipped only when even this looser
+            # bound cannot beat the best for any K, and a walk cut at a larger `need` than the
+            # reference's changes no best (past its `need` it cannot win), so the result is the same.
+            ub = p1 * 1.0001
             need = cap
-            while need and bound[need] <= best_s[need]:
+            while need and need * ub <= best_s[need]:
                 need -= 1
             if not need:
                 continue
@@ -175,6 +175,14 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
 
 
 @njit(cache=True)
+def _scratch(kmax, depth):
+    """Work arrays of draft_row (walk tokens, scores, best per K, walk lengths, match nodes)."""
+    return (np.zeros((2 * depth + 2, kmax), np.int32), np.zeros(kmax + 1), np.zeros(kmax + 1),
+            np.zeros(kmax + 1, np.int64), np.full(kmax + 1, -1, np.int64), np.zeros(2 * depth + 2, np.int64),
+            np.zeros(depth + 1, np.int64), np.zeros(depth + 1, np.int64))
+
+
+@njit(cache=True)
 def _append(T, root, flat, base, n, act, na, depth):
     """ensure + append_token: returns the (possibly grown) forest and the new active count."""
     T = ensure(T, depth + 2, depth + 2, depth + 1)
@@ -204,8 +212,7 @@ def sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, l
     Returns the forest (arrays may have grown)."""
     lact = np.zeros(depth, np.int64)
     gact = np.zeros(depth, np.int64)
-    sw = np.zeros((2 * depth + 2, kmax), np.int32)
-    ss = np.zeros(kmax + 1)
+    S = _scratch(kmax, depth)
     dbuf = np.zeros(kmax, np.int64)
     abuf = np.zeros(kmax, np.int64)
     gbase = pbase + plen
@@ -246,7 +253,7 @@ def sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, l
         for t in range(1, no):
             fhi = t + kmax if t + kmax < no else no
             draft_row(T, flat, lroot, pb, npr + t, lact, nl, gact, ng if live[r] == 1 else -1,
-                      D[D_LIVE], ob + t, ob + fhi, caps, minp, kmax, depth, dbuf, abuf, sw, ss)
+                      D[D_LIVE], ob + t, ob + fhi, caps, minp, kmax, depth, dbuf, abuf, S)
             for k in range(kmax):
                 dr[row + t, k] = dbuf[k]
                 acc[row + t, k] = abuf[k]
@@ -275,8 +282,7 @@ def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, con
     free_slots = np.arange(conc)[::-1].copy()
     nfree = conc
     nact = 0
-    sw = np.zeros((2 * depth + 2, kmax), np.int32)
-    ss = np.zeros(kmax + 1)
+    S = _scratch(kmax, depth)
     dbuf = np.zeros(kmax, np.int64)
     abuf = np.zeros(kmax, np.int64)
     nxt = 0
@@ -323,7 +329,7 @@ def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, con
                 fhi = t + kmax if t + kmax < no else no
                 draft_row(T, flat, s_root[s], pb, plen[r] + t, lact[s], s_nl[s], gact[s],
                           s_ng[s] if live[r] == 1 else -1, D[D_LIVE], ob + t, ob + fhi,
-                          caps, minp, kmax, depth, dbuf, abuf, sw, ss)
+                          caps, minp, kmax, depth, dbuf, abuf, S)
                 row = rowbase[r]
                 for k in range(kmax):
                     dr[row + t, k] = dbuf[k]
