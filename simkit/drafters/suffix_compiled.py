@@ -44,6 +44,9 @@ def pack(requests: Sequence, with_prompt: np.ndarray) -> tuple[np.ndarray, np.nd
             parts.append(p.astype(np.int32, copy=False))
         parts.append(out.astype(np.int32, copy=False))
     flat = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    if flat.size >= 1 << 31:
+        raise ValueError(f"{flat.size} tokens in one replay: the compiled drafter holds at most 2^31 "
+                         "(use engine='python' or fewer requests)")
     pbase = np.zeros(n, np.int64)
     if n:
         np.cumsum((plen + olen)[:-1], out=pbase[1:])

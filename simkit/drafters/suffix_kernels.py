@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters.suffix_core import (H_NEXT, SHIFT, append_token, ensure, free_tree, h_get,
-                                         head, new_node, remove_seq)
+from simkit.drafters.suffix_core import (CNT, H_NEXT, LN, RPOS, append_token, ensure, find_child,
+                                         free_tree, head, new_node, remove_seq)
 
 GROOT = 0          # root of the global tree
 # driver header D: FIFO head, FIFO tail, live global sequences
@@ -27,18 +27,18 @@ def _f32(x):
 @njit(cache=True)
 def _match(T, root, flat, lo, hi):
     """(node, offset) where flat[lo:hi] ends when read from root, or (-1, -1)."""
-    ln, rpos = T[3], T[4]
+    N = T[1]
     node = root
     idx = 0
     ref = 0
     for q in range(lo, hi):
         token = flat[q]
-        if idx >= ln[node]:
-            c = h_get(T, (node << SHIFT) | token)
+        if idx >= N[node, LN]:
+            c = find_child(T, node, token)
             if c < 0:
                 return -1, -1
             node = c
-            ref = rpos[c]
+            ref = N[c, RPOS]
             idx = 0
         if flat[ref + idx] != token:
             return -1, -1
@@ -49,17 +49,17 @@ def _match(T, root, flat, lo, hi):
 @njit(cache=True)
 def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
     """Path-mode walk from (node, idx): tokens into wt[wrow], float32 scores into sc; returns count."""
-    cnt, ln, rpos, clen = T[1], T[3], T[4], T[8]
+    N = T[1]
     nt = 0
     prob = 1.0
     score = 0.0
     while prob >= minp:
-        nl = ln[node]
+        nl = N[node, LN]
         if idx < nl:
             n = nl - idx
             if n > max_tokens - nt:
                 n = max_tokens - nt
-            b = rpos[node] + idx
+            b = N[node, RPOS] + idx
             for q in range(n):
                 wt[wrow, nt] = flat[b + q]
                 score = _f32(score + prob)
@@ -69,10 +69,10 @@ def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
                 break
             idx = nl
         else:
-            if clen[node] == 0:
-                break
             child = head(T, node)
-            prob = _f32(prob * _f32(cnt[child] / cnt[node]))
+            if child < 0:
+                break
+            prob = _f32(prob * _f32(N[child, CNT] / N[node, CNT]))
             node = child
             idx = 0
     return nt
@@ -84,7 +84,7 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
     """draft_all for one position: the local sequence is flat[lbase:lbase+ln_tok] (prompt + output so
     far), gact[:nga] the request's active global suffixes (nga = -1: not cached), the real
     continuation flat[fut_lo:fut_hi]. Writes d(K) and a(K) for K = 1..kmax into d_out, a_out."""
-    ln, cnt = T[3], T[1]
+    N = T[1]
     scratch_w, scratch_s, best_s, best_n, best_w, wn, mnode, midx = S
     best_s[:] = 0.0
     best_n[:] = 0
@@ -103,7 +103,7 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
         for m in range(1, L):
             if m <= nact:
                 node = act[nact - m]
-                idx = ln[node]
+                idx = N[node, LN]
             else:
                 node, idx = _match(T, root, flat, clo + L - m, clo + L)
                 if node < 0:
@@ -114,13 +114,13 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
         for m in range(nm, 0, -1):
             node = mnode[m - 1]
             idx = midx[m - 1]
-            if idx < ln[node]:
+            if idx < N[node, LN]:
                 p1 = 1.0
             else:
                 h = head(T, node)
                 if h < 0:
                     continue
-                p1 = _f32(cnt[h] / cnt[node])
+                p1 = _f32(N[h, CNT] / N[node, CNT])
                 if p1 < minp:
                     continue
             cap = caps[m] if caps[m] < kmax else kmax
