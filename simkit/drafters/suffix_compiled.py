@@ -80,14 +80,17 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int, rowba
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
+    from simkit.drafters.suffix_core import new_forest
+    TL = new_forest(*FOREST_SIZES)           # local trees, one at a time
     lo, n = 0, len(requests)
     while lo < n:
         hi, tok = lo, 0
         while hi < n and (tok < CHUNK_TOKENS or hi == lo):
             tok += int(olen[hi])
             hi += 1
-        T = sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, lo, hi,
-                             params.max_tree_depth, params.max_cached_requests, caps, minp, kmax, acc, dr)
+        T, TL = sequential_chunk(T, TL, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, lo, hi,
+                                 params.max_tree_depth, params.max_cached_requests, caps, minp, kmax,
+                                 acc, dr)
         if progress:
             for r in range(lo, hi):
                 if olen[r]:

@@ -160,6 +160,25 @@ def ensure(T, nodes, keys, depth):
     return (H, N, pl, hk, fl)
 
 
+@njit(cache=True)
+def reset_forest(T, keys):
+    """The forest emptied for a new tree of about `keys` hash keys. The hash table is cleared, or
+    reallocated when it is over 4x the size that `keys` needs, so a reset costs O(keys)."""
+    H, N, pl, hk, fl = T
+    H[:] = 0
+    H[H_FREE] = -1
+    fl[:] = -1
+    n = 16
+    while n < 2 * keys:
+        n *= 2
+    if hk.shape[0] > 4 * n:
+        hk = np.full((n, 2), -1, np.int64)
+    else:
+        hk[:, 0] = -1
+    H[H_HMASK] = hk.shape[0] - 1
+    return (H, N, pl, hk, fl)
+
+
 # -- nodes and child slices -----------------------------------------------------------------------------
 @njit(cache=True)
 def new_node(T, count, token, length, rp, parent):

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from simkit.drafters.suffix_core import (CNT, H_NEXT, LN, RPOS, append_token, ensure, find_child,
-                                         free_tree, head, new_node, remove_seq)
+                                         free_tree, head, new_node, remove_seq, reset_forest)
 
 GROOT = 0          # root of the global tree
 # driver header D: FIFO head, FIFO tail, live global sequences
@@ -79,12 +79,12 @@ def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
 
 
 @njit(cache=True)
-def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo, fut_hi,
+def draft_row(TL, TG, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo, fut_hi,
               caps, minp, kmax, depth, d_out, a_out, S):
-    """draft_all for one position: the local sequence is flat[lbase:lbase+ln_tok] (prompt + output so
-    far), gact[:nga] the request's active global suffixes (nga = -1: not cached), the real
+    """draft_all for one position: the local tree is at lroot of forest TL, the global one at GROOT
+    of TG (may be the same forest); the local sequence is flat[lbase:lbase+ln_tok] (prompt + output
+    so far), gact[:nga] the request's active global suffixes (nga = -1: not cached), the real
     continuation flat[fut_lo:fut_hi]. Writes d(K) and a(K) for K = 1..kmax into d_out, a_out."""
-    N = T[1]
     scratch_w, scratch_s, best_s, best_n, best_w, wn, mnode, midx = S
     best_s[:] = 0.0
     best_n[:] = 0
@@ -94,11 +94,12 @@ def draft_row(T, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo
     nw = 0
     for which in range(2):
         if which == 0:
-            root, act, nact = lroot, lact, nla
+            T, root, act, nact = TL, lroot, lact, nla
         else:
             if glive == 0:
                 continue
-            root, act, nact = GROOT, gact, nga if nga > 0 else 0
+            T, root, act, nact = TG, GROOT, gact, nga if nga > 0 else 0
+        N = T[1]
         nm = 0
         for m in range(1, L):
             if m <= nact:
@@ -206,10 +207,11 @@ def _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat):
 
 
 @njit(cache=True)
-def sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, lo, hi,
+def sequential_chunk(T, TL, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, lo, hi,
                      depth, maxc, caps, minp, kmax, acc, dr):
     """Requests lo..hi-1 of the sequential replay; rowbase[r] < 0: insert the response only.
-    Returns the forest (arrays may have grown)."""
+    T holds the global tree, TL the local tree of the request being drafted (reset per request).
+    Returns both forests (arrays may have grown)."""
     lact = np.zeros(depth, np.int64)
     gact = np.zeros(depth, np.int64)
     S = _scratch(kmax, depth)
@@ -232,17 +234,17 @@ def sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, l
             glen[r] = no
             D[D_LIVE] += 1
             continue
-        T = ensure(T, 1, 0, 0)
-        lroot = new_node(T, 0, 0, 0, 0, -1)
         pb = pbase[r]
         npr = plen[r]
+        TL = reset_forest(TL, 2 * (npr + no) + 2)
+        lroot = new_node(TL, 0, 0, 0, 0, -1)
         nl = 0
         for i in range(npr):
-            T, nl = _append(T, lroot, flat, pb, i, lact, nl, depth)
+            TL, nl = _append(TL, lroot, flat, pb, i, lact, nl, depth)
         cached = maxc != 0
         if cached:
             _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat)
-        T, nl = _append(T, lroot, flat, pb, npr, lact, nl, depth)
+        TL, nl = _append(TL, lroot, flat, pb, npr, lact, nl, depth)
         ng = 0
         if cached:
             T, ng = _append(T, GROOT, flat, ob, 0, gact, ng, depth)
@@ -252,17 +254,16 @@ def sequential_chunk(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, l
         row = rowbase[r]
         for t in range(1, no):
             fhi = t + kmax if t + kmax < no else no
-            draft_row(T, flat, lroot, pb, npr + t, lact, nl, gact, ng if live[r] == 1 else -1,
+            draft_row(TL, T, flat, lroot, pb, npr + t, lact, nl, gact, ng if live[r] == 1 else -1,
                       D[D_LIVE], ob + t, ob + fhi, caps, minp, kmax, depth, dbuf, abuf, S)
             for k in range(kmax):
                 dr[row + t, k] = dbuf[k]
                 acc[row + t, k] = abuf[k]
-            T, nl = _append(T, lroot, flat, pb, npr + t, lact, nl, depth)
+            TL, nl = _append(TL, lroot, flat, pb, npr + t, lact, nl, depth)
             if live[r] == 1:
                 T, ng = _append(T, GROOT, flat, ob, t, gact, ng, depth)
                 glen[r] = t + 1
-        free_tree(T, lroot, np.empty(T[0][H_NEXT] + 1, np.int64))
-    return T
+    return T, TL
 
 
 @njit(cache=True)
@@ -327,7 +328,7 @@ def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, con
                 pb = pbase[r]
                 ob = gbase[r]
                 fhi = t + kmax if t + kmax < no else no
-                draft_row(T, flat, s_root[s], pb, plen[r] + t, lact[s], s_nl[s], gact[s],
+                draft_row(T, T, flat, s_root[s], pb, plen[r] + t, lact[s], s_nl[s], gact[s],
                           s_ng[s] if live[r] == 1 else -1, D[D_LIVE], ob + t, ob + fhi,
                           caps, minp, kmax, depth, dbuf, abuf, S)
                 row = rowbase[r]
