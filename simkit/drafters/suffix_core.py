@@ -5,14 +5,14 @@ arrays so that numba can compile it. Differences of representation only (tested 
 - one "forest" holds every tree: the global tree's root is node 0, each request's local tree gets a
   root of its own, and node ids are unique across trees, so one hash map (parent << 21 | token ->
   child) serves all of them;
-- a node is one 32-byte row of an int32 array (count, token, length, reference, parent, index among
-  its siblings, child slice start, child count | slice size class): one or two cache lines per node
-  instead of one per field;
+- a node is one 32-byte row of an int32 array (count, token, length, reference, parent, child slice
+  start, child count | slice size class): one or two cache lines per node instead of one per field;
 - a node refers to its tokens by an absolute position `rpos` into one flat token array holding every
   sequence (the requests' prompts and outputs, laid out before the replay); appending to a
   sequence reads its next token from there;
-- a node's children are a sorted slice of a shared pool (same order as the reference sibling list),
-  with each child's index in `pos`, so a child is found without scanning its equal-count group;
+- a node's children are a sorted slice of a shared pool (same order as the reference sibling list);
+  a child's index is found as the reference finds it (bisect on its count, scan its group), but the
+  scan reads contiguous pool ids only;
 - a finished local tree is freed (its node ids and child slices are reused); the reference never
   frees, but ids do not influence drafts.
 State is a tuple of arrays, T (see new_forest); capacity is reserved by `ensure` before each token.
@@ -29,8 +29,9 @@ _install_cache_locators()
 SHIFT = 21
 # header fields of T[0]
 H_NEXT, H_FREE, H_PUSED, H_HCNT, H_HMASK, H_MAXCAP = 0, 1, 2, 3, 4, 5
-# node columns of T[1]; CL = child count | (slice size class << 24), a class-c slice holds 2^c children
-CNT, TOK, LN, RPOS, PAR, POS, CST, CL = 0, 1, 2, 3, 4, 5, 6, 7
+# node columns of T[1]; CL = child count | (slice size class << 24), a class-c slice holds 2^c children;
+# column 5 is unused
+CNT, TOK, LN, RPOS, PAR, CST, CL = 0, 1, 2, 3, 4, 6, 7
 _LOW = (1 << 24) - 1
 _NCLASS = 40
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -194,7 +195,6 @@ def new_node(T, count, token, length, rp, parent):
     N[v, LN] = length
     N[v, RPOS] = rp
     N[v, PAR] = parent
-    N[v, POS] = 0
     N[v, CST] = -1
     N[v, CL] = 0
     return v
@@ -236,7 +236,6 @@ def append_child(T, u, v):
         N[u, CST] = s
         c = nc
     pl[N[u, CST] + n] = v
-    N[v, POS] = n
     N[u, CL] = (n + 1) | (c << 24)
 
 
@@ -252,9 +251,8 @@ def head(T, u):
 @njit(cache=True)
 def replace_child(T, u, old, new):
     N, pl = T[1], T[2]
-    i = N[old, POS]
-    pl[N[u, CST] + i] = new
-    N[new, POS] = i
+    s = N[u, CST]
+    pl[s + _index(N, pl, s, N[u, CL] & _LOW, old)] = new
 
 
 @njit(cache=True)
@@ -262,10 +260,8 @@ def drop_child(T, u, v):
     N, pl = T[1], T[2]
     s = N[u, CST]
     n = N[u, CL] & _LOW
-    for q in range(N[v, POS], n - 1):
-        w = pl[s + q + 1]
-        pl[s + q] = w
-        N[w, POS] = q
+    for q in range(_index(N, pl, s, n, v), n - 1):
+        pl[s + q] = pl[s + q + 1]
     N[u, CL] -= 1
 
 
@@ -282,12 +278,24 @@ def _first_at_most(N, pl, s, lo, hi, value):
 
 
 @njit(cache=True)
+def _index(N, pl, s, n, x):
+    """Index of child x in the n-child slice at s: bisect to the first sibling whose count is <=
+    x's, then scan the pool (contiguous ids, no node rows) for x. Kept instead of a per-node index
+    field, which every shift of a sibling would have to rewrite in scattered rows."""
+    j = 0 if n <= 16 else _first_at_most(N, pl, s, 0, n, N[x, CNT])
+    while pl[s + j] != x:
+        j += 1
+    return j
+
+
+@njit(cache=True)
 def inc(T, u, x):
     """Count of child x of u rises by one; it moves as the reference sibling list moves it."""
     N, pl = T[1], T[2]
     c = N[x, CNT]
-    if N[u, CL] & _LOW > 1:
-        i = N[x, POS]
+    n = N[u, CL] & _LOW
+    if n > 1:
+        i = _index(N, pl, N[u, CST], n, x)
         if i > 0:
             s = N[u, CST]
             pc = N[pl[s + i - 1], CNT]
@@ -298,11 +306,8 @@ def inc(T, u, x):
                 j = _first_at_most(N, pl, s, 0, i, c + 1)
             if j >= 0:
                 for q in range(i, j, -1):
-                    w = pl[s + q - 1]
-                    pl[s + q] = w
-                    N[w, POS] = q
+                    pl[s + q] = pl[s + q - 1]
                 pl[s + j] = x
-                N[x, POS] = j
     N[x, CNT] = c + 1
 
 
@@ -314,14 +319,11 @@ def dec(T, u, x):
     n = N[u, CL] & _LOW
     if n > 1:
         s = N[u, CST]
-        i = N[x, POS]
+        i = _index(N, pl, s, n, x)
         J = _first_at_most(N, pl, s, i + 1, n, c - 1)
         for q in range(i, J - 1):
-            w = pl[s + q + 1]
-            pl[s + q] = w
-            N[w, POS] = q
+            pl[s + q] = pl[s + q + 1]
         pl[s + J - 1] = x
-        N[x, POS] = J - 1
     N[x, CNT] = c - 1
 
 
