@@ -125,8 +125,10 @@ def _build(args: tuple[str, str]) -> dict:
     load = time.perf_counter() - w0
     c0, w1 = time.process_time(), time.perf_counter()
     table = build_table(reqs, kmax=16, model=model, corpus=corpus)
+    import resource
     return {"corpus": corpus, "requests": len(reqs), "tok": int(table.output_len.sum()),
-            "cpu": time.process_time() - c0, "wall": time.perf_counter() - w1, "load": load}
+            "cpu": time.process_time() - c0, "wall": time.perf_counter() - w1, "load": load,
+            "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def _corpus_set(model: str, corpora: list[str], jobs: int) -> None:
@@ -142,10 +144,10 @@ def _corpus_set(model: str, corpora: list[str], jobs: int) -> None:
     print(f"whole corpus set of {model}: every request, K = 1..16, sequential whole-corpus replay, "
           f"{jobs} worker processes")
     print(f"  {'corpus':16} {'requests':>8} {'out tok':>9} {'load s':>7} {'build cpu s':>11} "
-          f"{'build wall s':>12} {'tok/CPU-s':>10}")
+          f"{'build wall s':>12} {'tok/CPU-s':>10} {'worker max RSS MB':>17}")
     for r in rows:
         print(f"  {r['corpus']:16} {r['requests']:8d} {r['tok']:9d} {r['load']:7.1f} {r['cpu']:11.1f} "
-              f"{r['wall']:12.1f} {r['tok'] / r['cpu']:10.0f}")
+              f"{r['wall']:12.1f} {r['tok'] / r['cpu']:10.0f} {r['rss']:17.0f}")
     tok, cpu = sum(r["tok"] for r in rows), sum(r["cpu"] for r in rows)
     print(f"  all: {tok} output tokens, {cpu:.1f} build CPU-s ({tok / cpu:.0f} tokens/CPU-s), "
           f"wall {wall:.1f} s incl. corpus loading and worker start-up (target 60 s)")
