@@ -136,3 +136,18 @@ def test_sibling_tie_rule_decides_the_compiled_draft():
     comp = build_table(reqs, params=params, kmax=2, engine="compiled")
     _same(comp, build_table(reqs, params=params, kmax=2, engine="python"))
     assert (comp.drafted_at(0, 2, 1), comp.accepted_at(0, 2, 1)) == (1, 1)
+
+
+def test_missing_numba_names_the_way_out(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_numba(name, *args, **kwargs):
+        if name == "numba" or name.startswith("numba."):
+            raise ImportError("No module named 'numba'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_numba)
+    with pytest.raises(ImportError, match="SIMKIT_PURE_DRAFTER=1"):
+        build_table(_reqs([([1, 2], [1, 2, 3])]), kmax=4, engine="compiled")

@@ -53,7 +53,17 @@ def pack(requests: Sequence, with_prompt: np.ndarray) -> tuple[np.ndarray, np.nd
     return flat, pbase, plen, olen
 
 
+def _require_numba() -> None:
+    try:
+        import numba  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("the compiled suffix drafter needs numba (a dependency of simkit: "
+                          "pip install -e . installs it); engine='python' or SIMKIT_PURE_DRAFTER=1 "
+                          "uses the pure-Python drafter instead") from exc
+
+
 def _setup(requests: Sequence, params: SuffixParams, rowbase: np.ndarray):
+    _require_numba()
     from simkit.drafters.suffix_core import new_forest
     from simkit.drafters.suffix_kernels import GROOT
 
