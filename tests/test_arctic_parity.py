@@ -4,6 +4,7 @@ At every output position of real requests from three corpora, for several parame
 (K, tree depth, min_token_prob, max_spec_factor, max_cached_requests incl. 0 and a value that forces
 eviction, sequential and interleaved request orders), our draft must equal the real one token for
 token, and our all-K table row must give the real draft length and accepted length for every K.
+The compiled engine's table rows are compared with the real cache directly as well.
 arctic_inference must be importable: .ci/run installs it; a missing package FAILS this test.
 """
 
@@ -126,3 +127,67 @@ def test_drafts_equal_real_suffix_decoding_cache(corpus: str, setting: int) -> N
 def test_arctic_inference_is_installed() -> None:
     cls = _real_cache_cls()
     assert cls.__name__ == "SuffixDecodingCache"
+
+
+def _real_rows(params: SuffixParams, requests, concurrency: int) -> dict:
+    """(request, t) -> [(draft length, accepted length) for K = 1..KMAX] from the real cache alone,
+    driven in the round-robin order of _drive (= build_table's "concurrent" ordering)."""
+    real = _real_cache_cls()(max_tree_depth=params.max_tree_depth,
+                             max_cached_requests=params.max_cached_requests)
+    pending = list(range(len(requests)))
+    active: list[list[int]] = []
+    rows = {}
+
+    def start(r: int) -> None:
+        prompt, out = requests[r]
+        real.start_request(r, prompt)
+        real.add_active_response(r, out[:1])
+        active.append([r, 1])
+
+    while pending and len(active) < concurrency:
+        start(pending.pop(0))
+    while active:
+        nxt = []
+        for slot in active:
+            r, t = slot
+            prompt, out = requests[r]
+            if t < len(out):
+                ctx = np.concatenate([prompt, out[:t]])[-params.max_tree_depth:]
+                row = []
+                for k in range(1, KMAX + 1):
+                    rd = real.speculate(r, ctx, max_spec_tokens=k, max_spec_factor=params.max_spec_factor,
+                                        max_spec_offset=params.max_spec_offset,
+                                        min_token_prob=params.min_token_prob)
+                    row.append((len(rd.token_ids), _accepted(rd.token_ids, out, t)))
+                rows[(r, t)] = row
+                real.add_active_response(r, out[t:t + 1])
+                slot[1] = t + 1
+            if slot[1] >= len(out):
+                real.stop_request(r)
+            else:
+                nxt.append(slot)
+        active = nxt
+        while pending and len(active) < concurrency:
+            start(pending.pop(0))
+    return rows
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("setting", range(len(SETTINGS)))
+def test_compiled_tables_equal_real_suffix_decoding_cache(corpus: str, setting: int) -> None:
+    """The compiled engine's table rows against the real cache directly (not only via the reference)."""
+    from types import SimpleNamespace
+
+    from simkit.acceptance.build import build_table
+
+    params, conc, _ = SETTINGS[setting]
+    requests = _requests(corpus)
+    want = _real_rows(params, requests, conc)
+    reqs = [SimpleNamespace(prompt_ids=p, output_ids=o) for p, o in requests]
+    table = build_table(reqs, params=params, kmax=KMAX, ordering="concurrent", concurrency=conc,
+                        engine="compiled")
+    for (r, t), row in want.items():
+        i = table.row(r, t)
+        got = list(zip(table.drafted[i].tolist(), table.accepted[i].tolist()))
+        assert got == row, f"request {r} t={t}: compiled (d,a) per K {got} real {row} {params}"
+    assert len(want) >= N_REQ * 10

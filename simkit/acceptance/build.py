@@ -7,11 +7,17 @@ Orderings (docs/acceptance.md says what each approximates):
   a finished request's slot goes to the next request. The global tree at (r, t) holds the other
   in-flight responses as far as this interleaving has them; the real interleaving depends on K and
   acceptance, which a table shared by all K cannot follow.
+
+Engines (same tables byte for byte, tests/test_compiled_drafter.py): "compiled" (default; numba
+kernels in simkit.drafters.suffix_compiled) and "python" (the reference SuffixCache). Force the
+reference with engine="python" or the environment variable SIMKIT_PURE_DRAFTER=1.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,6 +27,17 @@ from simkit.drafters.ngram import NgramParams, ngram_draft_all_positions
 from simkit.drafters.suffix import SuffixCache, SuffixParams
 
 ORDERINGS = ("sequential", "concurrent")
+ENGINES = ("compiled", "python")
+
+
+def resolve_engine(engine: str | None = None) -> str:
+    """The suffix replay engine: `engine` if given, else "python" when SIMKIT_PURE_DRAFTER=1, else
+    "compiled"."""
+    if engine is None:
+        engine = "python" if os.environ.get("SIMKIT_PURE_DRAFTER", "") == "1" else "compiled"
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    return engine
 
 
 def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -35,10 +52,11 @@ def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kmax: int = 16,
                 ordering: str = "sequential", concurrency: int = 32, model: str = "",
                 corpus: str = "", progress: Callable[[int], None] | None = None,
-                prelude: Sequence = ()) -> AcceptanceTable:
+                engine: str | None = None, prelude: Sequence = ()) -> AcceptanceTable:
     """Acceptance table for `requests` (objects with int prompt_ids / output_ids arrays).
 
-    `progress(n)` is called with the number of output tokens just processed. `prelude`: responses
+    `progress(n)` is called with the number of output tokens just processed. `engine`: suffix
+    replay engine, see resolve_engine (the n-gram drafter has one engine). `prelude`: responses
     (token-id sequences) the server produced before these requests, inserted into the global tree
     first in this order (suffix only; simkit.acceptance.history builds them from a History).
     """
@@ -50,10 +68,11 @@ def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kma
     if drafter == "suffix":
         params = params or SuffixParams()
         if ordering == "sequential":
-            _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, prelude=prelude)
+            _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, engine=engine,
+                               prelude=prelude)
         else:
             _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress,
-                               prelude=prelude)
+                               engine=engine, prelude=prelude)
         pdict = params.as_dict()
     elif drafter == "ngram":
         params = params or NgramParams()     # drafts depend on the request alone: no prelude
@@ -77,14 +96,16 @@ def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kma
 
 def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: SuffixParams | None = None,
                      kmax: int = 16, model: str = "", corpus: str = "",
-                     progress: Callable[[int], None] | None = None) -> AcceptanceTable:
+                     progress: Callable[[int], None] | None = None,
+                     engine: str | None = None) -> AcceptanceTable:
     """Suffix table of requests[sample] exactly as a sequential replay of ALL `requests` gives them.
 
     Walks `requests` in order; a request outside `sample` only enters the global tree (FIFO eviction
     at max_cached_requests as in the full replay), with no local tree and no drafting; a sampled
     request is drafted at every position as in build_table. Rows equal the sampled requests' rows of
     build_table(requests) (tested), at the cost of inserting the other responses only.
-    `progress(n)` gets the output tokens of each request walked (inserted or drafted).
+    `progress(n)` gets the output tokens of each request walked (inserted or drafted). `engine`: see
+    resolve_engine.
     """
     if not 1 <= kmax <= 255:
         raise ValueError("kmax must be in 1..255 (uint8 table)")
@@ -96,11 +117,19 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: Suffi
     plen, olen, offsets, acc, dr = _alloc(chosen, kmax)
     row_of = {r: int(offsets[j]) for j, r in enumerate(idx)}
     last = idx[-1] if idx else -1
-    _suffix_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of)
+    _suffix_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of, engine=engine)
     pdict = {**params.as_dict(), "tree": "warm"}
     return AcceptanceTable(model=model, corpus=corpus, drafter="suffix", params=pdict, kmax=kmax,
                            ordering="sequential", prompt_len=plen, output_len=olen, offsets=offsets,
                            accepted=acc, drafted=dr)
+
+
+@dataclass(frozen=True)
+class _Response:
+    """A prelude response as a request the replay only inserts (no prompt, never drafted)."""
+
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
 
 
 def _insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:
@@ -111,8 +140,29 @@ def _insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:
 
 
 def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of=None, *,
-                       prelude: Sequence = ()) -> None:
-    """Sequential replay; with row_of (request -> first row), requests not in it are inserted only."""
+                       engine: str | None = None, prelude: Sequence = ()) -> None:
+    """Sequential replay; with row_of (request -> first row), requests not in it are inserted only.
+
+    Rows of request r start at offsets[r] (row_of[r] with row_of). `engine`: see resolve_engine.
+    `prelude`: responses inserted before the first request (compiled: as insert-only requests)."""
+    if resolve_engine(engine) == "compiled":
+        from simkit.drafters.suffix_compiled import replay_sequential
+
+        if row_of is None:
+            rowbase = np.asarray(offsets[:len(requests)], np.int64)
+        else:
+            rowbase = np.full(len(requests), -1, np.int64)
+            for r, row in row_of.items():
+                if 0 <= r < len(requests):
+                    rowbase[r] = row
+        if len(prelude):
+            empty = np.zeros(0, np.int32)
+            pre = [_Response(empty, np.asarray(o, np.int32)) for o in prelude]
+            requests = pre + list(requests)
+            rowbase = np.concatenate([np.full(len(pre), -1, np.int64), rowbase])
+        replay_sequential(requests, params, kmax, rowbase, acc, dr,
+                          _skip_prelude_progress(progress, prelude))
+        return
     cache = SuffixCache(params)
     _insert_prelude(cache, prelude)
     for r, req in enumerate(requests):
@@ -137,10 +187,32 @@ def _suffix_sequential(requests, params, kmax, offsets, acc, dr, progress, row_o
             progress(len(out))
 
 
+def _skip_prelude_progress(progress, prelude: Sequence):
+    """A progress callback that ignores the prelude's insert-only tokens (counted in no total)."""
+    if progress is None or not len(prelude):
+        return progress
+    left = [sum(1 for o in prelude if len(o))]
+
+    def step(n: int) -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            return
+        progress(n)
+    return step
+
+
 def _suffix_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress, *,
-                       prelude: Sequence = ()) -> None:
+                       engine: str | None = None, prelude: Sequence = ()) -> None:
+    """Round-robin replay of `concurrency` in-flight requests (see the module docstring).
+    A prelude runs on the reference engine (the compiled one has no insert-only barrier)."""
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
+    if resolve_engine(engine) == "compiled" and not len(prelude):
+        from simkit.drafters.suffix_compiled import replay_concurrent
+
+        replay_concurrent(requests, params, kmax, np.asarray(offsets[:len(requests)], np.int64), acc, dr,
+                          concurrency, progress)
+        return
     cache = SuffixCache(params)
     _insert_prelude(cache, prelude)
     queue = deque(r for r, req in enumerate(requests) if len(req.output_ids))

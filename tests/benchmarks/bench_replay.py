@@ -2,7 +2,7 @@
 one model (K = 1..16, sequential order, vLLM default parameters), cached reload time, peak memory.
 
     python tests/benchmarks/bench_replay.py [--model llama-3.1-8b] [--corpora chat,code,...]
-                                            [--max-requests 0] [--jobs 2]
+                                            [--max-requests 0] [--jobs 2] [--engine compiled]
 
 Target (issue 3): all corpora of one model within 60 s on the 2-core machine, cached reload < 2 s.
 Tables are built without the cache (timed) in --jobs worker processes, one corpus per task.
@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-def _build(args: tuple[str, str, int, str]) -> dict:
-    model, corpus, max_requests, out_dir = args
+def _build(args: tuple[str, str, int, str, str]) -> dict:
+    model, corpus, max_requests, out_dir, engine = args
     from simkit.acceptance.build import build_table
     from simkit.acceptance.cache import save_cached
     from simkit.profiles import sample_indices
@@ -31,7 +31,7 @@ def _build(args: tuple[str, str, int, str]) -> dict:
     reqs = load_corpus(corpus, model).requests
     reqs = [reqs[i] for i in sample_indices(len(reqs), max_requests)]
     c0, w0 = time.process_time(), time.perf_counter()
-    table = build_table(reqs, kmax=16, model=model, corpus=corpus)
+    table = build_table(reqs, kmax=16, model=model, corpus=corpus, engine=engine)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     save_cached(table, Path(out_dir) / corpus)
     return {"corpus": corpus, "requests": len(reqs), "out_tokens": int(table.output_len.sum()),
@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--corpora", default=",".join(list(CORPORA) + [MIX]))
     ap.add_argument("--max-requests", type=int, default=0, help="0 = every request")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--engine", default="compiled", choices=("compiled", "python"))
     a = ap.parse_args()
     if traces_src_dir() is None:
         sys.exit("raw traces not found (SIMKIT_TRACES_SRC)")
@@ -75,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         w0 = time.perf_counter()
         with ProcessPoolExecutor(max_workers=a.jobs) as pool:
-            rows = list(pool.map(_build, [(a.model, c, a.max_requests, tmp) for c in corpora]))
+            rows = list(pool.map(_build, [(a.model, c, a.max_requests, tmp, a.engine) for c in corpora]))
         wall = time.perf_counter() - w0
         print(f"{'corpus':16} {'requests':>8} {'out tok':>9} {'prompt tok':>10} {'cpu s':>8} "
               f"{'out tok/s/core':>14} {'worker RSS MB':>13}")
