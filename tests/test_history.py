@@ -153,3 +153,18 @@ def test_history_describe_and_dict_are_consistent():
                            "repeat_share": 0.25, "diverge_tokens": 10}
     assert "25%" in h.describe() and "10 tokens" in h.describe()
     assert History("warm").describe().startswith("warm")
+
+
+@needs_traces
+def test_compiled_prelude_equals_the_reference_engine(chat_slice):
+    from simkit.acceptance.build import build_table
+    from simkit.acceptance.history import prelude_outputs
+    from simkit.drafters.suffix import SuffixParams
+
+    for h in ("repeat:0.5", "hot,diverge:40"):
+        for params in (SuffixParams(), SuffixParams(max_cached_requests=5)):
+            pre = prelude_outputs(chat_slice, h)
+            ref = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="python")
+            fast = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="compiled")
+            assert np.array_equal(np.asarray(ref.accepted), np.asarray(fast.accepted)), h
+            assert np.array_equal(np.asarray(ref.drafted), np.asarray(fast.drafted)), h
