@@ -45,6 +45,9 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         if bad:
             raise InputError(f"unknown run id(s) {bad}", field="run-id")
         rows = [r for r in rows if r["run_id"] in run_ids]
+    from simkit.validation.spread import drift_sigma, interval
+
+    drift = drift_sigma(runs)
     pools: dict[tuple, list] = {}
     cells = []
     for run in rows:
@@ -75,6 +78,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
             "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
             "predicted_tok_s_seed_std": _std(tok),
+            "predicted_interval": interval(p, drift["sigma_log"]),
             "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
             "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
             "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
@@ -230,6 +234,16 @@ def dynamic_k_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
                                        for c in out) / len(out)}
 
 
+def _interval_doc(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The drift band's definition and its coverage of the held-out and calibration cells."""
+    from simkit.validation.spread import coverage
+
+    return {"definition": "prediction x exp(+-1.645 sigma), sigma = pooled sd of log tok/s over "
+                          "repeated calibration settings (simkit.validation.spread)",
+            "coverage_validation": coverage(cells, "validation"),
+            "coverage_calibration": coverage(cells, "calibration")}
+
+
 def _sign(x: float, tie: float = 0.01) -> int:
     return 0 if abs(x) < tie else (1 if x > 0 else -1)
 
@@ -250,6 +264,7 @@ def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
             "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
             "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
             "mape_by_history": mape_by_history(cells),
+            "interval": _clean(_interval_doc(cells)),
             "acceptance_replay_by_history": {
                 h: _clean(acceptance_check([c for c in cells if c.get("history", "cold") == h]))
                 for h in sorted({c.get("history", "cold") for c in cells})},

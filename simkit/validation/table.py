@@ -60,6 +60,11 @@ def render(doc: dict[str, Any]) -> str:
         lines.append(f"acceptance replay ({name} table ordering"
                      f"{' = ' + doc['table_ordering'] if name == 'used' else ''}): mean |rel err| "
                      f"{100 * a['mean_abs_rel_error']:.2f} % over {a['cells']} runs")
+    band = doc.get("interval") or {}
+    cov = band.get("coverage_validation") or {}
+    if cov.get("cells"):
+        lines.append(f"90 % drift interval (from repeated calibration runs): measured inside it in "
+                     f"{cov['inside']} of {cov['cells']} held-out runs")
     hist = {h: v for h, v in (doc.get("mape_by_history") or {}).items() if v is not None}
     if hist:
         lines.append("MAPE held-out by request history: " + ", ".join(
