@@ -229,6 +229,10 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
         raise InputError("must be >= 1", field="seeds")
     if concurrency < 1:
         raise InputError("must be >= 1", field="concurrency")
+    from simkit.checks import positive_int, positive_rate
+
+    positive_int(num_requests, "num-requests")
+    positive_rate(request_rate, "request-rate")
     specs = parse_configs(configs)
     key, workload, cost = load_context(model, corpus, hardware, tp, cost_profile, source,
                                        max_model_len, max_num_batched_tokens)
