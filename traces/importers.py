@@ -25,7 +25,7 @@ import numpy as np
 
 from simkit.errors import InputError
 from traces.cache import TokenizedBlock, pack
-from traces.sources.base import TextRecord, read_jsonl
+from traces.sources.base import TextRecord, loads_json, read_jsonl
 
 FORMATS = ("openai", "sharegpt", "vllm-custom", "tokens")
 _ROLE = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
@@ -120,10 +120,9 @@ def parse_openai(path: Path, default_model: str, skipped: Counter) -> list[TextR
 def _sharegpt_rows(path: Path) -> list[tuple[int | None, dict]]:
     raw = path.read_bytes()
     if raw.lstrip()[:1] == b"[":
-        try:
-            rows = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+        rows = loads_json(raw, path)
+        if not isinstance(rows, list):
+            raise InputError("expected a JSON list of conversations", path=str(path))
         return [(None, r) for r in rows]
     return read_jsonl(path)
 
