@@ -4,7 +4,8 @@ At every output position of real requests from three corpora, for several parame
 (K, tree depth, min_token_prob, max_spec_factor, max_cached_requests incl. 0 and a value that forces
 eviction, sequential and interleaved request orders), our draft must equal the real one token for
 token, and our all-K table row must give the real draft length and accepted length for every K.
-arctic_inference must be importable: .ci/run installs it; a missing package FAILS this test.
+arctic_inference must be importable: tests/install_arctic.sh (in the README test command and
+.ci/run) installs it; a missing package FAILS this test, never skips it.
 """
 
 from __future__ import annotations

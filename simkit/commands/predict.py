@@ -50,8 +50,13 @@ def render_table(pred) -> str:
     console.print(corpus)
     window = ("C-th completion .. last submission" if pred.load.startswith("closed")
               else "arrival at 10% .. last arrival")
-    console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); "
-                  f"steady window = {window}")
+    if pred.steady_window:
+        console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); "
+                      f"steady window = {window}")
+    else:
+        console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); NO steady "
+                      f"window (too few requests): rows marked * are whole-run averages, ramp-up "
+                      f"and drain included; --num-requests {pred.suggested_num_requests} gives one")
     table = Table(show_edge=False, pad_edge=False)
     for col, just in (("config", "left"), ("K", "right"), ("tok/s", "right"), ("±std", "right"),
                       ("speedup", "right"), ("FULL", "right"), ("PIECEW", "right"),
@@ -62,7 +67,8 @@ def render_table(pred) -> str:
     for r in pred.rows:
         d = r.details
         ks = r.details.get("ks")
-        table.add_row(r.config, ks if ks else str(r.k), _fmt(r.output_tok_s, ",.0f"),
+        table.add_row(r.config + ("" if r.steady_window else " *"), ks if ks else str(r.k),
+                      _fmt(r.output_tok_s, ",.0f"),
                       _fmt(r.output_tok_s_std, ",.0f"),
                       _fmt(r.speedup_vs_vanilla, ".2f") + ("x" if r.speedup_vs_vanilla else ""),
                       _fmt(r.full_graph_frac, ".0%"), _fmt(d["piecewise_steps_frac"], ".0%"),

@@ -173,7 +173,7 @@ def register(app: typer.Typer) -> None:
     @traces.command("import")
     def import_cmd(
         path: Path = typer.Argument(..., help="trace file"),
-        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom or tokens"),
+        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom, tokens or vllm-log"),
         name: str = typer.Option(..., "--name", help="corpus name to store it under"),
         tokenizer: str = typer.Option(None, "--tokenizer", help="llama3, qwen, r1-qwen, r1-llama"),
         model: str = typer.Option(None, "--model", help="model id (picks the tokenizer)"),
