@@ -55,8 +55,8 @@ def render_table(pred) -> str:
                       f"steady window = {window}")
     else:
         console.print(f"{pred.load}, {pred.num_requests} requests, {pred.seeds} seed(s); NO steady "
-                      f"window (too few requests): rows marked * are whole-run averages, ramp-up "
-                      f"and drain included; --num-requests {pred.suggested_num_requests} gives one")
+                      f"window (too few requests): * rows are whole-run rates; --num-requests "
+                      f"{pred.suggested_num_requests} gives one")
     table = Table(show_edge=False, pad_edge=False)
     for col, just in (("config", "left"), ("K", "right"), ("tok/s", "right"), ("±std", "right"),
                       ("speedup", "right"), ("FULL", "right"), ("PIECEW", "right"),
