@@ -50,6 +50,26 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """Click's usage-error and abort classes: Typer >= 0.2x vendors Click (typer.TyperException
+    is their base), older Typer uses the click package; both are caught."""
+    usage: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    if hasattr(typer, "TyperException"):
+        usage.append(typer.TyperException)
+    try:
+        import click
+    except ImportError:
+        pass
+    else:
+        usage.append(click.ClickException)
+        aborts.append(click.Abort)
+    return tuple(usage), tuple(aborts)
+
+
+_USAGE_ERRORS, _ABORTS = _click_errors()
+
+
 def _one_line(exc: BaseException) -> str:
     """The one-line message of an error that escaped the commands (file named where known)."""
     if isinstance(exc, UnicodeDecodeError):
@@ -64,8 +84,23 @@ def main(argv: list[str] | None = None) -> None:
     OSError (a file or folder the OS refused) prints one `error: ...` line on stderr and exits 2;
     any other exception is a simkit bug and prints one line asking for --debug, exit 1.
     `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead."""
+    debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
     try:
-        app(args=argv, prog_name="simkit")
+        code = app(args=argv, prog_name="simkit", standalone_mode=False)
+    except _USAGE_ERRORS as exc:             # unknown option, missing or malformed value
+        if debug():
+            raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            typer.echo(ctx.get_help())       # a bare group: its help, as Click would
+            sys.exit(2)
+        path = ctx.command_path.split(" ", 1) if ctx is not None else []
+        hint = f" (see simkit {path[1]} --help)" if len(path) == 2 else ""
+        typer.echo(f"error: {exc.format_message()}{hint}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2) or 2)
+    except _ABORTS:
+        typer.echo("error: aborted", err=True)
+        sys.exit(1)
     except (SimkitError, OSError) as exc:
         if _DEBUG["on"] or os.environ.get("SIMKIT_DEBUG"):
             raise
@@ -77,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: internal error {type(exc).__name__}: {_one_line(exc)} "
                    "(a simkit bug; rerun with --debug for the traceback)", err=True)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -70,17 +70,31 @@ def test_nonsense_rates_are_refused(capsys, rate):
     one_line_error(err, "request-rate")
 
 
+COUNT_OPTIONS = {"concurrency": ["--seeds", "--min-requests"],
+                 "hardware": ["--seeds", "--concurrency", "--num-requests"],
+                 "host": ["--seeds", "--concurrency", "--num-requests"],
+                 "quantization": ["--seeds", "--concurrency", "--num-requests"],
+                 "capacity": ["--seeds", "--min-requests", "--max-requests"],
+                 "reference": ["--seeds", "--num-requests"]}
+
+
 @FAST
-@given(opt=st.sampled_from(["--seeds", "--concurrency", "--num-requests"]), n=bad_counts,
-       cmd=st.sampled_from(["concurrency", "hardware", "host", "quantization"]))
-def test_whatif_counts_are_refused(capsys, opt, n, cmd):
-    if cmd == "concurrency" and opt == "--concurrency":
-        opt = "--seeds"                     # concurrency takes --levels instead
-    if cmd == "host" and opt == "--num-requests":
-        opt = "--seeds"
-    code, _, err = run(capsys, "whatif", cmd, opt, str(n))
-    assert code == 2
-    one_line_error(err, opt.lstrip("-"))
+@given(data=st.data(), n=bad_counts)
+def test_whatif_counts_are_refused(capsys, data, n):
+    cmd = data.draw(st.sampled_from(sorted(COUNT_OPTIONS)))
+    opt = data.draw(st.sampled_from(COUNT_OPTIONS[cmd]))
+    code, out, err = run(capsys, "whatif", cmd, opt, str(n))
+    assert code == 2 and out == ""
+    one_line_error(err, f"field '{opt.lstrip('-')}'", str(n))
+
+
+@pytest.mark.parametrize("argv", [("whatif", "concurrency", "--num-requests", "5"),
+                                  ("predict", "--model"), ("predict", "--seeds", "abc"),
+                                  ("nope",)])
+def test_usage_errors_are_one_line_too(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_line_error(err)
 
 
 @FAST

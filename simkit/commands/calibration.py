@@ -145,6 +145,12 @@ def validate(
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
                          path=str(records or "calibrate/data"))
+    from simkit.costmodel.records import RUN_PREDICT_KEYS
+
+    missing = [c for c in RUN_PREDICT_KEYS if c not in runs.columns]
+    if missing:
+        raise InputError(f"run records lack column(s) {', '.join(missing)} needed to predict a run",
+                         path=str(records or "calibrate/data"), field=missing[0])
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None,
                                progress=lambda r: print(f"predicting {r}", file=sys.stderr))

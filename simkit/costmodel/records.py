@@ -18,7 +18,9 @@ TIME_COLUMNS = ("t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_d
 # run settings the fit needs beside each step (joined from runs.parquet by run_id)
 SETTING_COLUMNS = ("model", "tp", "async_scheduling")
 # the columns a records file must have before fit / validate read it (checked by read_parquet)
-RUN_KEYS = ("run_id", "model", "corpus", "config", "tp", "concurrency", "gpu", "output_tok_s")
+RUN_KEYS = ("run_id", "model", "config", "tp", "gpu")
+# and what predicting a whole run needs beside them (simkit validate)
+RUN_PREDICT_KEYS = ("corpus", "concurrency", "output_tok_s")
 STEP_KEYS = ("run_id", "step", *BATCH_COLUMNS, *TIME_COLUMNS)
 # force_copy values of runs whose forcing hook waited for the forward pass (async overlap lost):
 # pageable H2D copy (11:25-11:51 runs) and advanced-index assignment (13:47 runs; probe 14:02).
