@@ -176,3 +176,19 @@ def test_stored_checksum_is_in_meta(tmp_path):
     (folder,) = list(store_dir().iterdir())
     meta = json.loads((folder / "meta.json").read_text())
     assert len(meta["content_sha256"]) == 64
+
+
+@needs_traces
+@pytest.mark.parametrize("how", ["truncated", "empty", "zeroed"])
+def test_damaged_tokenized_source_is_rebuilt_from_the_raw_files(capsys, how):
+    from traces.corpora import _source_block
+
+    first = _source_block("mt_bench", "Llama-3.1-8B-Instruct", "llama3")
+    (path,) = cache.tokenized_dir().glob("mt_bench-llama3-*.npz")
+    DAMAGE[how](path)
+    again = _source_block("mt_bench", "Llama-3.1-8B-Instruct", "llama3")
+    err = capsys.readouterr().err
+    assert f"damaged cache entry {path}" in err and "rebuilding it from its sources" in err
+    assert np.array_equal(first.output_tokens, again.output_tokens)
+    assert np.array_equal(first.prompt_tokens, again.prompt_tokens)
+    assert cache.load_block(path).request_ids == first.request_ids      # clean again
