@@ -19,7 +19,6 @@ Optional on any record: `model` (producing model, default "unknown") and `temper
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
