@@ -91,6 +91,14 @@ def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
     code, out, err = run(capsys, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "mine",
                                   "--format", "json"])
     assert code == 0, err
+    code, out, err = run(capsys, ["profiles", "build", "--model", "llama-3.1-8b", "--corpus",
+                                  "mine", "--out", "prof"])
+    assert code == 0, err
+    prov = json.loads((user_dir / "prof" / "llama-3.1-8b" / "mine.json").read_text())
+    assert prov["corpus_requests"] == 360 and prov["sources"]["openai"]["imported_from"]
+    code, _, err = run(capsys, ["profiles", "build", "--model", "llama-3.1-8b", "--corpus",
+                                "mine"])
+    assert code == 2 and "imported corpora are not shipped" in err
 
 
 def test_too_few_requests_say_there_is_no_steady_window(user_dir, capsys):
