@@ -195,3 +195,16 @@ def test_whatif_hardware_all_points_failed_exits_1(capsys):
     assert code == 1
     assert "failed: h100 TP1" in err and "failed: h200 TP1" in err
     assert "2 requested point(s) failed" in err
+
+
+@needs_traces
+def test_sweep_with_a_failed_cell_writes_the_rest_and_exits_1(capsys, tmp_path):
+    out = tmp_path / "sw"
+    code, stdout, err = run(capsys, "sweep", "--models", "llama-3.1-8b,deepseek-r1", "--corpora",
+                            "chat", "--hardware", "h100", "--configs", "vanilla",
+                            "--num-requests", "64", "--workers", "1", "--out", str(out))
+    assert code == 1
+    assert "not run: deepseek-r1/chat" in err and "does not fit" in err
+    assert "1 of 2 cells failed" in err and "2 cells, 1 rows" in stdout
+    frame = pd.read_parquet(out / "sweep.parquet")
+    assert list(frame["model"]) == ["llama-3.1-8b"] and frame["output_tok_s"].iloc[0] > 0
