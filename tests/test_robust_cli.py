@@ -63,6 +63,14 @@ def test_nonsense_request_counts_are_refused(capsys, n):
 
 
 @FAST
+@given(n=bad_counts, opt=st.sampled_from(["--workers", "--seeds", "--concurrency"]))
+def test_other_predict_counts_are_refused(capsys, n, opt):
+    code, out, err = run(capsys, *PREDICT, opt, str(n))
+    assert code == 2 and out == ""
+    one_line_error(err, f"field '{opt.lstrip('-')}'")
+
+
+@FAST
 @given(rate=bad_rates)
 def test_nonsense_rates_are_refused(capsys, rate):
     code, out, err = run(capsys, *PREDICT, "--request-rate", str(rate))
@@ -70,7 +78,7 @@ def test_nonsense_rates_are_refused(capsys, rate):
     one_line_error(err, "request-rate")
 
 
-COUNT_OPTIONS = {"concurrency": ["--seeds", "--min-requests"],
+COUNT_OPTIONS = {"concurrency": ["--seeds", "--min-requests", "--workers"],
                  "hardware": ["--seeds", "--concurrency", "--num-requests"],
                  "host": ["--seeds", "--concurrency", "--num-requests"],
                  "quantization": ["--seeds", "--concurrency", "--num-requests"],

@@ -172,6 +172,7 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("table", "json", "csv"):
             raise InputError(f"unknown format '{fmt}' (table, json, csv)", field="format")
         positive_int(num_requests, "num-requests")
+        positive_int(workers, "workers")
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
         with _progress(f"{model}/{corpus}") as prog:
@@ -221,6 +222,8 @@ def register(app: typer.Typer) -> None:
         parse_configs(configs)                       # fail fast on a bad config string
         positive_int(num_requests, "num-requests")
         positive_int(seeds, "seeds")
+        positive_int(workers, "workers")
+        positive_int(concurrency, "concurrency")
         output_dir(out, "out")
         if executor not in ("local", "ray"):
             from simkit.errors import InputError

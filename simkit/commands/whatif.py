@@ -86,7 +86,7 @@ def check_format(fmt: str, plot: Optional[str] = None) -> None:
     output_file(plot, "plot")
 
 
-_COUNTS = ("seeds", "concurrency", "num_requests", "min_requests", "max_requests")
+_COUNTS = ("seeds", "concurrency", "num_requests", "min_requests", "max_requests", "workers")
 _RATES = ("target_rate", "target_tok_s", "ttft", "tpot", "host_factor", "rel_tol")
 
 
