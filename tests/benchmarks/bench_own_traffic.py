@@ -7,7 +7,8 @@ Writes an OpenAI-format request log of the real Llama-3.1-8B-Instruct requests o
 sources into a temporary folder (never into the repo), then times, in a fresh temporary cache:
 `simkit traces import`, the first `simkit predict` on it (tokenized corpus in hand: warm
 acceptance table over the whole corpus + n-gram table + the simulations) and a second one (tables
-cached). Prints the request count, tokens, wall seconds and peak RSS of each step; no assertion.
+cached). Prints the request count, tokens, wall and CPU seconds of each step, the load average
+(the machine may be shared) and the peak RSS; no assertion.
 """
 
 from __future__ import annotations
@@ -26,14 +27,20 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def _timed(args: list[str], env: dict) -> tuple[float, str]:
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _timed(args: list[str], env: dict) -> tuple[str, str]:
+    """Run `simkit ARGS`; ("wall s / CPU s (all its processes)", stdout)."""
+    t0, c0 = time.perf_counter(), _cpu()
     res = subprocess.run([sys.executable, "-m", "simkit", *args], env=env, capture_output=True,
                          text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     if res.returncode != 0:
         sys.exit(f"simkit {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
-    return wall, res.stdout
+    return f"{wall:6.1f} s wall / {cpu:6.1f} s CPU", res.stdout
 
 
 def main() -> None:
@@ -53,13 +60,14 @@ def main() -> None:
               f"{os.cpu_count()} CPU cores")
         wall, out = _timed(["traces", "import", str(log), "--format", "openai", "--model", a.model,
                             "--name", "mytraffic"], env)
-        print(f"import:          {wall:7.1f} s   {out.splitlines()[0]}")
+        print(f"import:          {wall}   {out.splitlines()[0]}")
         predict = ["predict", "--model", a.model, "--corpus", "mytraffic", "--workers", a.workers]
         wall, out = _timed(predict, env)
-        print(f"predict (first): {wall:7.1f} s   (warm acceptance table + n-gram table + "
+        print(f"predict (first): {wall}   (warm acceptance table + n-gram table + "
               f"simulations, default ladder, 3 seeds)")
         wall2, out2 = _timed(predict, env)
-        print(f"predict (again): {wall2:7.1f} s   (tables from the cache)")
+        print(f"predict (again): {wall2}   (tables from the cache)")
+        print("load average now (1, 5, 15 min):", " ".join(f"{x:.2f}" for x in os.getloadavg()))
         print("identical output both times:", out == out2)
         best = [line for line in out.splitlines() if line.startswith("best:")]
         print(best[0] if best else "")
