@@ -110,7 +110,7 @@ def test_usage_errors_are_one_line_too(capsys, argv):
 def test_whatif_capacity_rates_are_refused(capsys, rate, opt):
     code, _, err = run(capsys, "whatif", "capacity", opt, str(rate))
     assert code == 2
-    one_line_error(err)
+    one_line_error(err, f"field '{opt.lstrip('-')}'")
 
 
 @pytest.mark.parametrize("plot, why", [("{tmp}/missing/p.png", "does not exist"),

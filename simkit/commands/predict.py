@@ -164,10 +164,9 @@ def register(app: typer.Typer) -> None:
             None, "--request-rate", help="open loop: Poisson arrivals (req/s) instead of clients"),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
+        from simkit.checks import output_file, positive_int, positive_rate
         from simkit.engine.predict import predict as run_predict
         from simkit.errors import InputError
-
-        from simkit.checks import output_file, positive_int, positive_rate
 
         if fmt not in ("table", "json", "csv"):
             raise InputError(f"unknown format '{fmt}' (table, json, csv)", field="format")
@@ -215,9 +214,8 @@ def register(app: typer.Typer) -> None:
         from simkit.catalog.models import list_models
         from simkit.engine.config import parse_configs
         from simkit.engine.sweep import sweep as run_sweep
-        from traces.corpora import list_corpora
-
         from simkit.checks import output_dir, positive_int
+        from traces.corpora import list_corpora
 
         parse_configs(configs)                       # fail fast on a bad config string
         positive_int(num_requests, "num-requests")

@@ -87,7 +87,8 @@ def check_format(fmt: str, plot: Optional[str] = None) -> None:
 
 
 _COUNTS = ("seeds", "concurrency", "num_requests", "min_requests", "max_requests", "workers")
-_RATES = ("target_rate", "target_tok_s", "ttft", "tpot", "host_factor", "rel_tol")
+_RATES = {"target_rate": "target-rate", "target_tok_s": "target-tok-s", "ttft": "ttft-p99-ms",
+          "tpot": "tpot-p99-ms", "host_factor": "host-factor", "rel_tol": "rel-tol"}
 
 
 def check_numbers(options: dict) -> None:
@@ -98,9 +99,9 @@ def check_numbers(options: dict) -> None:
     for name in _COUNTS:
         if options.get(name) is not None:
             positive_int(options[name], name.replace("_", "-"))
-    for name in _RATES:
+    for name, option in _RATES.items():
         if options.get(name) is not None:
-            positive_rate(options[name], name.replace("_", "-"))
+            positive_rate(options[name], option)
 
 
 def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
@@ -306,11 +307,11 @@ def reference_cmd(
         extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
                                                num_requests=num_requests, workers=workers))
     if fmt == "json":
-        if plot:
-            ref_plot(res, plot)
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]
         typer.echo(json.dumps(doc, indent=1))
+        if plot:                                     # after the results, as in emit
+            ref_plot(res, plot)
         return
     emit(res, fmt, plot, ref_plot)
     for e in extra:
