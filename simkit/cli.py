@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -31,9 +32,14 @@ for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif):
     _module.register(app)
 
 
+_DEBUG = {"on": False}
+
+
 @app.callback()
-def _root() -> None:
+def _root(debug: bool = typer.Option(False, "--debug",
+                                     help="show the Python traceback of an error")) -> None:
     """Simulate vLLM serving throughput under model-free speculative decoding."""
+    _DEBUG["on"] = debug
 
 
 @app.command()
@@ -44,13 +50,69 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def main() -> None:
-    """Console entry point: user errors print one clear line and exit 2, no traceback."""
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """Click's usage-error and abort classes: Typer >= 0.2x vendors Click (typer.TyperException
+    is their base), older Typer uses the click package; both are caught."""
+    usage: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    if hasattr(typer, "TyperException"):
+        usage.append(typer.TyperException)
     try:
-        app()
-    except SimkitError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        import click
+    except ImportError:
+        pass
+    else:
+        usage.append(click.ClickException)
+        aborts.append(click.Abort)
+    return tuple(usage), tuple(aborts)
+
+
+_USAGE_ERRORS, _ABORTS = _click_errors()
+
+
+def _one_line(exc: BaseException) -> str:
+    """The one-line message of an error that escaped the commands (file named where known)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point, the one error path of the CLI: a SimkitError (bad input) or an
+    OSError (a file or folder the OS refused) prints one `error: ...` line on stderr and exits 2;
+    any other exception is a simkit bug and prints one line asking for --debug, exit 1.
+    `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead."""
+    debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
+    try:
+        code = app(args=argv, prog_name="simkit", standalone_mode=False)
+    except _USAGE_ERRORS as exc:             # unknown option, missing or malformed value
+        if debug():
+            raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            typer.echo(ctx.get_help())       # a bare group: its help, as Click would
+            sys.exit(2)
+        path = ctx.command_path.split(" ", 1) if ctx is not None else []
+        hint = f" (see simkit {path[1]} --help)" if len(path) == 2 else ""
+        typer.echo(f"error: {exc.format_message()}{hint}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2) or 2)
+    except _ABORTS:
+        typer.echo("error: aborted", err=True)
+        sys.exit(1)
+    except (SimkitError, OSError) as exc:
+        if _DEBUG["on"] or os.environ.get("SIMKIT_DEBUG"):
+            raise
+        typer.echo(f"error: {_one_line(exc)}", err=True)
         sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence, see docstring
+        if _DEBUG["on"] or os.environ.get("SIMKIT_DEBUG"):
+            raise
+        typer.echo(f"error: internal error {type(exc).__name__}: {_one_line(exc)} "
+                   "(a simkit bug; rerun with --debug for the traceback)", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

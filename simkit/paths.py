@@ -10,8 +10,19 @@ import platformdirs
 
 def cache_dir() -> Path:
     """The user's cache directory for tokenized corpora and tables (SIMKIT_CACHE_DIR overrides)."""
-    path = Path(os.environ.get("SIMKIT_CACHE_DIR") or platformdirs.user_cache_dir("simkit"))
-    path.mkdir(parents=True, exist_ok=True)
+    from simkit.errors import InputError
+
+    env = os.environ.get("SIMKIT_CACHE_DIR")
+    path = Path(env or platformdirs.user_cache_dir("simkit"))
+    where = "SIMKIT_CACHE_DIR" if env else "the user cache folder"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {where} {path} ({exc.strerror or exc}); set "
+                         "SIMKIT_CACHE_DIR to a writable folder", field="SIMKIT_CACHE_DIR") from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{where} {path} is not a writable folder; set SIMKIT_CACHE_DIR to a "
+                         "writable folder", field="SIMKIT_CACHE_DIR")
     return path
 
 

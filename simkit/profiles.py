@@ -68,11 +68,34 @@ def _file_entries(corpus_obj) -> dict:
     src = traces_src_dir()
     out = {}
     for source, producer in sorted(corpus_obj.sources.items()):
+        if source not in TRACE_SOURCES:      # an imported corpus: its key is the import format
+            out[source] = _user_entry(corpus_obj.name, producer)
+            continue
         files = []
         for rel in TRACE_SOURCES[source].paths(producer):
             files.append({"path": str(rel), "sha256": file_digest(src / rel)})
         out[source] = {"producer": producer, "files": files}
     return out
+
+
+def _user_entry(name: str, producer: str) -> dict:
+    """Provenance of an imported corpus: the file it was imported from and the digest of the
+    cached tokenized corpus the table was built from (the import is its only source)."""
+    from traces.cache import file_digest
+    from traces.user import load_user_block, user_corpus_path
+
+    block = load_user_block(name)
+    cached = user_corpus_path(name)
+    return {"producer": producer, "imported_from": str(block.meta.get("path", "?")),
+            "files": [{"path": str(cached), "sha256": file_digest(cached)}]}
+
+
+def is_user_corpus(corpus: str) -> bool:
+    """True for a corpus imported with `simkit traces import` (not a built-in, not mix)."""
+    from traces.corpora import CORPORA, MIX
+    from traces.user import list_user_corpora
+
+    return corpus not in CORPORA and corpus != MIX and corpus in list_user_corpora()
 
 
 def check_tree(tree: str) -> str:
@@ -148,8 +171,11 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     }
     table.provenance = prov
     ngram.provenance = prov
+    origin = "raw-traces"
+    if any(e.get("imported_from") for e in prov["sources"].values()):
+        origin = "imported (simkit traces import)"
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, "raw-traces", {"suffix": table, "ngram": ngram})
+                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram})
 
 
 def _paths(model: str, corpus: str, root: Path | None = None) -> tuple[Path, Path, Path]:
@@ -211,6 +237,11 @@ def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | N
         raise UnknownNameError("profile source", source, list(SOURCES))
     if tree is not None:
         tree = check_tree(tree)
+    if is_user_corpus(corpus):               # imported: always built from its cached tokens
+        if source == "shipped":
+            raise InputError(f"'{corpus}' is an imported corpus: nothing is shipped for it; use "
+                             "--source auto or raw", field="source")
+        return profile_from_raw(model, corpus, tree=tree or DEFAULT_TREE)
     if source == "shipped" or (source == "auto" and traces_src_dir() is None):
         prof = load_shipped(model, corpus)
         have = prof.provenance.get("tree", "cold")

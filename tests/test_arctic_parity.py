@@ -5,7 +5,8 @@ At every output position of real requests from three corpora, for several parame
 eviction, sequential and interleaved request orders), our draft must equal the real one token for
 token, and our all-K table row must give the real draft length and accepted length for every K.
 The compiled engine's table rows are compared with the real cache directly as well.
-arctic_inference must be importable: .ci/run installs it; a missing package FAILS this test.
+arctic_inference must be importable: tests/install_arctic.sh (in the README test command and
+.ci/run) installs it; a missing package FAILS this test, never skips it.
 """
 
 from __future__ import annotations

@@ -81,15 +81,17 @@ SMALL = ["--model", "llama-3.1-8b", "--corpus", "mix", "--seeds", "2", "--num-re
 
 def test_predict_json_keys_and_ladder_on_real_profile(real_profiles):
     doc = json.loads(_predict_json(SMALL + ["--workers", "2"]))
-    assert list(doc) == ["model", "corpus", "hardware", "tp", "assumptions", "columns", "results",
-                         "unavailable", "skipped", "best_config", "best_k", "recommendation"]
+    assert list(doc) == ["model", "corpus", "hardware", "tp", "history", "assumptions", "columns",
+                         "results", "unavailable", "skipped", "best_config", "best_k",
+                         "steady_window", "suggested_num_requests", "recommendation"]
+    assert doc["steady_window"] is True and doc["suggested_num_requests"] is None   # 96 > 2 x 32
     assert doc["model"] == "llama-3.1-8b" and doc["hardware"] == "h200" and doc["tp"] >= 1
     assert [r["config"] for r in doc["results"]] == ["vanilla", "suffix", "kpad-4", "kpad-12",
                                                      "dynamic-goodput"]
     for r in doc["results"]:
         assert list(r) == [*RESULT_KEYS, *DETAIL_KEYS]
         assert set(r) <= set(doc["columns"])           # every key is explained
-        assert r["output_tok_s"] > 0 and r["output_tok_s_std"] >= 0
+        assert r["output_tok_s"] > 0 and r["output_tok_s_std"] >= 0 and r["steady_window"]
     van = doc["results"][0]
     assert van["speedup_vs_vanilla"] == 1.0 and van["mean_accepted"] == 0.0
     kpad4 = doc["results"][2]

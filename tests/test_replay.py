@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simkit.acceptance.build import build_table, build_warm_table
-from simkit.acceptance.cache import cached_table, cached_warm_table
+from simkit.acceptance.cache import cached_table, cached_warm_table, store_dir
 from simkit.acceptance.replay import ReplayMismatch, replay_direct, replay_table
 from simkit.acceptance.stats import summarize
 from simkit.acceptance.table import load_table, save_table
@@ -140,7 +140,7 @@ def test_cached_table_reloads_identically(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     reqs = _reqs([(rng.integers(0, 5, 15).tolist(), rng.integers(0, 5, 25).tolist()) for _ in range(3)])
     first = cached_table(reqs, kmax=8)
-    assert len(list((tmp_path / "acceptance").glob("suffix-*/meta.json"))) == 1
+    assert len(list(store_dir().glob("suffix-*/meta.json"))) == 1
     again = cached_table(reqs, kmax=8)
     assert np.array_equal(first.accepted, again.accepted) and np.array_equal(first.drafted, again.drafted)
 
@@ -249,9 +249,9 @@ def test_cached_warm_table_reloads_identically(tmp_path, monkeypatch):
     rng = np.random.default_rng(6)
     reqs = _reqs([(rng.integers(0, 5, 15).tolist(), rng.integers(0, 5, 25).tolist()) for _ in range(5)])
     first = cached_warm_table(reqs, [1, 4], kmax=8)
-    assert len(list((tmp_path / "acceptance").glob("suffix-warm-*/meta.json"))) == 1
+    assert len(list(store_dir().glob("suffix-warm-*/meta.json"))) == 1
     again = cached_warm_table(reqs, [1, 4], kmax=8)
     assert np.array_equal(first.accepted, again.accepted) and again.params == first.params
     other = cached_warm_table(reqs, [1, 3], kmax=8)
-    assert len(list((tmp_path / "acceptance").glob("suffix-warm-*/meta.json"))) == 2
+    assert len(list(store_dir().glob("suffix-warm-*/meta.json"))) == 2
     assert other.num_requests == 2

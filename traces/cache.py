@@ -21,7 +21,8 @@ import numpy as np
 from simkit.paths import cache_dir
 
 # Bump when a loader, chat template or the stored layout changes.
-LOADER_VERSION = "1"
+# 2: every block carries a content checksum (simkit.cachecheck), verified on load.
+LOADER_VERSION = "2"
 
 
 @dataclass
@@ -96,20 +97,28 @@ def user_dir() -> Path:
     return path
 
 
+def _arrays(block: TokenizedBlock) -> dict[str, np.ndarray]:
+    return {"request_ids": np.array(block.request_ids, dtype=str),
+            "prompt_tokens": block.prompt_tokens, "prompt_offsets": block.prompt_offsets,
+            "output_tokens": block.output_tokens, "output_offsets": block.output_offsets,
+            "greedy": block.greedy.astype(bool), "turn": block.turn.astype(np.int32),
+            "producers": np.array(block.producers, dtype=str)}
+
+
 def save_block(path: Path, block: TokenizedBlock) -> None:
-    """Write a block atomically (temp file + rename) so a crash never leaves a half file."""
+    """Write a block atomically (temp file + rename) so a crash never leaves a half file; the
+    sha256 of its content (simkit.cachecheck) goes beside the arrays and is checked on load."""
+    from simkit.cachecheck import content_digest
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
     os.close(fd)
+    arrays = _arrays(block)
     try:
         np.savez(
-            tmp,
-            request_ids=np.array(block.request_ids, dtype=str),
-            prompt_tokens=block.prompt_tokens, prompt_offsets=block.prompt_offsets,
-            output_tokens=block.output_tokens, output_offsets=block.output_offsets,
-            greedy=block.greedy.astype(bool), turn=block.turn.astype(np.int32),
-            producers=np.array(block.producers, dtype=str),
-            extra=np.array(json.dumps({"skipped": block.skipped, "meta": block.meta},
+            tmp, **arrays,
+            extra=np.array(json.dumps({"skipped": block.skipped, "meta": block.meta,
+                                       "content_sha256": content_digest(arrays)},
                                       sort_keys=True)),
         )
         os.replace(tmp, path)
@@ -119,18 +128,25 @@ def save_block(path: Path, block: TokenizedBlock) -> None:
 
 
 def load_block(path: Path) -> TokenizedBlock | None:
-    """Read a block, or None when it is absent or unreadable (then it is rebuilt)."""
+    """Read a block, or None when it is absent; simkit.cachecheck.DamagedCache (naming the file)
+    when it is unreadable, truncated, or its content does not match its stored checksum."""
+    import zipfile
+
+    from simkit.cachecheck import DamagedCache, verify
+
     if not path.is_file():
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
             extra = json.loads(str(z["extra"]))
-            return TokenizedBlock(
+            block = TokenizedBlock(
                 request_ids=z["request_ids"].tolist(),
                 prompt_tokens=z["prompt_tokens"], prompt_offsets=z["prompt_offsets"],
                 output_tokens=z["output_tokens"], output_offsets=z["output_offsets"],
                 greedy=z["greedy"], turn=z["turn"], producers=z["producers"].tolist(),
                 skipped=extra["skipped"], meta=extra["meta"],
             )
-    except (OSError, ValueError, KeyError):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        raise DamagedCache(path, f"unreadable: {type(exc).__name__}: {exc}") from None
+    verify(path, _arrays(block), extra.get("content_sha256"))
+    return block

@@ -83,7 +83,13 @@ def _source_block(source_name: str, producer: str, family: str, progress=None):
             raise InputError("raw trace file missing", path=str(path))
         parts += [rel, cache.file_digest(path)]
     path = cache.tokenized_dir() / f"{source_name}-{family}-{cache.cache_key(parts)}.npz"
-    block = cache.load_block(path)
+    from simkit.cachecheck import DamagedCache, discard
+
+    try:
+        block = cache.load_block(path)
+    except DamagedCache as exc:                # named, removed, rebuilt below from the raw files
+        discard(exc)
+        block = None
     if block is not None:
         return block
     from traces.tokenize import tokenize_records

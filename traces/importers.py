@@ -11,13 +11,14 @@ Formats (one request per record; field names are exact):
   skipped and counted).
 - tokens: JSONL `{"prompt_ids": [...], "output_ids": [...]}` already tokenized (ids checked
   against the tokenizer's vocabulary size).
+- vllm-log: a vLLM server's own log with `--enable-log-requests --enable-log-outputs`
+  (traces/vllm_log.py says which lines and how to capture them).
 Optional on any record: `model` (producing model, default "unknown") and `temperature`
 (greedy when 0; default: not greedy).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -25,9 +26,9 @@ import numpy as np
 
 from simkit.errors import InputError
 from traces.cache import TokenizedBlock, pack
-from traces.sources.base import TextRecord, read_jsonl
+from traces.sources.base import TextRecord, loads_json, read_jsonl
 
-FORMATS = ("openai", "sharegpt", "vllm-custom", "tokens")
+FORMATS = ("openai", "sharegpt", "vllm-custom", "tokens", "vllm-log")
 _ROLE = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
          "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
          "system": "system"}
@@ -120,10 +121,9 @@ def parse_openai(path: Path, default_model: str, skipped: Counter) -> list[TextR
 def _sharegpt_rows(path: Path) -> list[tuple[int | None, dict]]:
     raw = path.read_bytes()
     if raw.lstrip()[:1] == b"[":
-        try:
-            rows = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+        rows = loads_json(raw, path)
+        if not isinstance(rows, list):
+            raise InputError("expected a JSON list of conversations", path=str(path))
         return [(None, r) for r in rows]
     return read_jsonl(path)
 
@@ -232,6 +232,10 @@ def import_file(path: Path, fmt: str, family: str, default_model: str) -> Tokeni
         raise InputError("no such file", path=str(path))
     skipped: Counter = Counter()
     meta = {"format": fmt, "family": family, "path": str(path)}
+    if fmt == "vllm-log":
+        from traces.vllm_log import parse_vllm_log
+
+        return parse_vllm_log(path, family, default_model, skipped)
     if fmt == "tokens":
         ids, prompts, outputs, models, greedy = parse_tokens(
             path, default_model, get_tokenizer(family).n_vocab, skipped)

@@ -1,8 +1,19 @@
-"""Imported user corpora: stored tokenized in the user cache, loadable by name like built-ins."""
+"""Imported user corpora: stored tokenized in the user cache, loadable by name like built-ins.
+
+Each corpus is `<name>.npz` (the tokenized block, content-checksummed by traces.cache) with
+`<name>.import.json` beside it: where it was imported from (path and sha256 of the file), the
+format, tokenizer and model. A damaged block is re-imported from that file when the file is
+still there unchanged; otherwise the error names the command that re-imports it."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import sys
+import tempfile
+from pathlib import Path
 
 from simkit.errors import InputError, UnknownNameError
 from traces import cache
@@ -17,19 +28,81 @@ def list_user_corpora() -> list[str]:
     return sorted(p.name[:-4] for p in cache.user_dir().glob("*.npz"))
 
 
-def user_corpus_path(name: str):
+def user_corpus_path(name: str) -> Path:
+    """The cached block of an imported corpus (the name is checked first)."""
     if not NAME_RE.match(name):
         raise InputError("corpus name must be 1-64 letters, digits, '_', '.', '-'", field="name")
     return cache.user_dir() / f"{name}.npz"
 
 
-def save_user_corpus(name: str, block: cache.TokenizedBlock) -> None:
-    """Store an imported corpus under its name (replacing an earlier import of that name)."""
+def import_record_path(name: str) -> Path:
+    """The `<name>.import.json` record of how a corpus was imported."""
+    return user_corpus_path(name).with_suffix(".import.json")
+
+
+def import_command(name: str, record: dict) -> str:
+    """The `simkit traces import` command line that recreates a corpus from its record."""
+    args = ["simkit", "traces", "import", record.get("path", "FILE"), "--format",
+            record.get("format", "FORMAT"), "--name", name]
+    if record.get("model"):
+        args += ["--model", record["model"]]
+    else:
+        args += ["--tokenizer", record.get("tokenizer", "TOKENIZER")]
+    return shlex.join(args + ["--replace"])
+
+
+def read_import_record(name: str) -> dict:
+    """The import record of a corpus, or {} when it has none (imported by an older simkit)."""
+    try:
+        return json.loads(import_record_path(name).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def save_user_corpus(name: str, block: cache.TokenizedBlock, record: dict | None = None) -> None:
+    """Store an imported corpus under its name (atomically), with its import record."""
     cache.save_block(user_corpus_path(name), block)
+    if record is not None:
+        target = import_record_path(name)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp.json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh, indent=1, sort_keys=True)
+        os.replace(tmp, target)
+
+
+def _reimport(name: str, record: dict, damage) -> cache.TokenizedBlock | None:
+    """Rebuild a damaged corpus from its source file when that file is unchanged, else None."""
+    from traces.cache import file_digest
+    from traces.importers import import_file
+
+    src = Path(record.get("path", ""))
+    if not src.is_file() or file_digest(src) != record.get("sha256"):
+        return None
+    print(f"warning: damaged cache entry {damage.path} ({damage.reason}); re-importing it from "
+          f"{src}", file=sys.stderr)
+    block = import_file(src, record["format"], record["tokenizer"],
+                        record.get("producer", "unknown"))
+    save_user_corpus(name, block, record)
+    return block
 
 
 def load_user_block(name: str) -> cache.TokenizedBlock:
-    block = cache.load_block(user_corpus_path(name))
+    """The tokenized block of an imported corpus; a damaged one is re-imported from its source
+    file when that is unchanged, else an InputError names the file and the re-import command."""
+    from simkit.cachecheck import DamagedCache
+
+    path = user_corpus_path(name)
+    try:
+        block = cache.load_block(path)
+    except DamagedCache as exc:
+        record = read_import_record(name)
+        block = _reimport(name, record, exc) if record else None
+        if block is None:
+            src = record.get("path", "the original file")
+            raise InputError(
+                f"imported corpus '{name}' is damaged ({exc.reason}) and its source {src} is gone "
+                f"or changed; re-import it: {import_command(name, record)}",
+                path=str(path)) from None
     if block is None:
         raise UnknownNameError("corpus", name, list_user_corpora())
     return block

@@ -18,6 +18,14 @@ from simkit.paths import cache_dir
 
 # Bump when a change to the drafters or the builder changes table contents.
 BUILD_VERSION = "acceptance-v1"
+# Folder of the cached tables under cache_dir(); changes with the stored layout (not the
+# contents): tables here carry a content checksum in meta.json, verified on every load.
+STORE = "acceptance-checked"
+
+
+def store_dir() -> Path:
+    """Where cached tables live (cache_dir()/STORE)."""
+    return Path(cache_dir()) / STORE
 
 
 def requests_fingerprint(requests: Sequence) -> str:
@@ -52,7 +60,7 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
     pdict = params.as_dict()
     if ordering == "concurrent":
         pdict = {**pdict, "concurrency": concurrency}
-    path = Path(cache_dir()) / "acceptance" / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}"
+    path = store_dir() / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}"
     total = int(sum(len(r.output_ids) for r in requests))
 
     def build(step):
@@ -66,10 +74,16 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
 def _load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
                    progress: bool, use_cache: bool) -> AcceptanceTable:
     """The cached table at `path` when complete, else build(step) under a progress bar, stored."""
-    if use_cache and (path / "meta.json").is_file():
-        table = load_cached(path)
-        table.model, table.corpus = model, corpus
-        return table
+    if use_cache and path.exists():
+        from simkit.cachecheck import DamagedCache, discard
+
+        try:
+            table = load_cached(path)
+        except DamagedCache as exc:      # named, removed, rebuilt below from the requests
+            discard(exc)
+        else:
+            table.model, table.corpus = model, corpus
+            return table
     bar = _bar(progress)
     step = None
     if bar is not None:
@@ -101,7 +115,7 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
     params = params or SuffixParams()
     idx = [int(i) for i in sample]
     spec = {**params.as_dict(), "tree": "warm", "sample": idx}
-    path = Path(cache_dir()) / "acceptance" / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
+    path = store_dir() / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
     total = int(sum(len(requests[i].output_ids) for i in range(idx[-1] + 1))) if idx else 0
 
     def build(step):
@@ -113,9 +127,12 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
 
 
 def save_cached(table: AcceptanceTable, path: Path) -> None:
-    """Write the table as a folder of .npy files + meta.json (atomic rename of a temp folder)."""
+    """Write the table as a folder of .npy files + meta.json (atomic rename of a temp folder);
+    meta.json holds the content checksum of the arrays (simkit.cachecheck)."""
     import os
     import shutil
+
+    from simkit.cachecheck import content_digest
 
     path = Path(path)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
@@ -124,7 +141,8 @@ def save_cached(table: AcceptanceTable, path: Path) -> None:
     for name in _ARRAYS:
         np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(table, name)), allow_pickle=False)
     meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
-            "params": table.params, "kmax": table.kmax, "ordering": table.ordering}
+            "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
+            "content_sha256": content_digest({n: getattr(table, n) for n in _ARRAYS})}
     (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))   # written last: marks complete
     try:
         os.replace(tmp, path)
@@ -133,20 +151,22 @@ def save_cached(table: AcceptanceTable, path: Path) -> None:
 
 
 def load_cached(path: Path) -> AcceptanceTable:
-    """Memory-map a table written by save_cached."""
-    from simkit.errors import InputError
+    """Memory-map a table written by save_cached; simkit.cachecheck.DamagedCache (naming the
+    folder) when a file is missing, unreadable, or the arrays do not match meta.json's checksum."""
+    from simkit.cachecheck import DamagedCache, verify
 
     path = Path(path)
     try:
         meta = json.loads((path / "meta.json").read_text())
         arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
                   for name in _ARRAYS}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"unreadable cached acceptance table ({exc}); delete it to rebuild",
-                         path=str(path)) from exc
-    return AcceptanceTable(model=meta["model"], corpus=meta["corpus"], drafter=meta["drafter"],
-                           params=meta["params"], kmax=int(meta["kmax"]), ordering=meta["ordering"],
-                           **arrays)
+        table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"],
+                                drafter=meta["drafter"], params=meta["params"],
+                                kmax=int(meta["kmax"]), ordering=meta["ordering"], **arrays)
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+        raise DamagedCache(path, f"unreadable: {type(exc).__name__}: {exc}") from None
+    verify(path, arrays, meta.get("content_sha256"))
+    return table
 
 
 def _bar(enabled: bool):

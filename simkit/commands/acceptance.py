@@ -143,6 +143,15 @@ def profiles_build(
         raise InputError("--workers must be >= 1", field="workers")
     models = model or list_models()
     corpora = corpus or (list(CORPORA) + [MIX])
+    if out:
+        from simkit.checks import output_dir
+
+        output_dir(out, "out")
+    else:
+        mine = [c for c in corpora if profiles.is_user_corpus(c)]
+        if mine:                         # the shipped folder is the repo's: no user data there
+            raise InputError(f"{', '.join(mine)}: imported corpora are not shipped; give --out "
+                             "FOLDER for their profiles", field="out")
     for npz, _ in profiles.build_profiles(models, corpora, Path(out) if out else None,
                                           progress=workers == 1, tree=tree, workers=workers):
         typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree)")

@@ -68,8 +68,19 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
               into: Path = typer.Option(..., help="output folder for steps.parquet / runs.parquet")) -> None:
     """Concatenate record folders into one steps.parquet and runs.parquet."""
     from calibrate.merge import merge
+    from simkit.checks import output_dir
+    from simkit.errors import InputError
 
-    n_runs, n_steps = merge(folders, into)
+    for f in folders:                                # every input checked before writing
+        if not f.is_dir():
+            raise InputError("no such folder", path=str(f))
+        if not ((f / "runs.jsonl").exists() or (f / "runs.parquet").exists()):
+            raise InputError("no runs.jsonl or runs.parquet in this folder", path=str(f))
+    output_dir(into, "into")
+    try:
+        n_runs, n_steps = merge(folders, into)
+    except ValueError as exc:                        # merge's own refusals (columns, duplicates)
+        raise InputError(str(exc), field="folders") from None
     typer.echo(f"merged {n_runs} runs, {n_steps} steps into {into}")
 
 
@@ -88,8 +99,15 @@ def fit_cmd(
     held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
     import json
 
+    from simkit.checks import output_file
     from simkit.costmodel.fit import fit_profile
+    from simkit.errors import InputError
 
+    if folds < 2:
+        raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
+    if not records.is_dir():
+        raise InputError("no such folder", path=str(records), field="records")
+    output_file(out, "out", (".json",))
     doc = fit_profile(records, name, hardware, out, tuple(default_for), folds)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out",
                                                "skipped")}, indent=1))
@@ -129,6 +147,11 @@ def validate(
         raise InputError("must be table or json", field="format")
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
+    from simkit.checks import output_file
+
+    output_file(plot, "plot")
+    if records is not None and not records.is_dir():
+        raise InputError("no such folder", path=str(records), field="records")
     if history is not None:
         from simkit.history import parse_history
 
@@ -140,6 +163,12 @@ def validate(
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
                          path=str(records or "calibrate/data"))
+    from simkit.costmodel.records import RUN_PREDICT_KEYS
+
+    missing = [c for c in RUN_PREDICT_KEYS if c not in runs.columns]
+    if missing:
+        raise InputError(f"run records lack column(s) {', '.join(missing)} needed to predict a run",
+                         path=str(records or "calibrate/data"), field=missing[0])
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                progress=lambda r: print(f"predicting {r}", file=sys.stderr))

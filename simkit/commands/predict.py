@@ -133,11 +133,16 @@ def register(app: typer.Typer) -> None:
         history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
+        from simkit.checks import output_file, positive_int, positive_rate
         from simkit.engine.predict import predict as run_predict
         from simkit.errors import InputError
 
         if fmt not in ("table", "json", "csv"):
             raise InputError(f"unknown format '{fmt}' (table, json, csv)", field="format")
+        positive_int(num_requests, "num-requests")
+        positive_int(workers, "workers")
+        positive_rate(request_rate, "request-rate")
+        output_file(plot, "plot")                    # before the work, not after it
         with _progress(f"{model}/{corpus}") as prog:
             pred = run_predict(model, corpus, hardware=hardware, tp=tp, concurrency=concurrency,
                                max_tokens=max_tokens, configs=configs, seeds=seeds,
@@ -184,9 +189,15 @@ def register(app: typer.Typer) -> None:
         from simkit.catalog.models import list_models
         from simkit.engine.config import parse_configs
         from simkit.engine.sweep import sweep as run_sweep
+        from simkit.checks import output_dir, positive_int
         from traces.corpora import list_corpora
 
         parse_configs(configs)                       # fail fast on a bad config string
+        positive_int(num_requests, "num-requests")
+        positive_int(seeds, "seeds")
+        positive_int(workers, "workers")
+        positive_int(concurrency, "concurrency")
+        output_dir(out, "out")
         if executor not in ("local", "ray"):
             from simkit.errors import InputError
 
@@ -195,6 +206,18 @@ def register(app: typer.Typer) -> None:
             from simkit.executors.ray_sweep import sweep_ray as run_sweep
         model_list = _split(models, list_models())
         corpus_list = _split(corpora, list_corpora())
+        for opt, items in (("models", model_list), ("corpora", corpus_list)):
+            if not items:
+                from simkit.errors import InputError
+
+                raise InputError("no names given (a comma list, or all)", field=opt)
+        from simkit.errors import UnknownNameError
+
+        for kind, items, known in (("model", model_list, list_models()),
+                                   ("corpus", corpus_list, list_corpora())):
+            for item in items:                       # every name checked before any cell runs
+                if item not in known:
+                    raise UnknownNameError(kind, item, known)
         extra = {"address": address, "num_cpus": workers} if executor == "ray" else \
             {"workers": workers}
         with _progress("sweep") as prog:
@@ -205,4 +228,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):
-            typer.echo(f"not run: {cell}: {err}")
+            typer.echo(f"not run: {cell}: {err}", err=True)
+        if res["failed"]:                            # the others are written; the run failed
+            typer.echo(f"error: {len(res['failed'])} of {res['cells']} cells failed", err=True)
+            raise typer.Exit(1)

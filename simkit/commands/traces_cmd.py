@@ -103,12 +103,15 @@ def _show(name: str, model: str, fmt: str) -> None:
         con.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()))
 
 
-def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None) -> None:
+def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None,
+            replace: bool = False) -> None:
+    from traces.cache import file_digest
     from traces.catalog import model_spec, tokenizer_family
     from traces.corpora import CORPORA, MIX
     from traces.importers import import_file
     from traces.tokenizers import FAMILIES
-    from traces.user import save_user_corpus, user_corpus_path
+    from traces.user import (list_user_corpora, read_import_record, save_user_corpus,
+                             user_corpus_path)
 
     if name in CORPORA or name == MIX:
         raise InputError(f"'{name}' is a built-in corpus; choose another name", field="name")
@@ -118,6 +121,13 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
     if tokenizer is not None and tokenizer not in FAMILIES:
         raise InputError(f"unknown tokenizer '{tokenizer}'; known: {', '.join(FAMILIES)}",
                          field="tokenizer")
+    if tokenizer is not None and model is not None and tokenizer != tokenizer_family(model):
+        raise InputError(f"--tokenizer {tokenizer} contradicts --model {model} (whose tokenizer "
+                         f"is {tokenizer_family(model)}); give one of them", field="tokenizer")
+    if name in list_user_corpora() and not replace:
+        old = read_import_record(name).get("path", "an earlier import")
+        raise InputError(f"corpus '{name}' already exists (imported from {old}); pass --replace "
+                         "to overwrite it, or choose another --name", field="name")
     family = tokenizer or tokenizer_family(model)
     producer = model_spec(model).own if model else "unknown"
     block = import_file(path, fmt, family, producer)
@@ -125,9 +135,13 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
         raise InputError("no usable records (see skipped reasons: "
                          + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()) + ")",
                          path=str(path))
-    save_user_corpus(name, block)
+    record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": fmt,
+              "tokenizer": family, "model": model, "producer": producer}
+    replaced = name in list_user_corpora()
+    save_user_corpus(name, block, record)
     typer.echo(f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
-               f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens")
+               f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
+               + (" (replaced the earlier import)" if replaced else ""))
     typer.echo(f"stored in {user_corpus_path(name)}")
     if block.skipped:
         typer.echo("skipped: " + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()))
@@ -159,14 +173,16 @@ def register(app: typer.Typer) -> None:
     @traces.command("import")
     def import_cmd(
         path: Path = typer.Argument(..., help="trace file"),
-        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom or tokens"),
+        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom, tokens or vllm-log"),
         name: str = typer.Option(..., "--name", help="corpus name to store it under"),
         tokenizer: str = typer.Option(None, "--tokenizer", help="tokenizer family: llama3, qwen, "
                                        "r1-qwen or r1-llama (default: the --model's)"),
         model: str = typer.Option(None, "--model", help="model id whose tokenizer to use "
                                    "(default: none; give this or --tokenizer)"),
+        replace: bool = typer.Option(False, "--replace",
+                                     help="overwrite an imported corpus of the same name"),
     ) -> None:
         """Tokenize a user trace file into a corpus stored in the user cache."""
-        _import(path, fmt, name, tokenizer, model)
+        _import(path, fmt, name, tokenizer, model, replace)
 
     app.add_typer(traces, name="traces")

@@ -81,25 +81,58 @@ def render(result) -> str:
     return buf.getvalue()
 
 
-def check_format(fmt: str) -> None:
-    """Fail before any simulation when the output format is unknown."""
+def check_format(fmt: str, plot: Optional[str] = None) -> None:
+    """Fail before any simulation when the output format is unknown or the plot path cannot
+    be written."""
+    from simkit.checks import output_file
     from simkit.errors import InputError
 
     if fmt not in ("table", "json"):
         raise InputError(f"unknown format {fmt!r}; use table or json", field="format")
+    output_file(plot, "plot")
+
+
+_COUNTS = ("seeds", "concurrency", "num_requests", "min_requests", "max_requests", "workers")
+_RATES = {"target_rate": "target-rate", "target_tok_s": "target-tok-s", "ttft": "ttft-p99-ms",
+          "tpot": "tpot-p99-ms", "host_factor": "host-factor", "rel_tol": "rel-tol"}
+
+
+def check_numbers(options: dict) -> None:
+    """Refuse nonsense counts (< 1) and rates (0, negative, nan, inf) among a command's options
+    (its parameters by name) before any simulation, one line naming the option."""
+    from simkit.checks import positive_int, positive_rate
+
+    for name in _COUNTS:
+        if options.get(name) is not None:
+            positive_int(options[name], name.replace("_", "-"))
+    for name, option in _RATES.items():
+        if options.get(name) is not None:
+            positive_rate(options[name], option)
 
 
 def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
-    """Print in the requested format; write the plot if asked."""
+    """Print in the requested format, then write the plot if asked (printed first, so a plot
+    that fails cannot take the results with it); exit 1 when any point failed."""
     check_format(fmt)
-    if plot_path:
-        plot_fn(result, plot_path)
     if fmt == "json":
         typer.echo(json.dumps(result.to_json_dict(), indent=1))
     else:
         typer.echo(render(result).rstrip())
-        if plot_path:
+    if plot_path:
+        plot_fn(result, plot_path)
+        if fmt != "json":
             typer.echo(f"plot: {plot_path}")
+    fail_on_errors(result)
+
+
+def fail_on_errors(result) -> None:
+    """Name every failed point (result.failures) on stderr and exit 1 when there is one."""
+    for line in result.failures:
+        typer.echo(f"failed: {line}", err=True)
+    n = len(result.failures)
+    if n:
+        typer.echo(f"error: {n} requested point(s) failed", err=True)
+        raise typer.Exit(1)
 
 
 @whatif_app.command("capacity")
@@ -128,7 +161,8 @@ def capacity_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s)."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import capacity as C
 
     if target_rate is None and target_tok_s is None:
@@ -157,7 +191,8 @@ def hardware_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import hardware as H
 
     res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
@@ -183,7 +218,8 @@ def host_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import host as H
 
     res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
@@ -210,7 +246,8 @@ def concurrency_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import concurrency as C
 
     res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
@@ -243,7 +280,8 @@ def quantization_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import quantization as Q
 
     res = Q.quantization(model, corpus, hardware=hardware, tp=tp,
@@ -275,7 +313,8 @@ def reference_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
     from simkit.reference.reproduce import reproduce
@@ -302,11 +341,11 @@ def reference_cmd(
         extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
                                                num_requests=num_requests, workers=workers))
     if fmt == "json":
-        if plot:
-            ref_plot(res, plot)
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]
         typer.echo(json.dumps(doc, indent=1))
+        if plot:                                     # after the results, as in emit
+            ref_plot(res, plot)
         return
     emit(res, fmt, plot, ref_plot)
     for e in extra:
@@ -372,7 +411,8 @@ def history_cmd(
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput vs the share of requests already served: where speculation starts to pay."""
-    check_format(fmt)
+    check_format(fmt, plot)
+    check_numbers(locals())
     from simkit.whatif import history as Hi
 
     res = Hi.history(model, corpus, hardware=hardware, tp=tp, shares=shares, configs=configs,

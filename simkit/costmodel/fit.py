@@ -20,15 +20,16 @@ def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int
     number of steps left out per reason."""
     import pandas as pd
 
-    from simkit.costmodel.records import join_runs
+    from simkit.costmodel.records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
 
     root = Path(root)
     steps = sorted(root.glob("**/steps*.parquet"))
     runs = sorted(root.glob("**/runs*.parquet"))
     if not steps or not runs:
         raise InputError("no steps*.parquet / runs*.parquet found", path=str(root))
-    S = pd.concat([pd.read_parquet(p) for p in steps], ignore_index=True)
-    R = pd.concat([pd.read_parquet(p) for p in runs], ignore_index=True).drop_duplicates("run_id", keep="last")
+    S = pd.concat([read_parquet(p, STEP_KEYS) for p in steps], ignore_index=True)
+    R = pd.concat([read_parquet(p, RUN_KEYS) for p in runs],
+                  ignore_index=True).drop_duplicates("run_id", keep="last")
     X = join_runs(S, R)
     left_out: dict[str, int] = {}
     if "gpu" in X:

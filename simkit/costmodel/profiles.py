@@ -95,6 +95,14 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     if chosen:
         tp = choose_tp(spec, hw, gmu=gmu, max_model_len=max_model_len, **mem)
     capacity = kv_capacity_tokens(spec, hw, tp, gmu, **mem)
+    if capacity < max_model_len:   # vLLM refuses to start then; say so instead of a 0 deep inside
+        try:
+            hint = f"; the smallest TP that fits is {choose_tp(spec, hw, gmu=gmu, max_model_len=max_model_len, **mem)}"
+        except InputError as exc:
+            hint = f"; {exc}"
+        raise InputError(f"{spec.name} does not fit on {hw.name} at TP {tp}: the KV cache left "
+                         f"after weights holds {capacity:,} tokens, less than one "
+                         f"{max_model_len:,}-token sequence (gmu {gmu}){hint}", field="tp")
     if profile is None:
         profile = default_profile(hw.name) or "analytic"
     if profile == "analytic":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathlib import Path
+
 from calibrate.schema import STEP_COLUMNS
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
 from simkit.errors import InputError
@@ -15,6 +17,11 @@ BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tok
 TIME_COLUMNS = ("t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_draft_s", "t_update_s", "t_step_s")
 # run settings the fit needs beside each step (joined from runs.parquet by run_id)
 SETTING_COLUMNS = ("model", "tp", "async_scheduling")
+# the columns a records file must have before fit / validate read it (checked by read_parquet)
+RUN_KEYS = ("run_id", "model", "config", "tp", "gpu")
+# and what predicting a whole run needs beside them (simkit validate)
+RUN_PREDICT_KEYS = ("corpus", "concurrency", "output_tok_s")
+STEP_KEYS = ("run_id", "step", *BATCH_COLUMNS, *TIME_COLUMNS)
 # force_copy values of runs whose forcing hook waited for the forward pass (async overlap lost):
 # pageable H2D copy (11:25-11:51 runs) and advanced-index assignment (13:47 runs; probe 14:02).
 SYNCED_FORCE_COPIES = ("pageable-sync", "pinned-assign-sync")
@@ -103,6 +110,24 @@ def join_runs(steps: Any, runs: Any) -> Any:
     return steps.drop(columns=dup).merge(runs[cols], on="run_id", how="left", validate="many_to_one")
 
 
+def read_parquet(path: str | Path, required: tuple[str, ...] | list[str] = ()) -> Any:
+    """A parquet file as a DataFrame; a file that is not parquet, or lacks a `required` column,
+    is an InputError naming the file (and the first missing column) instead of a pyarrow
+    traceback."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(path)
+    except (OSError, ValueError, TypeError) as exc:   # pyarrow's ArrowInvalid is a ValueError
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"not a readable parquet file ({reason})", path=str(path)) from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)} (not a simkit records file?)",
+                         path=str(path), field=missing[0])
+    return frame
+
+
 def read_records(steps_path: str, runs_path: str) -> Any:
     """steps.parquet joined with runs.parquet, ready for StepTimeEstimator.fit."""
     import pandas as pd
@@ -114,5 +139,5 @@ def read_records(steps_path: str, runs_path: str) -> Any:
     return join_runs(steps, runs)
 
 
-__all__ = ["join_runs", "read_records", "check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
+__all__ = ["join_runs", "read_parquet", "read_records", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
            "STEP_COLUMNS"]

@@ -23,7 +23,8 @@ from simkit.engine.workload import DrafterUnavailable, Workload
 
 DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
 RESULT_KEYS = ("config", "k", "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla",
-               "full_graph_frac", "mean_accepted", "host_frac", "tpot_ms_p50", "ttft_ms_p50")
+               "full_graph_frac", "mean_accepted", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
+               "steady_window")
 # the other columns of the printed table (and two a planner asks about), read from Row.details,
 # so that JSON and CSV carry every figure the table shows (docs/report.md names each one)
 DETAIL_KEYS = ("ks", "piecewise_steps_frac", "none_steps_frac", "tokens_per_step", "mean_k",
@@ -45,6 +46,9 @@ class Row:
     tpot_ms_p50: float
     ttft_ms_p50: float
     details: dict[str, Any] = field(default_factory=dict)
+    # False when some seed's run was too short for a steady window: its figures are whole-run
+    # averages (ramp-up and drain included), not the steady state the header names
+    steady_window: bool = True
 
     def result_dict(self) -> dict[str, Any]:
         """The row as the documented keys: RESULT_KEYS, then DETAIL_KEYS (None when absent)."""
@@ -83,6 +87,13 @@ class Prediction:
     workload_provenance: dict[str, Any] = field(default_factory=dict)
     request_rate: float | None = None
     history: str = ""                   # simkit.history label the workload's tables assume
+    # request count that gives every run a steady window, when this one did not (else None)
+    suggested_num_requests: int | None = None
+
+    @property
+    def steady_window(self) -> bool:
+        """True when every row's figures come from a steady window."""
+        return all(r.steady_window for r in self.rows)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON document of `simkit predict --format json`: identity, assumptions, column
@@ -193,12 +204,13 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[dict[str, Any]]]) ->
             "tpot_ms_p99", "request_throughput", "mean_step_ms", "mean_batch_reqs", "mean_k",
             "kv_usage_mean", "kv_usage_peak", "preemptions", "steps")}
         details["full_run_windows"] = float(sum(r["window_kind"] != "steady" for r in rs))
+        steady = details["full_run_windows"] == 0
         if spec.ks:
             details["ks"] = ",".join(map(str, spec.ks))
         rows.append(Row(spec.name, spec.k if spec.drafter != "none" else 0,
                         float(tput.mean()), float(tput.std(ddof=1)) if tput.size > 1 else 0.0,
                         None, mean("full_steps_frac"), mean("mean_accepted"), mean("host_frac"),
-                        mean("tpot_ms_p50"), mean("ttft_ms_p50"), details))
+                        mean("tpot_ms_p50"), mean("ttft_ms_p50"), details, steady))
     base = next((r for r in rows if r.config == "vanilla"), None)
     for r in rows:
         r.speedup_vs_vanilla = (r.output_tok_s / base.output_tok_s
@@ -252,6 +264,10 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
         raise InputError("must be >= 1", field="seeds")
     if concurrency < 1:
         raise InputError("must be >= 1", field="concurrency")
+    from simkit.checks import positive_int, positive_rate
+
+    positive_int(num_requests, "num-requests")
+    positive_rate(request_rate, "request-rate")
     specs = parse_configs(configs)
     key, workload, cost = load_context(model, corpus, hardware, tp, cost_profile, source,
                                        max_model_len, max_num_batched_tokens, history)
@@ -280,6 +296,9 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     rows = summarize_rows(runnable, runs)
     best_config, best_k, dyn_line, why = verdict(rows)
     skipped = flat[0]["_skipped"] if flat else {}
+    suggested = None
+    if not all(r.steady_window for r in rows):
+        suggested = suggest_num_requests(n_req, concurrency, request_rate)
     return Prediction(model=model, corpus=corpus, hardware=hardware, tp=int(cost.tp),
                       cost_label=str(cost.label),
                       load=(f"open loop, Poisson {request_rate:g} req/s" if request_rate else
@@ -291,7 +310,17 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       history=str(workload.provenance.get("history")
-                                  or workload.provenance.get("tree") or ""))
+                                  or workload.provenance.get("tree") or ""),
+                      suggested_num_requests=suggested)
+
+
+def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:
+    """A request count that gives a steady window. Closed loop: the window runs from the C-th
+    completion to the last submission, which comes at the (n - C)-th completion, so it needs
+    n > 2C; 4 x C (the default) leaves half the run in the window. Open loop: twice as many."""
+    if request_rate:
+        return max(2 * n_req, 128)
+    return max(4 * concurrency, n_req + 1)
 
 
 def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,

@@ -15,7 +15,8 @@ from typing import Any, Callable
 SWEEP_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "config", "k",
                  "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla", "full_graph_frac",
                  "mean_accepted", "tokens_per_step", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
-                 "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k")
+                 "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k",
+                 "steady_window")
 
 
 def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +44,8 @@ def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
             "padded_token_waste": r.details["padded_token_waste"],
             "preemptions": r.details["preemptions"],
             "is_best": r.config == pred.best_config,
-            "is_best_k": r.config.startswith("kpad-") and r.k == pred.best_k})
+            "is_best_k": r.config.startswith("kpad-") and r.k == pred.best_k,
+            "steady_window": r.steady_window})
     return {"model": model, "corpus": corpus, "error": None, "rows": rows,
             "unavailable": pred.unavailable}
 

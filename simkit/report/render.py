@@ -120,6 +120,8 @@ def document(pred: Prediction) -> dict[str, Any]:
             "unavailable": dict(pred.unavailable),
             "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v},
             "best_config": pred.best_config, "best_k": pred.best_k,
+            "steady_window": pred.steady_window,
+            "suggested_num_requests": pred.suggested_num_requests,
             "recommendation": rec}
 
 

@@ -28,13 +28,15 @@ class WhatIfResult:
     params: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)   # series for plots (JSON-safe)
+    failures: list[str] = field(default_factory=list)     # points that could not run, and why
 
     def to_json_dict(self) -> dict[str, Any]:
-        """JSON document: keys whatif, question, params, columns, rows, notes, extra."""
+        """JSON document: keys whatif, question, params, columns, rows, notes, extra, failures."""
         return {"whatif": self.name, "question": self.question, "params": clean(self.params),
                 "columns": list(self.columns),
                 "rows": [{c: clean(r.get(c)) for c in self.columns} for r in self.rows],
-                "notes": list(self.notes), "extra": clean(self.extra)}
+                "notes": list(self.notes), "extra": clean(self.extra),
+                "failures": list(self.failures)}
 
 
 def clean(v: Any) -> Any:

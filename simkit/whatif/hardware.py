@@ -33,13 +33,13 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
             raise InputError(f"TP degrees must be integers, got {tps!r}", field="tps") from None
     workload = workload or load_workload(model, corpus, source, history)
     specs = specs_of(configs)
-    rows, notes, first = [], [], {}
+    rows, notes, first, failures = [], [], {}, []
     for hw in hws:
         for tp in tp_list:
             try:
                 cost = load_cost_model(model, hw, tp=tp, profile=cost_profile)
             except InputError as exc:          # e.g. does not fit at this TP: say so, go on
-                notes.append(f"{hw} TP{tp or 'auto'}: {exc}")
+                failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue
             notes.append(cost.describe())
             ladder = run_ladder(workload, cost, specs, seeds=seeds, num_requests=num_requests,
@@ -63,7 +63,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                         + (f" at TP {tps}" if tps else " (chosen TP)"), COLUMNS, rows,
                         {"model": model, "corpus": corpus, "targets": hws, "tps": tps,
                          "configs": configs, "concurrency": concurrency, "seeds": seeds,
-                         "num_requests": num_requests}, notes)
+                         "num_requests": num_requests}, notes, failures=failures)
 
 
 def plot(result: WhatIfResult, path) -> None:

@@ -33,13 +33,13 @@ def load_records(root: str | Path | None = None):
     """(steps joined with runs, runs) as DataFrames, or (None, None) when there are none."""
     import pandas as pd
 
-    from simkit.costmodel.records import join_runs
+    from simkit.costmodel.records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
 
     steps_files, runs_files = find_records(root)
     if not steps_files or not runs_files:
         return None, None
-    runs = pd.concat([pd.read_parquet(p) for p in runs_files], ignore_index=True)
-    steps = pd.concat([pd.read_parquet(p) for p in steps_files], ignore_index=True)
+    runs = pd.concat([read_parquet(p, RUN_KEYS) for p in runs_files], ignore_index=True)
+    steps = pd.concat([read_parquet(p, STEP_KEYS) for p in steps_files], ignore_index=True)
     return join_runs(steps, runs), runs
 
 

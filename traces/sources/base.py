@@ -59,12 +59,30 @@ class Source:
         return self.loader(src, producer, skipped)
 
 
-def read_json(path: Path) -> object:
-    """Parse a whole-file JSON document; a syntax error names the file and line."""
+def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, line: int | None = None,
+             offset: int = 0) -> InputError:
+    """The error for bytes that are not UTF-8: file, line (counted in `data` when not given)
+    and the bad byte."""
+    if line is None:
+        line = data[:offset + exc.start].count(b"\n") + 1
+    bad = exc.object[exc.start:exc.start + 1].hex() if exc.object else "?"
+    return InputError(f"not UTF-8 text (byte 0x{bad}: {exc.reason})", path=str(path), line=line)
+
+
+def loads_json(data: bytes, path: Path) -> object:
+    """Parse one whole JSON document from bytes; a syntax error or non-UTF-8 byte names the
+    file and line."""
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(data)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, data, exc) from None
+
+
+def read_json(path: Path) -> object:
+    """Parse a whole-file JSON document; a syntax error names the file and line."""
+    return loads_json(path.read_bytes(), path)
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
@@ -78,6 +96,8 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from exc
+            except UnicodeDecodeError as exc:
+                raise not_utf8(path, raw, exc, line=lineno) from None
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=str(path), line=lineno)
             out.append((lineno, obj))

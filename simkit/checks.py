@@ -1,0 +1,74 @@
+"""Checks of user-given numbers and output paths, done before any work starts.
+
+Each check raises InputError naming the option, so a bad value costs the user one line and no
+simulation time; output paths are checked up front because a plot or table that cannot be
+written used to fail only after minutes of work (and lose the printed results)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from simkit.errors import InputError
+
+# extensions matplotlib's Agg backend writes (fig.savefig picks the format from the suffix)
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff",
+                 ".webp", ".pgf", ".svgz", ".raw", ".rgba")
+
+
+def positive_int(value: int | None, field: str) -> int | None:
+    """`value` when it is None or >= 1; else InputError naming `field`."""
+    if value is not None and value < 1:
+        raise InputError(f"must be >= 1, got {value}", field=field)
+    return value
+
+
+def positive_rate(value: float | None, field: str) -> float | None:
+    """`value` when it is None or a finite number > 0 (nan, inf, 0 and negatives are refused)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError(f"must be a finite number > 0, got {value}", field=field)
+    return value
+
+
+def _writable_dir(folder: Path, field: str, what: str) -> None:
+    if not folder.exists():
+        raise InputError(f"folder {folder} does not exist (for {what})", field=field)
+    if not folder.is_dir():
+        raise InputError(f"{folder} is not a folder (for {what})", field=field)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"folder {folder} is not writable (for {what})", field=field)
+
+
+def output_file(path: str | Path | None, field: str,
+                suffixes: tuple[str, ...] = PLOT_SUFFIXES) -> Path | None:
+    """Check that a file can be written at `path` (its folder exists and is writable, it is not
+    a folder, its extension is one of `suffixes`); None passes."""
+    if path is None or str(path) == "":
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p} is a folder; give a file name", field=field)
+    if p.suffix.lower() not in suffixes:
+        raise InputError(f"unknown extension {p.suffix or '(none)'!r} for {p}; use one of "
+                         + ", ".join(suffixes), field=field)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InputError(f"{p} is not writable", field=field)
+    _writable_dir(p.parent if str(p.parent) else Path("."), field, str(p))
+    return p
+
+
+def output_dir(path: str | Path, field: str) -> Path:
+    """Check that `path` is, or can be created as, a writable folder (the nearest existing
+    ancestor must be a writable folder)."""
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise InputError(f"{p} exists and is not a folder", field=field)
+        _writable_dir(p, field, str(p))
+        return p
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    _writable_dir(parent, field, str(p))
+    return p
