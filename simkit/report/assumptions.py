@@ -166,6 +166,11 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
          "and drain excluded") if closed else
         "throughput counted from the arrival of the first 10 % of requests to the last "
         "arrival: start-up and drain excluded")
+    if not pred.steady_window:
+        out["steady_window"] = _entry(
+            None, f"NO steady window (too few requests): rows marked * are whole-run rates, "
+                  f"start-up and drain included; --num-requests {pred.suggested_num_requests} "
+                  "gives one")
     out["workload"] = _workload(pred, prov)
     return out
 

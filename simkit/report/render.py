@@ -53,6 +53,8 @@ def cell(row: Row, key: str) -> str:
     v = d.get(key)
     if key == "k":
         return row.details.get("ks") or str(row.k)
+    if key == "config":
+        return row.config + ("" if row.steady_window else " *")
     if v is None:
         return "-"
     fmt = {"output_tok_s": "{:,.0f}", "output_tok_s_std": "{:,.0f}", "speedup_vs_vanilla": "{:.2f}x",
