@@ -59,7 +59,8 @@ def test_readme_own_traffic_walkthrough_runs_verbatim(user_dir, capsys):
         outputs[" ".join(argv[1:3])] = out
     assert "imported 360 requests into corpus 'mytraffic'" in outputs["traces import"]
     pred = outputs["predict --model"]
-    assert "corpus mytraffic | workload: imported" in pred and "steady window =" in pred
+    assert "corpus mytraffic," in pred and "profile imported" in pred
+    assert "NO steady window" not in pred and "steady_window" in pred     # the default count has one
     rows = [ln for ln in pred.splitlines() if ln.startswith(("vanilla", "suffix", "kpad-"))]
     assert len(rows) == 4
     assert "whatif concurrency" in outputs["whatif concurrency"]

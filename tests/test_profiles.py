@@ -159,9 +159,9 @@ def test_shipped_tree_mode_is_kept_and_checked():
     have = profiles.shipped_tree("llama-3.1-8b", "code")
     other = "cold" if have == "warm" else "warm"
     assert profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=have).provenance["tree"] == have
-    with pytest.raises(InputError, match="tree"):
+    with pytest.raises(InputError, match="history"):       # --tree is an alias of --history
         profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=other)
-    with pytest.raises(InputError, match="tree"):
+    with pytest.raises(InputError, match="history"):
         profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree="tepid")
 
 
@@ -182,7 +182,7 @@ def test_cli_tree_option():
 
     res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
                                    "--source", "shipped", "--tree", "tepid"])
-    assert isinstance(res.exception, InputError) and "field 'tree'" in str(res.exception)
+    assert isinstance(res.exception, InputError) and "field 'history'" in str(res.exception)
     doc = _cli_json("--model", "llama-3.1-8b", "--corpus", "code", "--k", "8", "--format", "json",
                     "--source", "shipped")
     assert doc["tree"] == profiles.shipped_tree("llama-3.1-8b", "code")

@@ -60,6 +60,8 @@ EXTRA_KEYS: dict[str, str] = {
     "ks": "the K set of a dynamic policy (empty for fixed K)",
     "tpot_ms_p99": "99th percentile TPOT (ms)",
     "ttft_ms_p99": "99th percentile TTFT (ms)",
+    "steady_window": "true when every seed's figures come from a steady window; false: whole-run "
+                     "rates (too few requests; the table marks the row with *)",
 }
 
 
