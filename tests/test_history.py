@@ -168,3 +168,31 @@ def test_compiled_prelude_equals_the_reference_engine(chat_slice):
             fast = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="compiled")
             assert np.array_equal(np.asarray(ref.accepted), np.asarray(fast.accepted)), h
             assert np.array_equal(np.asarray(ref.drafted), np.asarray(fast.drafted)), h
+
+
+def test_history_list_keeps_diverge_with_its_history():
+    from simkit.commands.whatif import _history_list
+
+    assert _history_list("cold,warm,hot") == ["cold", "warm", "hot"]
+    assert _history_list("cold, hot,diverge:32 ,repeat:0.5") == ["cold", "hot,diverge:32",
+                                                                   "repeat:0.5"]
+    assert _history_list(None) == [] and _history_list("") == []
+    with pytest.raises(InputError):
+        _history_list("cold,tepid")
+
+
+@needs_traces
+@pytest.mark.slow
+def test_reference_one_column_set_per_history(tmp_path):
+    from simkit.commands.whatif import _history_ref_plot
+    from simkit.reference.reproduce import reproduce_histories
+
+    res = reproduce_histories(["cold", "hot"], ["llama-3.1-8b"], seeds=1, num_requests=64,
+                              workers=1)
+    (row,) = res.rows
+    assert row["ratio_pub"] == pytest.approx(3.79)           # the published row, carried as data
+    assert row["ratio_hot"] > 2 * row["ratio_cold"]
+    assert {"ratio_cold", "lever_cold", "best_k_cold", "ratio_hot", "best_k_hot"} <= set(res.columns)
+    assert row["best_k_hot"] >= row["best_k_cold"]
+    _history_ref_plot(res, tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 0
