@@ -1,0 +1,104 @@
+"""Prefix caching against the records: predicted vs recorded scheduled prefill tokens per run.
+
+Each measured run is rebuilt request by request (simkit.validation.requests) and simulated under
+its conditions (simkit.validation.predict.predict_run) with its request history's cache contents
+at start (`history_prefixes`). The recorder's `num_prefill_tokens` counts, per step, the scheduled
+tokens at prompt positions, so its sum over a run is the prompt tokens minus prefix-cache hits
+(plus prompt tokens recomputed after a preemption). The comparison is over all steps of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simkit.engine.block_hash import prompt_block_hashes
+from simkit.history import parse_history, repeat_indices
+
+
+def history_prefixes(chains: list, history: str) -> list:
+    """Chains cached when the recorded pass starts, in the order the server served them:
+    cold nothing; hot the whole list (its first, recorded pass); repeat:P the share P named by
+    simkit.history.repeat_indices (the unrecorded prelude, calibrate/passes.py)."""
+    h = parse_history(history or "cold")
+    if not h.is_repeat:
+        return []
+    return [chains[i] for i in repeat_indices(len(chains), h.share)]
+
+
+def prefill_check(run: dict[str, Any], steps, reqs: list, *,
+                  prefix_caching: bool = True) -> dict[str, Any]:
+    """One run: recorded vs predicted scheduled prefill tokens, prompt tokens and hit rate."""
+    from simkit.validation.predict import predict_run
+
+    chains = [prompt_block_hashes(r.prompt_ids).tolist() for r in reqs]
+    history = str(run.get("history") or "cold")
+    pred = predict_run(reqs, run, prefix_caching=prefix_caching,
+                       cached_prefixes=history_prefixes(chains, history) if prefix_caching else None)
+    prompt = int(sum(len(r.prompt_ids) for r in reqs))
+    recorded = int(steps["num_prefill_tokens"].sum())
+    p = pred.prefix or {}
+    predicted = int(p["prefill_tokens"]) if p.get("modelled") else prompt
+    return {"run_id": str(run["run_id"]), "history": history, "prompt_tokens": prompt,
+            "recorded_prefill": recorded, "predicted_prefill": predicted,
+            "recorded_hit_rate": 1 - recorded / prompt if prompt else float("nan"),
+            "predicted_hit_rate": p.get("hit_rate"),
+            "error": predicted / recorded - 1 if recorded else float("nan"),
+            "predicted_tok_s": pred.output_tok_s, "measured_tok_s": float(run["output_tok_s"])}
+
+
+def check_runs(run_ids: list[str] | None = None, *, prefix_caching: bool = True,
+               data_dir=None) -> list[dict[str, Any]]:
+    """prefill_check over the committed records (all runs, or the named ones), in file order."""
+    import pandas as pd
+
+    from simkit.validation.requests import request_pool, run_requests
+
+    base = data_dir or _data_dir()
+    runs = pd.read_parquet(base / "runs.parquet")
+    steps = pd.read_parquet(base / "steps.parquet")
+    if run_ids is not None:
+        missing = sorted(set(run_ids) - set(runs["run_id"]))
+        if missing:
+            from simkit.errors import InputError
+
+            raise InputError(f"runs not in the records: {', '.join(missing)}",
+                             path=str(base / "runs.parquet"), field="run_id")
+        runs = runs[runs["run_id"].isin(run_ids)]
+    pools: dict[tuple[str, str], list] = {}
+    out = []
+    for run in runs.to_dict("records"):
+        key = (str(run["model"]), str(run["corpus"]))
+        if key not in pools:
+            pools[key] = request_pool(*key)
+        reqs, _ = run_requests(pools[key], run)
+        s = steps[steps["run_id"] == run["run_id"]]
+        out.append(prefill_check(run, s, reqs, prefix_caching=prefix_caching))
+    return out
+
+
+def _data_dir():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "calibrate" / "data"
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Worst and mean absolute prefill error, and the share of runs within 2 %."""
+    err = np.array([abs(r["error"]) for r in rows], float)
+    return {"runs": len(rows), "mean_abs_error": float(err.mean()) if err.size else float("nan"),
+            "max_abs_error": float(err.max()) if err.size else float("nan"),
+            "within_2pct": float((err <= 0.02).mean()) if err.size else float("nan")}
+
+
+if __name__ == "__main__":          # python -m simkit.validation.prefix [run_id ...]
+    import sys
+
+    rows = check_runs(sys.argv[1:] or None)
+    for r in rows:
+        print(f"{r['run_id']:58s} {r['history']:12s} prompt {r['prompt_tokens']:8d} "
+              f"rec {r['recorded_prefill']:8d} pred {r['predicted_prefill']:8d} "
+              f"err {r['error']:+7.2%} hit rec {r['recorded_hit_rate']:6.1%} "
+              f"pred {r['predicted_hit_rate'] if r['predicted_hit_rate'] is None else format(r['predicted_hit_rate'], '6.1%')}")
+    print(summary(rows))
