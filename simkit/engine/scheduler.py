@@ -140,8 +140,9 @@ class Scheduler:
 
     def _preempt(self, req: Req) -> None:
         self.free_blocks += req.blocks
-        if self.pc is not None:
+        if self.pc is not None:                  # shared cached blocks stay held by others
             self.pc.release(req.chain, req.blocks)
+            self.free_blocks = self.pc.free
             req.chain = []
         req.blocks = req.computed = req.draft = req.spec = 0
         req.preemptions += 1
@@ -331,8 +332,9 @@ class Scheduler:
             req.last_emit = now
             if t >= req.out_len:
                 self.free_blocks += req.blocks
-                if self.pc is not None:
+                if self.pc is not None:          # shared cached blocks stay held by others
                     self.pc.release(req.chain, req.blocks)
+                    self.free_blocks = self.pc.free
                     req.chain = []
                 req.blocks = 0
                 req.done_time = now
