@@ -44,6 +44,10 @@ class CorpusProfile:
     proxy_note: str = ""
     origin: str = "raw-traces"        # "raw-traces", "shipped" or "shipped (... verified ...)"
     tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable ("suffix" is .table)
+    # prompt block hashes of the sampled requests (simkit.engine.block_hash: flat uint64, offsets),
+    # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
+    # only an old shipped profile is at hand (caching then reported as not modelled).
+    block_hashes: tuple | None = None
 
 
 def shipped_dir() -> Path:
@@ -110,6 +114,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
                              model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
+    hashes = _hashes_of(reqs)
     prov = {
         "model": model,
         "corpus": corpus,
@@ -134,7 +139,31 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     table.provenance = prov
     ngram.provenance = prov
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, "raw-traces", {"suffix": table, "ngram": ngram})
+                         corp.proxy_note, "raw-traces", {"suffix": table, "ngram": ngram}, hashes)
+
+
+def _hashes_of(reqs: list) -> tuple:
+    """Prompt block-hash chains of these requests, packed (simkit.engine.block_hash)."""
+    from simkit.engine.block_hash import pack, prompt_block_hashes
+
+    return pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
+
+
+def attach_block_hashes(prof: CorpusProfile) -> CorpusProfile:
+    """Give a shipped profile verified against the raw traces the block hashes of its sampled
+    prompts (from the cached tokenized corpus: no table is rebuilt). InputError when the sample's
+    prompt lengths disagree with the profile's (the sample would not be the same requests)."""
+    from traces.corpora import load_corpus
+
+    corp = load_corpus(prof.corpus, prof.model)
+    idx = prof.provenance.get("sample_indices") or sample_indices(len(corp.requests)).tolist()
+    reqs = [corp.requests[int(i)] for i in idx]
+    lens = np.array([len(r.prompt_ids) for r in reqs])
+    if lens.shape != np.shape(prof.prompt_len) or not np.array_equal(lens, prof.prompt_len):
+        raise InputError(f"the sampled prompts of {prof.model}/{prof.corpus} differ from the "
+                         "profile's prompt lengths", field="sample_indices")
+    prof.block_hashes = _hashes_of(reqs)
+    return prof
 
 
 def _paths(model: str, corpus: str, root: Path | None = None) -> tuple[Path, Path, Path]:
@@ -238,7 +267,7 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
             if not path.is_file() or file_digest(path) != f["sha256"]:
                 return None
     prof.origin = "shipped (source files verified against the raw traces)"
-    return prof
+    return attach_block_hashes(prof)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:
