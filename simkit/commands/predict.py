@@ -22,6 +22,9 @@ COST_PROFILE_HELP = ("cost-model profile: an embedded name (h200-vllm026), a pro
                      "or analytic (default: the hardware's calibrated profile, else analytic)")
 SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
 WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
+PREFIX_HELP = ("automatic prefix caching of prompt KV blocks, on by default as in vLLM; "
+               "--no-prefix-caching prefills every prompt token (the report as before caching "
+               "was modelled)")
 
 
 @contextlib.contextmanager
@@ -125,6 +128,8 @@ def register(app: typer.Typer) -> None:
         html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
                                            "report (table, plot, assumptions, legend) here "
                                            "(default: none)"),
+        prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
+                                            help=PREFIX_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.engine.predict import predict as run_predict
@@ -139,7 +144,7 @@ def register(app: typer.Typer) -> None:
                                max_num_batched_tokens=max_num_batched_tokens,
                                cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
                                source=source, workers=workers, request_rate=request_rate,
-                               progress=prog)
+                               progress=prog, prefix_caching=prefix_caching)
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
@@ -172,6 +177,8 @@ def register(app: typer.Typer) -> None:
         address: Optional[str] = typer.Option(None, "--address",
                                               help="Ray cluster address (ray executor; "
                                                    "default: a local Ray instance)"),
+        prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
+                                            help=PREFIX_HELP),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -194,7 +201,7 @@ def register(app: typer.Typer) -> None:
             res = run_sweep(model_list, corpus_list, out, progress=prog, **extra,
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
-                            source=source)
+                            source=source, prefix_caching=prefix_caching)
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):
