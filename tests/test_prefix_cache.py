@@ -121,6 +121,18 @@ def test_eviction_under_kv_pressure_loses_the_hit():
     assert roomy.prefix["hit_tokens"] == 144 and roomy.prefix["evicted_blocks"] == 0
 
 
+def test_cycled_copies_are_new_prompts_behind_the_shared_prefix():
+    head = np.arange(32)                                       # 2 blocks shared by both
+    a, b = np.r_[head, np.arange(100, 180)], np.r_[head, np.arange(300, 364)]
+    w = _workload([a, b])
+    assert w.shared_blocks() == [2, 2]
+    fresh = _run(w, num_requests=4)                            # a, b, a', b'
+    assert fresh.prefix["hit_tokens"] == 3 * 32                # all but the first: the header
+    again = _run(w, num_requests=4, repeat_prompts=True)
+    # b hits the header; the exact copies hit every whole block below their last token
+    assert again.prefix["hit_tokens"] == 32 + (len(a) - 1) // 16 * 16 + (len(b) - 1) // 16 * 16
+
+
 def test_cached_prefixes_make_the_first_request_hit():
     p = np.arange(64)
     w = _workload([p])

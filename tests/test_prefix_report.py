@@ -44,7 +44,9 @@ def test_shipped_profile_without_hashes_says_not_modelled():
 
 
 def test_hit_rate_reported_when_modelled():
-    """A workload with hashes: cycled requests repeat their prompts, so hits are certain."""
+    """Every prompt starts with the same 2-block header, then its own blocks. Requests cycled
+    past the sample are new prompts behind the shared header, so every admission but the very
+    first hits exactly the header's 32 tokens."""
     import numpy as np
 
     from simkit.costmodel import load_cost_model
@@ -56,20 +58,20 @@ def test_hit_rate_reported_when_modelled():
 
     prof = load_profile("llama-3.1-8b", "code", source="shipped")
     w = Workload.from_profile(prof)
-    chains = [np.arange(n // 16, dtype=np.uint64) + np.uint64(1 << 20) * np.uint64(i + 1)
-              for i, n in enumerate(w.prompt_len.tolist())]
+    plen = w.prompt_len.astype(np.int64)
+    usable = (plen < 16384) & (w.output_len > 0)
+    assert plen[usable].min() > 32                           # the header fits below the cap
+    chains = [np.r_[np.array([1, 2], np.uint64),
+                    np.arange(n // 16 - 2, dtype=np.uint64) + np.uint64(1 << 20) * np.uint64(i + 1)]
+              for i, n in enumerate(plen.tolist())]
     w.block_hashes = pack(chains)
     cost = load_cost_model("llama-3.1-8b", "h200")
     with_workload("llama-3.1-8b", "code-hashed", "h200", None, None, w, cost)
-    n = w.num_requests
+    n = int(usable.sum())
     pred = predict("llama-3.1-8b", "code-hashed", configs="vanilla", seeds=1,
                    num_requests=2 * n, workers=1)
     hit = pred.rows[0].details["prefix_hit_rate"]
-    # the second pass over the sample hits every whole block below each prompt's last token
-    plen = w.prompt_len.astype(np.int64)
-    usable = plen < 16384
-    expect = ((plen[usable] - 1) // 16 * 16).sum() / (2 * plen[usable].sum())
-    assert abs(hit - expect) < 1e-9
+    assert hit == (32 * (2 * n - 1)) / (2 * plen[usable].sum())
     doc = document(pred)
     assert doc["results"][0]["prefix_hit_rate"] == round(hit, 6)
     assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is True

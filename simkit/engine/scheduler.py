@@ -44,7 +44,7 @@ class Req:
 
     __slots__ = ("seq", "idx", "prompt_len", "out_len", "row0", "arrival", "computed", "t",
                  "blocks", "draft", "spec", "first_time", "last_emit", "done_time", "event",
-                 "preemptions", "keys", "chain")
+                 "preemptions", "keys", "chain", "reg_at")
 
     def __init__(self, seq: int, idx: int, prompt_len: int, out_len: int, row0: int,
                  arrival: float) -> None:
@@ -63,6 +63,7 @@ class Req:
         self.preemptions = 0
         self.keys: list = _NO_KEYS   # prompt block hashes (prefix caching)
         self.chain: list = []        # keys of the cached blocks it holds, in order (None = hashless)
+        self.reg_at = 16             # token count that fills its next block (set by the scheduler)
 
 
 _NO_KEYS: list = []
@@ -198,8 +199,7 @@ class Scheduler:
                 req.blocks += need
                 if pc is not None:
                     pc.take(need)
-            if pc is not None and (computed + n_new if computed + n_new < n_tokens
-                                   else n_tokens) // bs > len(req.chain):
+            if pc is not None and computed + n_new >= req.reg_at and n_tokens >= req.reg_at:
                 self._register(req, computed + n_new, n_tokens)
             gap = n_tokens - computed
             if gap == 1:                                  # decode (+ drafts)
@@ -253,7 +253,8 @@ class Scheduler:
                         free -= hit_free
                     if need > 0:
                         pc.take(need)
-                    if (req.computed + n_new) // bs > len(req.chain):
+                    req.reg_at = (len(req.chain) + 1) * bs
+                    if req.computed + n_new >= req.reg_at:
                         self._register(req, req.computed + n_new, n_tokens)
                 free -= need
                 req.blocks += need
@@ -382,6 +383,7 @@ class Scheduler:
         for i in range(len(chain), full):
             key = keys[i] if i < n_prompt else (req.seq, i)
             chain.append(key if pc.register(key) else None)
+        req.reg_at = (len(chain) + 1) * self.cfg.block_size
 
     def _resume_keys(self, req: Req, n_tokens: int) -> list:
         """Keys a preempted request looks up on resuming: its prompt blocks, then its own output

@@ -87,7 +87,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
              *, load: ClosedLoop | OpenLoop = ClosedLoop(), seed: int = 0,
              num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
              window_start_completion: int | None = None,
-             cached_prefixes: Sequence[Sequence[int]] | None = None) -> RunResult:
+             cached_prefixes: Sequence[Sequence[int]] | None = None,
+             repeat_prompts: bool = False) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
@@ -98,13 +99,19 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     result says caching was not modelled. `cached_prefixes`: blocks already in the prefix cache
     when the run starts, one prompt block-hash chain per earlier request in the order the server
     served them (e.g. `[chains[i] for i in simkit.history.repeat_indices(n, P)]` for repeat:P;
-    the first is evicted first); None = a fresh server (cold)."""
+    the first is evicted first); None = a fresh server (cold). When `num_requests` exceeds the
+    workload and requests are cycled, a later copy of a request is a NEW prompt that keeps only
+    the prefix its prompt shares with another request of the workload (Workload.shared_blocks:
+    template header, common system prompt), unless `repeat_prompts` (the copy repeats the prompt
+    exactly and hits it whole, as a repeated request would)."""
     order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
     olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
                       cfg.max_model_len - workload.prompt_len).tolist()
     chains, pc, prefix = _prefix_setup(workload, cfg, cached_prefixes)
+    shared = workload.shared_blocks() if chains is not None and not repeat_prompts else None
+    seen: dict[int, int] = {}
     sched = Scheduler(cfg, spec, workload, cost_model, pc)
     rec = Recorder()
     log: list | None = [] if keep_steps else None
@@ -123,6 +130,12 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         req = Req(j, idx, plen[idx], olen[idx], offsets[idx], env.now)
         if chains is not None:
             req.keys = chains[idx]
+            copy = seen.get(idx, 0)
+            seen[idx] = copy + 1
+            if copy and shared is not None:      # a new prompt behind the shared prefix
+                keys = chains[idx]
+                s = shared[idx]
+                req.keys = keys[:s] + [(copy, idx, i) for i in range(s, len(keys))]
         state["last_arrival"] = env.now
         sched.add(req)
         wake = state["wake"]

@@ -104,6 +104,27 @@ class Workload:
             self._columns["_chains"] = unpack(flat, offs)
         return self._columns["_chains"]
 
+    def shared_blocks(self) -> list[int] | None:
+        """Per request, how many leading prompt blocks it shares with at least one OTHER request
+        of the workload (chained hashes: equal at block i = equal prefix to its end), i.e. the
+        longest prefix common with another prompt (template header, shared system prompt)."""
+        chains = self.hash_chains()
+        if chains is None:
+            return None
+        if "_shared" not in self._columns:
+            owners: dict[int, int] = {}
+            for chain in chains:
+                for h in set(chain):
+                    owners[h] = owners.get(h, 0) + 1
+            out = []
+            for chain in chains:
+                n = 0
+                while n < len(chain) and owners[chain[n]] > 1:
+                    n += 1
+                out.append(n)
+            self._columns["_shared"] = out
+        return self._columns["_shared"]
+
     def offsets(self) -> list[int]:
         """Row offsets of the tables (all tables share the request order)."""
         if not self.tables:

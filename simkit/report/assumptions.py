@@ -171,8 +171,9 @@ def _prefix(pred: Prediction) -> dict[str, Any]:
                   f"on (vLLM default): prompt blocks of {pred.engine.block_size} tokens hit when "
                   "the same prefix is cached (whole blocks; the last prompt token is always "
                   "computed); freed blocks stay hittable until evicted least-recently-freed "
-                  "first; the server starts with an empty cache, and requests cycled past the "
-                  "profile's sample repeat their prompts, so they hit as repeats would; output "
+                  "first; the server starts with an empty cache; requests cycled past the "
+                  "profile's sample count as new prompts that share only the prefix their prompt "
+                  "shares with another sampled prompt (template header, system prompt); output "
                   "tokens are never hit by another request (--no-prefix-caching: off)")
 
 
