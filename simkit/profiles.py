@@ -149,20 +149,32 @@ def _hashes_of(reqs: list) -> tuple:
     return pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
 
 
-def attach_block_hashes(prof: CorpusProfile) -> CorpusProfile:
-    """Give a shipped profile verified against the raw traces the block hashes of its sampled
-    prompts (from the cached tokenized corpus: no table is rebuilt). InputError when the sample's
-    prompt lengths disagree with the profile's (the sample would not be the same requests)."""
+def sampled_prompts(prof: CorpusProfile) -> list[np.ndarray]:
+    """Token ids of the profile's sampled prompts, from the raw traces (cached tokenized corpus),
+    in the profile's request order; in memory only, never written. InputError when the raw
+    traces are absent or the sample's prompt lengths disagree with the profile's."""
+    from simkit.paths import traces_src_dir
     from traces.corpora import load_corpus
 
+    if traces_src_dir() is None:
+        raise InputError(f"the prompts of {prof.model}/{prof.corpus} need the raw traces (set "
+                         "SIMKIT_TRACES_SRC)", field="traces")
     corp = load_corpus(prof.corpus, prof.model)
     idx = prof.provenance.get("sample_indices") or sample_indices(len(corp.requests)).tolist()
-    reqs = [corp.requests[int(i)] for i in idx]
-    lens = np.array([len(r.prompt_ids) for r in reqs])
+    ids = [np.asarray(corp.requests[int(i)].prompt_ids) for i in idx]
+    lens = np.array([len(x) for x in ids])
     if lens.shape != np.shape(prof.prompt_len) or not np.array_equal(lens, prof.prompt_len):
         raise InputError(f"the sampled prompts of {prof.model}/{prof.corpus} differ from the "
                          "profile's prompt lengths", field="sample_indices")
-    prof.block_hashes = _hashes_of(reqs)
+    return ids
+
+
+def attach_block_hashes(prof: CorpusProfile) -> CorpusProfile:
+    """Give a shipped profile verified against the raw traces the block hashes of its sampled
+    prompts (from the cached tokenized corpus: no table is rebuilt)."""
+    from simkit.engine.block_hash import pack, prompt_block_hashes
+
+    prof.block_hashes = pack(prompt_block_hashes(p) for p in sampled_prompts(prof))
     return prof
 
 

@@ -92,13 +92,38 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
             "within_2pct": float((err <= 0.02).mean()) if err.size else float("nan")}
 
 
-if __name__ == "__main__":          # python -m simkit.validation.prefix [run_id ...]
-    import sys
+def throughput_effect(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per run: throughput error (predicted / measured - 1) with caching on and off."""
+    by_id = {r["run_id"]: r for r in off}
+    out = []
+    for r in on:
+        o = by_id[r["run_id"]]
+        m = r["measured_tok_s"]
+        out.append({"run_id": r["run_id"], "history": r["history"], "measured_tok_s": m,
+                    "error_on": r["predicted_tok_s"] / m - 1, "error_off": o["predicted_tok_s"] / m - 1})
+    return out
 
-    rows = check_runs(sys.argv[1:] or None)
+
+def main(argv: list[str]) -> None:
+    """python -m simkit.validation.prefix [--compare-off] [run_id ...]: the prefill table;
+    --compare-off adds the throughput error with caching off beside the one with it on."""
+    compare = "--compare-off" in argv
+    ids = [a for a in argv if not a.startswith("--")] or None
+    rows = check_runs(ids)
     for r in rows:
+        hit = r["predicted_hit_rate"]
         print(f"{r['run_id']:58s} {r['history']:12s} prompt {r['prompt_tokens']:8d} "
               f"rec {r['recorded_prefill']:8d} pred {r['predicted_prefill']:8d} "
               f"err {r['error']:+7.2%} hit rec {r['recorded_hit_rate']:6.1%} "
-              f"pred {r['predicted_hit_rate'] if r['predicted_hit_rate'] is None else format(r['predicted_hit_rate'], '6.1%')}")
+              f"pred {'n/a' if hit is None else format(hit, '6.1%')}")
     print(summary(rows))
+    if compare:
+        for t in throughput_effect(rows, check_runs(ids, prefix_caching=False)):
+            print(f"{t['run_id']:58s} {t['history']:12s} measured {t['measured_tok_s']:8.0f} "
+                  f"tok/s error on {t['error_on']:+7.2%} off {t['error_off']:+7.2%}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
