@@ -78,3 +78,12 @@ def test_hit_rate_reported_when_modelled():
     assert f"{hit:.1%}" in render_table(pred)
     header = next(ln for ln in render_csv(pred).splitlines() if ln.startswith("model,"))
     assert header.endswith(",prefix_hit_rate")
+
+
+def test_docs_report_explains_the_prefix_column_and_assumption():
+    from simkit.report.legend import PREFIX_COLUMN
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    assert (f"| {PREFIX_COLUMN.header} | `{PREFIX_COLUMN.key}` | {PREFIX_COLUMN.meaning} |"
+            in doc)
+    assert "| `prefix_caching` |" in doc
