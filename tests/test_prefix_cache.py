@@ -32,6 +32,25 @@ def test_hash_chain_names_the_whole_prefix():
     assert unpack(flat, offs) == [a.tolist(), b[:1].tolist(), []]
 
 
+def test_share_table_keeps_every_block_equality():
+    from simkit.engine.block_hash import canonical, chains_from_share, share_table
+
+    rng = np.random.default_rng(5)
+    head = rng.integers(0, 5, 64)
+    prompts = [np.r_[head[:int(rng.integers(0, 64))], rng.integers(0, 3, int(rng.integers(0, 90)))]
+               for _ in range(60)]
+    real = [prompt_block_hashes(p) for p in prompts]
+    keys = unpack(*canonical(*pack(real)))
+    for a in range(len(real)):                    # equal keys exactly where hashes are equal
+        for b in range(len(real)):
+            for i in range(min(len(real[a]), len(real[b]))):
+                assert (real[a][i] == real[b][i]) == (keys[a][i] == keys[b][i])
+    ref, shared = share_table(real)
+    assert ref.dtype == np.int32 and shared.tolist() == share_table(keys)[1].tolist()
+    with pytest.raises(ValueError):
+        chains_from_share(np.array([0], np.int32), np.array([1], np.int32), np.array([2]))
+
+
 # -- block pool -------------------------------------------------------------------------------
 def test_lookup_stops_at_first_miss_and_cap():
     pc = PrefixCache(10)

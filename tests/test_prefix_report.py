@@ -31,7 +31,20 @@ def test_no_prefix_caching_is_byte_identical_to_before():
         assert _run("--format", fmt, "--no-prefix-caching") == before
 
 
-def test_shipped_profile_without_hashes_says_not_modelled():
+def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
+    """An old shipped profile (no prefix table) gives n/a and the reason, not a silent 0."""
+    import shutil
+
+    from simkit import profiles
+
+    root = tmp_path / "profiles"
+    src = profiles.shipped_dir() / "llama-3.1-8b"
+    shutil.copytree(src, root / "llama-3.1-8b")
+    (root / "llama-3.1-8b" / "code.prefix.npz").unlink()
+    monkeypatch.setattr(profiles, "shipped_dir", lambda: root)
+    from simkit.engine import predict as P
+
+    P._CONTEXT.clear()
     doc = json.loads(_run("--format", "json"))
     assert all(r["prefix_hit_rate"] is None for r in doc["results"])
     assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is False
@@ -39,8 +52,15 @@ def test_shipped_profile_without_hashes_says_not_modelled():
     assert "prefix_hit_rate" in doc["columns"]
     table = _run()
     assert "pfx hit" in table and "n/a" in table
-    off = _run("--no-prefix-caching")
-    assert "pfx hit" not in off
+    assert "pfx hit" not in _run("--no-prefix-caching")
+    P._CONTEXT.clear()
+
+
+def test_shipped_profile_reports_the_hit_rate():
+    doc = json.loads(_run("--format", "json"))
+    hits = [r["prefix_hit_rate"] for r in doc["results"]]
+    assert all(h is not None and 0 < h < 1 for h in hits)    # the chat-template header
+    assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is True
 
 
 def test_hit_rate_reported_when_modelled():

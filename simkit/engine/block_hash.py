@@ -51,3 +51,47 @@ def unpack(flat: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
     vals = np.asarray(flat, np.uint64).tolist()
     offs = np.asarray(offsets, np.int64).tolist()
     return [vals[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
+
+
+def share_table(chains: Iterable[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lossless (for prefix caching within one workload) summary of chained hashes: per request,
+    `ref` = the earliest earlier request holding its longest cached-able prefix (-1: none) and
+    `shared` = that prefix's length in blocks. Chaining makes block i of two prompts equal exactly
+    when their common prefix is longer than i blocks, so (ref, shared) plus the block counts
+    rebuild every equality the engine can observe; 8 bytes per request instead of 8 per block."""
+    first: dict[int, int] = {}
+    refs, shared = [], []
+    for r, chain in enumerate(chains):
+        s = 0
+        while s < len(chain) and chain[s] in first:
+            s += 1
+        refs.append(first[chain[s - 1]] if s else -1)
+        shared.append(s)
+        for h in chain[s:]:
+            first.setdefault(h, r)
+    return np.asarray(refs, np.int32), np.asarray(shared, np.int32)
+
+
+def chains_from_share(ref: np.ndarray, shared: np.ndarray,
+                      n_blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical chains (packed) from `share_table`: request r copies the first shared[r] keys of
+    request ref[r] and gets fresh keys 1, 2, ... (in request order) for its other blocks. The
+    keys are not the token-block hashes, but equal exactly where those are equal."""
+    chains: list[np.ndarray] = []
+    nxt = 1
+    for r, n in enumerate(np.asarray(n_blocks, np.int64).tolist()):
+        s, a = int(shared[r]), int(ref[r])
+        if s and (s > n or not 0 <= a < r or s > len(chains[a])):
+            raise ValueError(f"request {r}: shares {s} blocks with request {a}, has {n}")
+        head = chains[a][:s] if s else np.zeros(0, np.uint64)
+        tail = np.arange(nxt, nxt + n - s, dtype=np.uint64)
+        nxt += n - s
+        chains.append(np.concatenate([head, tail]).astype(np.uint64))
+    return pack(chains)
+
+
+def canonical(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Real hashes -> the canonical keys a shipped profile rebuilds (raw and shipped then agree)."""
+    chains = unpack(flat, offsets)
+    ref, shared = share_table(chains)
+    return chains_from_share(ref, shared, np.diff(np.asarray(offsets, np.int64)))
