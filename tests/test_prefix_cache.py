@@ -207,3 +207,14 @@ def test_pool_count_matches_free_blocks_every_step():
                     holders[k] = holders.get(k, 0) + 1
         assert holders == {k: n for k, n in pc.refs.items() if n > 0}
     assert sched.preemptions > 0 and sched.pc.evicted > 0 and sched.hit_tokens > 0
+
+
+def test_history_prefixes_follow_the_harness():
+    from simkit.engine.prefix_cache import history_prefixes
+    from simkit.history import repeat_indices
+
+    chains = [[i] for i in range(10)]
+    assert history_prefixes(chains, "cold") == [] and history_prefixes(chains, "warm") == []
+    assert history_prefixes(chains, "hot") == chains
+    rep = history_prefixes(chains, "repeat:0.5")
+    assert rep == [[int(i)] for i in repeat_indices(10, 0.5)] and len(rep) == 5

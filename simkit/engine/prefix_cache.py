@@ -118,3 +118,19 @@ class PrefixCache:
     @property
     def free(self) -> int:
         return self.anon + len(self.lru)
+
+
+def history_prefixes(chains: Sequence[Sequence[int]], history) -> list:
+    """What `simulate(cached_prefixes=...)` takes for a request history over these requests'
+    prompt chains, in the order the server served them: cold / warm nothing (warm is a suffix-
+    tree assumption; the prefix cache of a steady stream holds only the shared headers, which
+    the run itself caches at once); repeat:P the share P named by simkit.history.repeat_indices
+    (served just before, as the GPU harness does); hot the whole list in its order."""
+    from simkit.history import parse_history, repeat_indices
+
+    h = parse_history(history or "cold")
+    if not h.is_repeat:
+        return []
+    if h.share == 1.0:                      # hot: the same list served once before, in order
+        return list(chains)
+    return [chains[i] for i in repeat_indices(len(chains), h.share)]

@@ -14,17 +14,9 @@ from typing import Any
 import numpy as np
 
 from simkit.engine.block_hash import prompt_block_hashes
-from simkit.history import parse_history, repeat_indices
+from simkit.engine.prefix_cache import history_prefixes
 
-
-def history_prefixes(chains: list, history: str) -> list:
-    """Chains cached when the recorded pass starts, in the order the server served them:
-    cold nothing; hot the whole list (its first, recorded pass); repeat:P the share P named by
-    simkit.history.repeat_indices (the unrecorded prelude, calibrate/passes.py)."""
-    h = parse_history(history or "cold")
-    if not h.is_repeat:
-        return []
-    return [chains[i] for i in repeat_indices(len(chains), h.share)]
+__all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throughput_effect"]
 
 
 def prefill_check(run: dict[str, Any], steps, reqs: list, *,
