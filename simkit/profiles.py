@@ -10,6 +10,11 @@ corpus order of traces.corpora.load_corpus (all requests when n <= SAMPLE_SIZE);
 over the sample with the global suffix tree of a sequential replay of the WHOLE corpus ("warm", the
 default: exactly the sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old
 rule); docs/acceptance.md says what each approximates.
+Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
+per request the earliest earlier sampled request with its longest common prefix of whole 16-token
+blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
+block keys (`CorpusProfile.block_hashes`, simkit.engine.block_hash). A profile without the file
+(written before it existed) leaves caching unmodelled, and predictions say so.
 """
 
 from __future__ import annotations
