@@ -10,6 +10,11 @@ corpus order of traces.corpora.load_corpus (all requests when n <= SAMPLE_SIZE);
 over the sample with the global suffix tree of a sequential replay of the WHOLE corpus ("warm", the
 default: exactly the sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old
 rule); docs/acceptance.md says what each approximates.
+Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
+per request the earliest earlier sampled request with its longest common prefix of whole 16-token
+blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
+block keys (`CorpusProfile.block_hashes`, simkit.engine.block_hash). A profile without the file
+(written before it existed) leaves caching unmodelled, and predictions say so.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ class CorpusProfile:
     proxy_note: str = ""
     origin: str = "raw-traces"        # "raw-traces", "shipped" or "shipped (... verified ...)"
     tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable ("suffix" is .table)
+    # prompt block hashes of the sampled requests (simkit.engine.block_hash: flat uint64, offsets),
+    # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
+    # only an old shipped profile is at hand (caching then reported as not modelled).
+    block_hashes: tuple | None = None
 
 
 def shipped_dir() -> Path:
@@ -147,6 +156,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         table = cached_history_table(reqs, tree, params=params, kmax=KMAX, ordering="sequential",
                                      model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
+    hashes = _canonical_hashes(reqs)
     prov = {
         "model": model,
         "corpus": corpus,
@@ -174,12 +184,95 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     if any(e.get("imported_from") for e in prov["sources"].values()):
         origin = "imported (simkit traces import)"
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram})
+                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram}, hashes)
+
+
+PREFIX_RULE = ("prompt prefix sharing for prefix caching: per sampled request, ref = the earliest "
+               "earlier sampled request with its longest common prefix of whole 16-token blocks "
+               "(-1: none) and shared = that prefix in blocks, from chained 64-bit block hashes "
+               "of the token ids (simkit.engine.block_hash); no token ids or hashes stored")
+
+
+def _canonical_hashes(reqs: list) -> tuple:
+    """Canonical block keys of these requests' prompts (simkit.engine.block_hash.canonical):
+    what a shipped profile rebuilds from its prefix table, so raw and shipped agree."""
+    from simkit.engine.block_hash import canonical, pack, prompt_block_hashes
+
+    return canonical(*pack(prompt_block_hashes(r.prompt_ids) for r in reqs))
+
+
+def sampled_prompts(prof: CorpusProfile) -> list[np.ndarray]:
+    """Token ids of the profile's sampled prompts, from the raw traces (cached tokenized corpus),
+    in the profile's request order; in memory only, never written. InputError when the raw
+    traces are absent or the sample's prompt lengths disagree with the profile's."""
+    from simkit.paths import traces_src_dir
+    from traces.corpora import load_corpus
+
+    if traces_src_dir() is None:
+        raise InputError(f"the prompts of {prof.model}/{prof.corpus} need the raw traces (set "
+                         "SIMKIT_TRACES_SRC)", field="traces")
+    corp = load_corpus(prof.corpus, prof.model)
+    idx = prof.provenance.get("sample_indices") or sample_indices(len(corp.requests)).tolist()
+    ids = [np.asarray(corp.requests[int(i)].prompt_ids) for i in idx]
+    lens = np.array([len(x) for x in ids])
+    if lens.shape != np.shape(prof.prompt_len) or not np.array_equal(lens, prof.prompt_len):
+        raise InputError(f"the sampled prompts of {prof.model}/{prof.corpus} differ from the "
+                         "profile's prompt lengths", field="sample_indices")
+    return ids
+
+
+def attach_block_hashes(prof: CorpusProfile) -> CorpusProfile:
+    """Give a shipped profile verified against the raw traces the block hashes of its sampled
+    prompts (from the cached tokenized corpus: no table is rebuilt)."""
+    from simkit.engine.block_hash import canonical, pack, prompt_block_hashes
+
+    prof.block_hashes = canonical(*pack(prompt_block_hashes(p) for p in sampled_prompts(prof)))
+    return prof
 
 
 def _paths(model: str, corpus: str, root: Path | None = None) -> tuple[Path, Path, Path]:
     base = (root or shipped_dir()) / model
     return base / f"{corpus}.npz", base / f"{corpus}.json", base / f"{corpus}.ngram.npz"
+
+
+def _prefix_path(model: str, corpus: str, root: Path | None = None) -> Path:
+    return (root or shipped_dir()) / model / f"{corpus}.prefix.npz"
+
+
+def _save_prefix(block_hashes: tuple, path: Path) -> None:
+    """The prefix table (ref, shared) as a byte-stable npz (fixed zip time, deflate)."""
+    import io
+    import os
+    import zipfile
+
+    from simkit.engine.block_hash import share_table, unpack
+
+    ref, shared = share_table(unpack(*block_hashes))
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for name, arr in (("ref", ref), ("shared", shared)):
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue(), compresslevel=9)
+    os.replace(tmp, path)
+
+
+def _load_prefix(path: Path, prompt_len: np.ndarray) -> tuple:
+    """Canonical block keys from a shipped prefix table; InputError naming the file if broken."""
+    from simkit.engine.block_hash import chains_from_share
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            ref, shared = z["ref"], z["shared"]
+        if ref.shape != shared.shape or ref.shape[0] != len(prompt_len):
+            raise ValueError(f"{ref.shape[0]} rows for {len(prompt_len)} requests")
+        return chains_from_share(ref, shared, np.asarray(prompt_len, np.int64) // 16)
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"unreadable prefix table ({exc})", path=str(path),
+                         field="ref/shared") from exc
 
 
 def write_profile(profile: CorpusProfile, root: Path | None = None) -> tuple[Path, Path]:
@@ -192,6 +285,11 @@ def write_profile(profile: CorpusProfile, root: Path | None = None) -> tuple[Pat
     if "ngram" in profile.tables:
         save_table(profile.tables["ngram"], ngram_npz, compression="bzip2")
         prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
+    if profile.block_hashes is not None:
+        prefix = _prefix_path(profile.model, profile.corpus, root)
+        _save_prefix(profile.block_hashes, prefix)
+        prov["prefix_npz_sha256"] = hashlib.sha256(prefix.read_bytes()).hexdigest()
+        prov["prefix_rule"] = PREFIX_RULE
     js.write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     return npz, js
 
@@ -211,8 +309,10 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     tables = {"suffix": table}
     if ngram_npz.is_file():
         tables["ngram"] = load_table(ngram_npz)
+    prefix = _prefix_path(model, corpus)
+    hashes = _load_prefix(prefix, table.prompt_len) if prefix.is_file() else None
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         prov.get("proxy_note", ""), "shipped", tables)
+                         prov.get("proxy_note", ""), "shipped", tables, hashes)
 
 
 def shipped_tree(model: str, corpus: str) -> str | None:
@@ -283,12 +383,23 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
             if not path.is_file() or file_digest(path) != f["sha256"]:
                 return None
     prof.origin = "shipped (source files verified against the raw traces)"
-    return prof
+    return prof if prof.block_hashes is not None else attach_block_hashes(prof)
+
+
+def _built(model: str, corpus: str, tree: str, progress: bool = False) -> CorpusProfile:
+    """The profile a build writes: the shipped one when it is verified current for this tree
+    (its tables are the bytes a recomputation gives: same source digests, builder version and
+    tree; tests/test_profiles.py recomputes one to hold that), with the prompt prefix table
+    derived from the raw traces; else built from the raw traces."""
+    prof = _shipped_if_current(model, corpus, tree)
+    if prof is not None:
+        return attach_block_hashes(prof)          # the prefix table always from the raw traces
+    return profile_from_raw(model, corpus, progress=progress, tree=tree)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:
     model, corpus, root, tree = job
-    npz, js = write_profile(profile_from_raw(model, corpus, tree=tree), root)
+    npz, js = write_profile(_built(model, corpus, tree), root)
     return str(npz), str(js)
 
 
@@ -302,7 +413,7 @@ def build_profiles(models: list[str], corpora: list[str], root: Path | None = No
     if workers <= 1:
         out = []
         for m, c, r, t in jobs:
-            out.append(write_profile(profile_from_raw(m, c, progress=progress, tree=t), r))
+            out.append(write_profile(_built(m, c, t, progress), r))
         return out
     import multiprocessing as mp
 

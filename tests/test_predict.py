@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.engine.config import parse_configs
-from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS, Row, verdict
+from simkit.engine.predict import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS, Row, verdict
 from simkit.errors import InputError, UnknownNameError
 
 
@@ -89,7 +89,7 @@ def test_predict_json_keys_and_ladder_on_real_profile(real_profiles):
     assert [r["config"] for r in doc["results"]] == ["vanilla", "suffix", "kpad-4", "kpad-12",
                                                      "dynamic-goodput"]
     for r in doc["results"]:
-        assert list(r) == [*RESULT_KEYS, *DETAIL_KEYS]
+        assert list(r) == [*RESULT_KEYS, *DETAIL_KEYS, PREFIX_KEY]   # prefix caching on
         assert set(r) <= set(doc["columns"])           # every key is explained
         assert r["output_tok_s"] > 0 and r["output_tok_s_std"] >= 0 and r["steady_window"]
     van = doc["results"][0]

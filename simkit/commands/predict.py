@@ -27,6 +27,9 @@ HISTORY_HELP = ("what the server served before (the suffix tree's contents): war
                 "default: the workload profile's own (warm for the shipped profiles that say so)")
 SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
 WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
+PREFIX_HELP = ("automatic prefix caching of prompt KV blocks, on by default as in vLLM; "
+               "--no-prefix-caching prefills every prompt token (the report as before caching "
+               "was modelled)")
 
 
 @contextlib.contextmanager
@@ -131,6 +134,8 @@ def register(app: typer.Typer) -> None:
                                            "report (table, plot, assumptions, legend) here "
                                            "(default: none)"),
         history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+        prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
+                                            help=PREFIX_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.checks import output_file, positive_int, positive_rate
@@ -150,7 +155,8 @@ def register(app: typer.Typer) -> None:
                                max_num_batched_tokens=max_num_batched_tokens,
                                cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
                                source=source, workers=workers, request_rate=request_rate,
-                               progress=prog, history=history)
+                               progress=prog, history=history,
+                               prefix_caching=prefix_caching)
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
@@ -184,6 +190,8 @@ def register(app: typer.Typer) -> None:
                                               help="Ray cluster address (ray executor; "
                                                    "default: a local Ray instance)"),
         history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+        prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
+                                            help=PREFIX_HELP),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -224,7 +232,8 @@ def register(app: typer.Typer) -> None:
             res = run_sweep(model_list, corpus_list, out, progress=prog, **extra,
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
-                            source=source, history=history)
+                            source=source, history=history,
+                            prefix_caching=prefix_caching)
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):

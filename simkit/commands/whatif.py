@@ -292,6 +292,32 @@ def quantization_cmd(
     emit(res, fmt, plot, Q.plot)
 
 
+@whatif_app.command("prefix")
+def prefix_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
+    corpus: str = CORPUS,
+    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
+    tp: Optional[int] = TP,
+    preamble: str = typer.Option("0,500,2000", "--preamble",
+                                 help="comma list of shared preamble lengths (tokens) put in "
+                                      "front of every prompt"),
+    configs: str = CONFIGS,
+    concurrency: int = CONCURRENCY,
+    seeds: int = SEEDS,
+    num_requests: int = NUM_REQUESTS,
+    cost_profile: Optional[str] = COST_PROFILE,
+    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+) -> None:
+    """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
+    check_format(fmt)
+    from simkit.whatif import prefix as PX
+
+    res = PX.prefix(model, corpus, hardware=hardware, tp=tp, preamble=preamble, configs=configs,
+                    concurrency=concurrency, seeds=seeds, num_requests=num_requests,
+                    workers=workers, cost_profile=cost_profile)
+    emit(res, fmt, plot, PX.plot)
+
+
 @whatif_app.command("reference")
 def reference_cmd(
     models: Optional[str] = typer.Option(None, "--models",

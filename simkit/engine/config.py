@@ -29,6 +29,7 @@ class EngineConfig:
     block_size: int = 16
     kv_capacity_tokens: int = 1 << 40          # replaced by the cost model's capacity in predict
     cudagraph_mode: CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE
+    prefix_caching: bool = True                # vLLM V1 default (--no-enable-prefix-caching)
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "max_tokens",

@@ -27,6 +27,7 @@ RESULT_KEYS = ("config", "k", "output_tok_s", "output_tok_s_std", "speedup_vs_va
                "steady_window")
 # the other columns of the printed table (and two a planner asks about), read from Row.details,
 # so that JSON and CSV carry every figure the table shows (docs/report.md names each one)
+PREFIX_KEY = "prefix_hit_rate"   # only with prefix caching on, so that off = the old output
 DETAIL_KEYS = ("ks", "piecewise_steps_frac", "none_steps_frac", "tokens_per_step", "mean_k",
                "itl_ms_p99", "padded_token_waste", "preemptions", "tpot_ms_p99", "ttft_ms_p99")
 
@@ -55,6 +56,8 @@ class Row:
         d = asdict(self)
         out = {k: _clean(d[k]) for k in RESULT_KEYS}
         out.update({k: _clean(self.details.get(k)) for k in DETAIL_KEYS})
+        if PREFIX_KEY in self.details:           # prefix caching on (None: not modelled)
+            out[PREFIX_KEY] = _clean(self.details[PREFIX_KEY])
         return out
 
 
@@ -94,6 +97,8 @@ class Prediction:
     def steady_window(self) -> bool:
         """True when every row's figures come from a steady window."""
         return all(r.steady_window for r in self.rows)
+    prefix_caching: bool = False        # on: rows carry prefix_hit_rate (None = not modelled)
+    prefix_note: str = ""               # why caching was not modelled, when it was not
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON document of `simkit predict --format json`: identity, assumptions, column
@@ -148,6 +153,8 @@ def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, load: Close
     res = simulate(workload, cost, cfg, spec, load=load, seed=seed, num_requests=num_requests)
     out = res.metrics.to_dict()
     out["_skipped"] = res.skipped
+    if res.prefix is not None:
+        out["_prefix"] = res.prefix
     out["_num_requests"] = res.num_requests
     return out
 
@@ -176,14 +183,15 @@ def run_jobs(jobs: list[tuple], workers: int | None,
 
 def engine_config(cost, *, max_tokens: int = 8192, max_model_len: int = 16384,
                   max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
-                  cudagraph_mode: str | CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE
-                  ) -> EngineConfig:
+                  cudagraph_mode: str | CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE,
+                  prefix_caching: bool = True) -> EngineConfig:
     """Server limits with the KV capacity of the cost model (gpu_memory_utilization inside it)."""
     mode = cudagraph_mode if isinstance(cudagraph_mode, CudagraphMode) else \
         CudagraphMode.parse(cudagraph_mode)
     return EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         max_model_len=max_model_len, max_tokens=max_tokens,
-                        kv_capacity_tokens=int(cost.kv_capacity_tokens), cudagraph_mode=mode)
+                        kv_capacity_tokens=int(cost.kv_capacity_tokens), cudagraph_mode=mode,
+                        prefix_caching=prefix_caching)
 
 
 def summarize_rows(specs: list[SpecConfig], runs: list[list[dict[str, Any]]]) -> list[Row]:
@@ -207,6 +215,11 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[dict[str, Any]]]) ->
         steady = details["full_run_windows"] == 0
         if spec.ks:
             details["ks"] = ",".join(map(str, spec.ks))
+        prefix = [r["_prefix"] for r in rs if "_prefix" in r]
+        if prefix:
+            modelled = all(p["modelled"] for p in prefix)
+            details[PREFIX_KEY] = (float(np.mean([p["hit_rate"] for p in prefix]))
+                                   if modelled else None)
         rows.append(Row(spec.name, spec.k if spec.drafter != "none" else 0,
                         float(tput.mean()), float(tput.std(ddof=1)) if tput.size > 1 else 0.0,
                         None, mean("full_steps_frac"), mean("mean_accepted"), mean("host_frac"),
@@ -250,12 +263,14 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
             source: str = "auto", workers: int | None = None, request_rate: float | None = None,
             progress: Callable[[int, int], Callable[[int], None]] | None = None,
-            history: str | None = None) -> Prediction:
+            history: str | None = None, prefix_caching: bool = True) -> Prediction:
     """Simulate every configuration over `seeds` seeds and pick the best K.
 
     `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
     so that the steady window exists. `request_rate` (req/s) switches from the closed loop to
     seeded Poisson arrivals (capacity planning). `progress(total)` returns a per-job callback.
+    `prefix_caching` (vLLM's default, on) needs the profile's prompt block hashes; without them
+    the rows say the hit rate is n/a. Off reproduces the output from before it was modelled.
     """
     from simkit.costmodel.profiles import default_profile
     from simkit.errors import InputError
@@ -273,7 +288,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                                        max_model_len, max_num_batched_tokens, history)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                        cudagraph_mode=cudagraph_mode)
+                        cudagraph_mode=cudagraph_mode, prefix_caching=prefix_caching)
     unavailable: dict[str, str] = {}
     runnable = []
     for spec in specs:
@@ -311,7 +326,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       history=str(workload.provenance.get("history")
                                   or workload.provenance.get("tree") or ""),
-                      suggested_num_requests=suggested)
+                      suggested_num_requests=suggested,
+                      prefix_caching=prefix_caching, prefix_note=_prefix_note(flat))
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:
@@ -321,6 +337,15 @@ def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | Non
     if request_rate:
         return max(2 * n_req, 128)
     return max(4 * concurrency, n_req + 1)
+
+
+def _prefix_note(flat: list[dict[str, Any]]) -> str:
+    """The reason prefix caching was not modelled (first run that says so), else ''."""
+    for r in flat:
+        p = r.get("_prefix")
+        if p is not None and not p["modelled"]:
+            return str(p["reason"])
+    return ""
 
 
 def with_workload(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,

@@ -14,6 +14,7 @@ from typing import Callable
 from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
+from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.pricing import dispatchers_for, uniform_decode_price
 from simkit.engine.workload import Workload
 
@@ -43,7 +44,7 @@ class Req:
 
     __slots__ = ("seq", "idx", "prompt_len", "out_len", "row0", "arrival", "computed", "t",
                  "blocks", "draft", "spec", "first_time", "last_emit", "done_time", "event",
-                 "preemptions")
+                 "preemptions", "keys", "chain", "reg_at")
 
     def __init__(self, seq: int, idx: int, prompt_len: int, out_len: int, row0: int,
                  arrival: float) -> None:
@@ -60,6 +61,12 @@ class Req:
         self.done_time = -1.0
         self.event = None
         self.preemptions = 0
+        self.keys: list = _NO_KEYS   # prompt block hashes (prefix caching)
+        self.chain: list = []        # keys of the cached blocks it holds, in order (None = hashless)
+        self.reg_at = 16             # token count that fills its next block (set by the scheduler)
+
+
+_NO_KEYS: list = []
 
 
 class Plan:
@@ -80,8 +87,13 @@ class Scheduler:
     """Engine state between steps, plus the K policy of the configuration."""
 
     def __init__(self, cfg: EngineConfig, spec: SpecConfig, workload: Workload,
-                 cost_model: StepCostModel) -> None:
+                 cost_model: StepCostModel, prefix_cache: PrefixCache | None = None) -> None:
+        """`prefix_cache`: the block pool of automatic prefix caching (None = off: every prompt
+        token is prefilled, the behaviour before prefix caching was modelled)."""
         self.cfg, self.spec, self.cost_model = cfg, spec, cost_model
+        self.pc = prefix_cache
+        self.hit_tokens = 0          # prompt tokens found cached at first admission
+        self.query_tokens = 0        # prompt tokens of first admissions
         self.running: list[Req] = []
         self.waiting: deque[Req] = deque()
         self.free_blocks = cfg.num_blocks
@@ -129,6 +141,10 @@ class Scheduler:
 
     def _preempt(self, req: Req) -> None:
         self.free_blocks += req.blocks
+        if self.pc is not None:                  # shared cached blocks stay held by others
+            self.pc.release(req.chain, req.blocks)
+            self.free_blocks = self.pc.free
+            req.chain = []
         req.blocks = req.computed = req.draft = req.spec = 0
         req.preemptions += 1
         self.preemptions += 1
@@ -148,6 +164,7 @@ class Scheduler:
         entries = plan.entries
         running = self.running
         free = self.free_blocks
+        pc = self.pc
         num_tokens = prefill_tokens = prefill_reqs = spec_tokens = real_total = drafting = 0
         ctx = max_q = 0
         i = 0
@@ -180,6 +197,10 @@ class Scheduler:
             if need > 0:
                 free -= need
                 req.blocks += need
+                if pc is not None:
+                    pc.take(need)
+            if pc is not None and computed + n_new >= req.reg_at and n_tokens >= req.reg_at:
+                self._register(req, computed + n_new, n_tokens)
             gap = n_tokens - computed
             if gap == 1:                                  # decode (+ drafts)
                 spec = n_new - 1
@@ -207,14 +228,34 @@ class Scheduler:
             while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
                 req = waiting[0]
                 n_tokens = req.prompt_len + req.t
-                n_new = n_tokens - req.computed
+                hit = hit_free = 0
+                if pc is not None:
+                    keys = req.keys if req.t == 0 else self._resume_keys(req, n_tokens)
+                    hit, hit_free = pc.lookup(keys, (n_tokens - 1) // bs)
+                n_new = n_tokens - req.computed - hit * bs
                 if n_new > budget:
                     n_new = budget
-                need = -(-(req.computed + n_new) // bs) - req.blocks
-                if need > free:
+                need = -(-(req.computed + hit * bs + n_new) // bs) - req.blocks - hit
+                if need + hit_free > free:
                     break
                 waiting.popleft()
                 running.append(req)
+                if pc is not None:
+                    if req.preemptions == 0:
+                        self.hit_tokens += hit * bs
+                        self.query_tokens += req.prompt_len
+                    if hit:
+                        hit_keys = keys[:hit]
+                        pc.acquire(hit_keys)
+                        req.chain = list(hit_keys)
+                        req.blocks += hit
+                        req.computed += hit * bs
+                        free -= hit_free
+                    if need > 0:
+                        pc.take(need)
+                    req.reg_at = (len(req.chain) + 1) * bs
+                    if req.computed + n_new >= req.reg_at:
+                        self._register(req, req.computed + n_new, n_tokens)
                 free -= need
                 req.blocks += need
                 if req.computed + n_new >= n_tokens:
@@ -292,6 +333,10 @@ class Scheduler:
             req.last_emit = now
             if t >= req.out_len:
                 self.free_blocks += req.blocks
+                if self.pc is not None:          # shared cached blocks stay held by others
+                    self.pc.release(req.chain, req.blocks)
+                    self.free_blocks = self.pc.free
+                    req.chain = []
                 req.blocks = 0
                 req.done_time = now
                 finished = True
@@ -327,6 +372,24 @@ class Scheduler:
             d = 0 if no_draft else dr_col[req.row0 + req.t]
             req.draft = d
             req.spec = (0 if no_draft else k) if pad else d
+
+    # -- prefix caching -------------------------------------------------------------------------
+    def _register(self, req: Req, upto: int, n_tokens: int) -> None:
+        """Cache the request's blocks that are full once this step's tokens are computed (vLLM
+        caches at scheduling, up to the request's verified tokens, never drafts)."""
+        full = (upto if upto < n_tokens else n_tokens) // self.cfg.block_size
+        chain, keys, pc = req.chain, req.keys, self.pc
+        n_prompt = len(keys)
+        for i in range(len(chain), full):
+            key = keys[i] if i < n_prompt else (req.seq, i)
+            chain.append(key if pc.register(key) else None)
+        req.reg_at = (len(chain) + 1) * self.cfg.block_size
+
+    def _resume_keys(self, req: Req, n_tokens: int) -> list:
+        """Keys a preempted request looks up on resuming: its prompt blocks, then its own output
+        blocks (request-unique keys), as far as its tokens so far fill whole blocks."""
+        n_full = n_tokens // self.cfg.block_size
+        return list(req.keys) + [(req.seq, i) for i in range(len(req.keys), n_full)]
 
     def kv_used_frac(self) -> float:
         return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 0.0

@@ -6,6 +6,7 @@ One SimPy timeout per engine step and one event per request; tokens are never in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import simpy
@@ -13,6 +14,7 @@ import simpy
 from simkit.costmodel.batch import StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.metrics import Recorder, RunMetrics, summarize
+from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Req, Scheduler
 from simkit.engine.workload import Workload
 
@@ -43,6 +45,12 @@ class RunResult:
     num_requests: int
     skipped: dict[str, int] = field(default_factory=dict)
     step_log: list | None = None        # [(BatchDescriptor, StepCost)] when keep_steps=True
+    # prefix caching: None when off (EngineConfig.prefix_caching=False); else a dict with
+    # "modelled" (False when the workload has no block hashes: "hit_rate" is None, "reason"
+    # says why) and, when modelled, hit_rate = prompt tokens found cached at first admission /
+    # prompt tokens admitted, hit_tokens, prompt_tokens, prefill_tokens (scheduled prefill
+    # tokens over all steps), evicted_blocks, preloaded_blocks
+    prefix: dict | None = None
 
 
 def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int,
@@ -78,17 +86,33 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
 def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, spec: SpecConfig,
              *, load: ClosedLoop | OpenLoop = ClosedLoop(), seed: int = 0,
              num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
-             window_start_completion: int | None = None) -> RunResult:
+             window_start_completion: int | None = None,
+             cached_prefixes: Sequence[Sequence[int]] | None = None,
+             repeat_prompts: bool = False) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
-    the concurrency-th; 1 = the measured records' rule, calibrate.records.steady_window)."""
+    the concurrency-th; 1 = the measured records' rule, calibrate.records.steady_window).
+
+    Prefix caching (cfg.prefix_caching, on by default as in vLLM) needs the workload's prompt
+    block hashes (Workload.block_hashes); without them every prompt token is prefilled and the
+    result says caching was not modelled. `cached_prefixes`: blocks already in the prefix cache
+    when the run starts, one prompt block-hash chain per earlier request in the order the server
+    served them (e.g. `[chains[i] for i in simkit.history.repeat_indices(n, P)]` for repeat:P;
+    the first is evicted first); None = a fresh server (cold). When `num_requests` exceeds the
+    workload and requests are cycled, a later copy of a request is a NEW prompt that keeps only
+    the prefix its prompt shares with another request of the workload (Workload.shared_blocks:
+    template header, common system prompt), unless `repeat_prompts` (the copy repeats the prompt
+    exactly and hits it whole, as a repeated request would)."""
     order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
     olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
                       cfg.max_model_len - workload.prompt_len).tolist()
-    sched = Scheduler(cfg, spec, workload, cost_model)
+    chains, pc, prefix = _prefix_setup(workload, cfg, cached_prefixes)
+    shared = workload.shared_blocks() if chains is not None and not repeat_prompts else None
+    seen: dict[int, int] = {}
+    sched = Scheduler(cfg, spec, workload, cost_model, pc)
     rec = Recorder()
     log: list | None = [] if keep_steps else None
     env = simpy.Environment()
@@ -104,6 +128,14 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         state["next"] = j + 1
         idx = order[j]
         req = Req(j, idx, plen[idx], olen[idx], offsets[idx], env.now)
+        if chains is not None:
+            req.keys = chains[idx]
+            copy = seen.get(idx, 0)
+            seen[idx] = copy + 1
+            if copy and shared is not None:      # a new prompt behind the shared prefix
+                keys = chains[idx]
+                s = shared[idx]
+                req.keys = keys[:s] + [(copy, idx, i) for i in range(s, len(keys))]
         state["last_arrival"] = env.now
         sched.add(req)
         wake = state["wake"]
@@ -133,6 +165,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
                 yield env.timeout(t - env.now)
             submit()
 
+    prefill = [0]
+
     def engine():
         cm = cost_model
         while True:
@@ -147,6 +181,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             yield env.timeout(cost.step_s)
             outcome = sched.update(plan, env.now, rec.itl, rec.itl_time, on_finish)
             rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            prefill[0] += plan.desc.num_prefill_tokens
             if log is not None:
                 log.append((plan.desc, cost))
 
@@ -166,7 +201,36 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
     metrics = summarize(rec, window, sched.preemptions)
-    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log)
+    if pc is not None:
+        prefix.update(hit_rate=sched.hit_tokens / sched.query_tokens if sched.query_tokens else 0.0,
+                      hit_tokens=sched.hit_tokens, prompt_tokens=sched.query_tokens,
+                      prefill_tokens=prefill[0], evicted_blocks=pc.evicted)
+    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix)
+
+
+def _prefix_setup(workload: Workload, cfg: EngineConfig,
+                  cached_prefixes: Sequence[Sequence[int]] | None
+                  ) -> tuple[list | None, PrefixCache | None, dict | None]:
+    """(per-request hash chains, block pool, result dict) for the run's prefix caching."""
+    from simkit.engine.block_hash import BLOCK_SIZE
+    from simkit.errors import InputError
+
+    if not cfg.prefix_caching:
+        if cached_prefixes:
+            raise InputError("cached_prefixes given with prefix caching off", field="cached_prefixes")
+        return None, None, None
+    chains = workload.hash_chains()
+    if chains is None:
+        return None, None, {"modelled": False, "hit_rate": None,
+                            "reason": f"{workload.name or 'the workload'} has no prompt block "
+                                      "hashes (a profile built before they were stored): every "
+                                      "prompt token is prefilled"}
+    if cfg.block_size != BLOCK_SIZE:
+        raise InputError(f"the workload's block hashes are over {BLOCK_SIZE}-token blocks, the "
+                         f"engine's block_size is {cfg.block_size}", field="block_size")
+    pc = PrefixCache(cfg.num_blocks)
+    preloaded = pc.preload(cached_prefixes or ())
+    return chains, pc, {"modelled": True, "preloaded_blocks": preloaded}
 
 
 def _arrival_times(load: OpenLoop, n: int, seed: int) -> list[float]:

@@ -28,6 +28,9 @@ class Workload:
     proxy_note: str = ""
     origin: str = ""
     provenance: dict = field(default_factory=dict)   # the profile's provenance (tree mode, sample, sources)
+    # prompt block hashes (simkit.engine.block_hash, CSR: flat uint64 + int64 offsets, n+1);
+    # None when the source has none (old shipped profiles): prefix caching cannot be modelled
+    block_hashes: tuple[np.ndarray, np.ndarray] | None = None
     _columns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -49,7 +52,8 @@ class Workload:
         return cls(np.asarray(profile.prompt_len, np.int32), np.asarray(profile.output_len, np.int32),
                    tables, name=name, proxy_note=getattr(profile, "proxy_note", "") or "",
                    origin=getattr(profile, "origin", "") or "",
-                   provenance=dict(getattr(profile, "provenance", None) or {}))
+                   provenance=dict(getattr(profile, "provenance", None) or {}),
+                   block_hashes=getattr(profile, "block_hashes", None))
 
     @property
     def num_requests(self) -> int:
@@ -83,6 +87,43 @@ class Workload:
             self._columns[key] = (tab.accepted[:, kk - 1].tolist(), tab.drafted[:, kk - 1].tolist(),
                                   np.asarray(tab.offsets, np.int64).tolist())
         return self._columns[key]
+
+    def hash_chains(self) -> list[list[int]] | None:
+        """Per-request prompt block hashes as Python int lists (cached), or None when unknown."""
+        if self.block_hashes is None:
+            return None
+        if "_chains" not in self._columns:
+            from simkit.engine.block_hash import unpack
+
+            flat, offs = self.block_hashes
+            if len(offs) != self.num_requests + 1:
+                from simkit.errors import InputError
+
+                raise InputError(f"{len(offs) - 1} hash chains for {self.num_requests} requests",
+                                 field="block_hashes")
+            self._columns["_chains"] = unpack(flat, offs)
+        return self._columns["_chains"]
+
+    def shared_blocks(self) -> list[int] | None:
+        """Per request, how many leading prompt blocks it shares with at least one OTHER request
+        of the workload (chained hashes: equal at block i = equal prefix to its end), i.e. the
+        longest prefix common with another prompt (template header, shared system prompt)."""
+        chains = self.hash_chains()
+        if chains is None:
+            return None
+        if "_shared" not in self._columns:
+            owners: dict[int, int] = {}
+            for chain in chains:
+                for h in set(chain):
+                    owners[h] = owners.get(h, 0) + 1
+            out = []
+            for chain in chains:
+                n = 0
+                while n < len(chain) and owners[chain[n]] > 1:
+                    n += 1
+                out.append(n)
+            self._columns["_shared"] = out
+        return self._columns["_shared"]
 
     def offsets(self) -> list[int]:
         """Row offsets of the tables (all tables share the request order)."""

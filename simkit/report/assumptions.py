@@ -149,6 +149,8 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                                         f"{eng.kv_capacity_tokens:,} tokens of KV cache per "
                                         f"replica (gpu_memory_utilization {_gmu():g})")
         out["cudagraph"] = _graphs(pred)
+        if getattr(pred, "prefix_caching", False):
+            out["prefix_caching"] = _prefix(pred)
     out["scheduling"] = _entry("async without spec decode, synchronous with it",
                                "vanilla uses vLLM's async scheduling (host work overlaps the "
                                "GPU); every speculative config runs the synchronous V1 step")
@@ -173,6 +175,23 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                   "gives one")
     out["workload"] = _workload(pred, prov)
     return out
+
+
+def _prefix(pred: Prediction) -> dict[str, Any]:
+    """Automatic prefix caching: modelled, or why not (only stated when it is on)."""
+    note = getattr(pred, "prefix_note", "")
+    if note:
+        return _entry({"enabled": True, "modelled": False},
+                      f"on in vLLM but NOT modelled: {note}; the pfx hit column says n/a "
+                      "(predict with the raw traces here, or --no-prefix-caching to say off)")
+    return _entry({"enabled": True, "modelled": True, "block_size": pred.engine.block_size},
+                  f"on (vLLM default): prompt blocks of {pred.engine.block_size} tokens hit when "
+                  "the same prefix is cached (whole blocks; the last prompt token is always "
+                  "computed); freed blocks stay hittable until evicted least-recently-freed "
+                  "first; the server starts with an empty cache; requests cycled past the "
+                  "profile's sample count as new prompts that share only the prefix their prompt "
+                  "shares with another sampled prompt (template header, system prompt); output "
+                  "tokens are never hit by another request (--no-prefix-caching: off)")
 
 
 def _workload(pred: Prediction, prov: dict[str, Any]) -> dict[str, Any]:

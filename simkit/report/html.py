@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simkit.report.assumptions import build_assumptions
-from simkit.report.legend import COLUMNS
+from simkit.report.legend import columns
 from simkit.report.recommend import recommendation
 from simkit.report.render import cell, model_error_pct, title, verdict_lines
 
@@ -40,12 +40,13 @@ def render_html(pred: Prediction) -> str:
                              autoescape=True, keep_trailing_newline=True)
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
-    rows = [{"cells": [cell(r, c.key) for c in COLUMNS], "best": r.config == rec["config"]}
+    cols = columns(bool(getattr(pred, "prefix_caching", False)))
+    rows = [{"cells": [cell(r, c.key) for c in cols], "best": r.config == rec["config"]}
             for r in pred.rows]
     notes = [ln for ln in verdict_lines(pred, {"line": "", "reasons": []})
              if not ln.startswith("recommendation:")]
     return env.get_template("predict.html.j2").render(
-        title=title(pred), rec=rec, columns=COLUMNS, rows=rows, notes=notes,
+        title=title(pred), rec=rec, columns=cols, rows=rows, notes=notes,
         assumptions=assumptions, plot_b64=base64.b64encode(plot_png(pred)).decode("ascii"),
         version=__version__)
 

@@ -55,6 +55,20 @@ COLUMNS: tuple[Column, ...] = (
     Column("preempt", "preemptions", "requests preempted for lack of KV cache, per run"),
 )
 
+# printed (and in JSON/CSV) only when prefix caching is on, so that --no-prefix-caching gives the
+# report exactly as it was before prefix caching was modelled
+PREFIX_COLUMN = Column("pfx hit", "prefix_hit_rate", "prefix-cache hit rate: share of prompt "
+                       "tokens found in the prefix cache at admission (whole 16-token blocks; the last prompt token "
+                       "is always computed), mean over seeds; n/a when the workload has no "
+                       "prompt block hashes (caching could not be modelled: every prompt token "
+                       "was prefilled)")
+
+
+def columns(prefix: bool = False) -> tuple[Column, ...]:
+    """The table's columns; with the prefix-hit column when prefix caching is on."""
+    return COLUMNS + (PREFIX_COLUMN,) if prefix else COLUMNS
+
+
 # JSON/CSV keys that have no column of their own in the table
 EXTRA_KEYS: dict[str, str] = {
     "ks": "the K set of a dynamic policy (empty for fixed K)",
@@ -65,17 +79,21 @@ EXTRA_KEYS: dict[str, str] = {
 }
 
 
-def legend_lines() -> list[str]:
+def legend_lines(prefix: bool = False) -> list[str]:
     """The legend as printed under the table: 'header  meaning' per column."""
-    width = max(len(c.header) for c in COLUMNS)
-    return [f"{c.header:<{width}}  {c.meaning}" for c in COLUMNS]
+    cols = columns(prefix)
+    width = max(len(c.header) for c in cols)
+    return [f"{c.header:<{width}}  {c.meaning}" for c in cols]
 
 
-def key_meanings() -> dict[str, str]:
+def key_meanings(prefix: bool = False) -> dict[str, str]:
     """JSON/CSV key -> meaning, for every key a result row carries."""
     out = {c.key: c.meaning for c in COLUMNS}
     out.update(EXTRA_KEYS)
+    if prefix:
+        out[PREFIX_COLUMN.key] = PREFIX_COLUMN.meaning
     return out
 
 
-__all__ = ["COLUMNS", "Column", "EXTRA_KEYS", "key_meanings", "legend_lines"]
+__all__ = ["COLUMNS", "Column", "EXTRA_KEYS", "PREFIX_COLUMN", "columns", "key_meanings",
+           "legend_lines"]

@@ -9,7 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from simkit.report.assumptions import build_assumptions
-from simkit.report.legend import COLUMNS, key_meanings, legend_lines
+from simkit.report.legend import columns, key_meanings, legend_lines
 from simkit.report.recommend import recommendation
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
@@ -55,6 +55,8 @@ def cell(row: Row, key: str) -> str:
         return row.details.get("ks") or str(row.k)
     if key == "config":
         return row.config + ("" if row.steady_window else " *")
+    if key == "prefix_hit_rate":
+        return "n/a" if v is None else f"{v:.1%}"
     if v is None:
         return "-"
     fmt = {"output_tok_s": "{:,.0f}", "output_tok_s_std": "{:,.0f}", "speedup_vs_vanilla": "{:.2f}x",
@@ -96,14 +98,15 @@ def render_table(pred: Prediction, legend: bool = True) -> str:
     console = Console(file=buf, width=TABLE_WIDTH, color_system=None, force_terminal=False,
                       highlight=False)
     table = Table(show_edge=False, pad_edge=False)
-    for col in COLUMNS:
+    cols = columns(_prefix_on(pred))
+    for col in cols:
         table.add_column(col.header, justify="left" if col.key == "config" else "right")
     for r in pred.rows:
-        table.add_row(*(cell(r, c.key) for c in COLUMNS))
+        table.add_row(*(cell(r, c.key) for c in cols))
     console.print(table)
     tail = []
     if legend:
-        tail += ["", "Legend"] + [ln for text in legend_lines()
+        tail += ["", "Legend"] + [ln for text in legend_lines(_prefix_on(pred))
                                   for ln in textwrap.wrap(text, WRAP, initial_indent="  ",
                                                           subsequent_indent=" " * 12,
                                                           break_on_hyphens=False)]
@@ -117,7 +120,8 @@ def document(pred: Prediction) -> dict[str, Any]:
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
-            "history": pred.history or None, "assumptions": assumptions, "columns": key_meanings(),
+            "history": pred.history or None, "assumptions": assumptions,
+            "columns": key_meanings(_prefix_on(pred)),
             "results": [r.result_dict() for r in pred.rows],
             "unavailable": dict(pred.unavailable),
             "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v},
@@ -143,12 +147,21 @@ def render_csv(pred: Prediction) -> str:
         buf.write(f"# because {reason}\n")
     writer = csv.writer(buf, lineterminator="\n")
     keys = [*RESULT_KEYS, *DETAIL_KEYS]
+    if _prefix_on(pred):
+        from simkit.engine.predict import PREFIX_KEY
+
+        keys.append(PREFIX_KEY)
     writer.writerow(["model", "corpus", "hardware", "tp", *keys])
     for r in pred.rows:
         d = r.result_dict()
         writer.writerow([pred.model, pred.corpus, pred.hardware, pred.tp,
                          *("" if d[k] is None else d[k] for k in keys)])
     return buf.getvalue()
+
+
+def _prefix_on(pred: Prediction) -> bool:
+    """Prefix caching was on for this prediction (its column and legend entry are printed)."""
+    return bool(getattr(pred, "prefix_caching", False))
 
 
 __all__ = ["assumption_lines", "cell", "document", "model_error_pct", "render_csv",

@@ -76,8 +76,10 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     """Workload of exactly these requests; suffix table built over them in this order after the
     run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
     responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
-    concurrency or "sequential". `history` overrides the run's own."""
+    concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
+    along for prefix caching."""
     from simkit.acceptance.history import cached_history_table
+    from simkit.engine.block_hash import pack, prompt_block_hashes
     from simkit.engine.workload import Workload
 
     plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
@@ -89,7 +91,9 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
                                                 concurrency=int(run["concurrency"]),
                                                 model=str(run["model"]),
                                                 corpus=str(run["corpus"]))
-    return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}")
+    hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
+    return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
+                    block_hashes=hashes)
 
 
 def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: bool = True,
@@ -146,14 +150,18 @@ class RunPrediction:
     window_s: float
     mean_step_ms: float
     window_kind: str
+    prefix: dict | None = None        # RunResult.prefix (hit rate, predicted prefill tokens)
 
 
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 profile: str | None = None, window_start_completion: int = 1,
-                history: str | None = None) -> RunPrediction:
+                history: str | None = None, prefix_caching: bool = True,
+                cached_prefixes: list | None = None) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
-    the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap)."""
+    the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
+    `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
+    history; simkit.validation.prefix.history_prefixes)."""
     from simkit.engine.predict import engine_config
     from simkit.engine.sim import ClosedLoop, simulate
 
@@ -165,13 +173,23 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
                         max_num_seqs=int(run["max_num_seqs"]),
                         max_num_batched_tokens=int(run["max_num_batched_tokens"]),
                         cudagraph_mode=str(run["cudagraph_mode"]))
-    workload = run_workload(reqs, run, ordering, history)
+    if not prefix_caching:
+        cfg = dataclasses.replace(cfg, prefix_caching=False)
+    hist = history or run_history(run)
+    workload = run_workload(reqs, run, ordering, hist)
+    if cached_prefixes is None and prefix_caching:
+        # what the run's history left in the prefix cache: the repeated prompts, as served
+        from simkit.engine.block_hash import unpack
+        from simkit.engine.prefix_cache import history_prefixes
+
+        cached_prefixes = history_prefixes(unpack(*workload.block_hashes), hist) or None
     res = simulate(workload, cost, cfg, spec_of(run), load=ClosedLoop(int(run["concurrency"])),
                    seed=seed, num_requests=len(reqs), shuffle=False,
-                   window_start_completion=window_start_completion)
+                   window_start_completion=window_start_completion,
+                   cached_prefixes=cached_prefixes)
     m = res.metrics
     return RunPrediction(m.output_tok_s, m.mean_accepted, m.window_end_s - m.window_start_s,
-                         m.mean_step_ms, m.window_kind)
+                         m.mean_step_ms, m.window_kind, res.prefix)
 
 
 def measured_figures(run: dict[str, Any], steps) -> dict[str, float]:

@@ -5,7 +5,8 @@
 - `hardware.hardware`: the same model and traffic on other GPUs or TP degrees;
 - `host.host`: host-CPU speed factor sweep, which configurations are host-bound;
 - `concurrency.concurrency`: throughput and latency against concurrency, where speculation stops paying;
-- `quantization.quantization`: W4A4 arithmetic and changed acceptance, with the output caution.
+- `quantization.quantization`: W4A4 arithmetic and changed acceptance, with the output caution;
+- `prefix.prefix`: a shared preamble of N tokens in front of every prompt, prefix caching on/off.
 """
 
 from simkit.whatif.common import WhatIfResult

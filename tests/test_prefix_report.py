@@ -1,0 +1,109 @@
+"""Prefix caching in predict's reports: --no-prefix-caching gives the output of the code before
+prefix caching byte for byte; on, the hit rate is a column, a JSON/CSV key and a legend entry,
+and 'n/a' (with the reason in the assumptions) when the profile has no block hashes.
+
+tests/data/predict_llama-3.1-8b_code_before_prefix_caching.{json,csv} are the outputs of commit
+410e447 (before prefix caching) for ARGS; regenerate them from that commit only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simkit.cli import app
+
+DATA = Path(__file__).parent / "data"
+ARGS = ["predict", "--model", "llama-3.1-8b", "--corpus", "code", "--configs", "vanilla,kpad:4",
+        "--seeds", "2", "--num-requests", "96", "--source", "shipped", "--workers", "1"]
+
+
+def _run(*extra: str) -> str:
+    res = CliRunner().invoke(app, [*ARGS, *extra])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_no_prefix_caching_is_byte_identical_to_before():
+    for fmt in ("json", "csv"):
+        before = (DATA / f"predict_llama-3.1-8b_code_before_prefix_caching.{fmt}").read_text()
+        assert _run("--format", fmt, "--no-prefix-caching") == before
+
+
+def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
+    """An old shipped profile (no prefix table) gives n/a and the reason, not a silent 0."""
+    import shutil
+
+    from simkit import profiles
+
+    root = tmp_path / "profiles"
+    src = profiles.shipped_dir() / "llama-3.1-8b"
+    shutil.copytree(src, root / "llama-3.1-8b")
+    (root / "llama-3.1-8b" / "code.prefix.npz").unlink()
+    monkeypatch.setattr(profiles, "shipped_dir", lambda: root)
+    from simkit.engine import predict as P
+
+    P._CONTEXT.clear()
+    doc = json.loads(_run("--format", "json"))
+    assert all(r["prefix_hit_rate"] is None for r in doc["results"])
+    assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is False
+    assert "NOT modelled" in doc["assumptions"]["prefix_caching"]["text"]
+    assert "prefix_hit_rate" in doc["columns"]
+    table = _run()
+    assert "pfx hit" in table and "n/a" in table
+    assert "pfx hit" not in _run("--no-prefix-caching")
+    P._CONTEXT.clear()
+
+
+def test_shipped_profile_reports_the_hit_rate():
+    doc = json.loads(_run("--format", "json"))
+    hits = [r["prefix_hit_rate"] for r in doc["results"]]
+    assert all(h is not None and 0 < h < 1 for h in hits)    # the chat-template header
+    assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is True
+
+
+def test_hit_rate_reported_when_modelled():
+    """Every prompt starts with the same 2-block header, then its own blocks. Requests cycled
+    past the sample are new prompts behind the shared header, so every admission but the very
+    first hits exactly the header's 32 tokens."""
+    import numpy as np
+
+    from simkit.costmodel import load_cost_model
+    from simkit.engine.block_hash import pack
+    from simkit.engine.predict import predict, with_workload
+    from simkit.engine.workload import Workload
+    from simkit.profiles import load_profile
+    from simkit.report.render import document, render_csv, render_table
+
+    prof = load_profile("llama-3.1-8b", "code", source="shipped")
+    w = Workload.from_profile(prof)
+    plen = w.prompt_len.astype(np.int64)
+    usable = (plen < 16384) & (w.output_len > 0)
+    assert plen[usable].min() > 32                           # the header fits below the cap
+    chains = [np.r_[np.array([1, 2], np.uint64),
+                    np.arange(n // 16 - 2, dtype=np.uint64) + np.uint64(1 << 20) * np.uint64(i + 1)]
+              for i, n in enumerate(plen.tolist())]
+    w.block_hashes = pack(chains)
+    cost = load_cost_model("llama-3.1-8b", "h200")
+    with_workload("llama-3.1-8b", "code-hashed", "h200", None, None, w, cost)
+    n = int(usable.sum())
+    pred = predict("llama-3.1-8b", "code-hashed", configs="vanilla", seeds=1,
+                   num_requests=2 * n, workers=1)
+    hit = pred.rows[0].details["prefix_hit_rate"]
+    assert hit == (32 * (2 * n - 1)) / (2 * plen[usable].sum())
+    doc = document(pred)
+    assert doc["results"][0]["prefix_hit_rate"] == round(hit, 6)
+    assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is True
+    assert f"{hit:.1%}" in render_table(pred)
+    header = next(ln for ln in render_csv(pred).splitlines() if ln.startswith("model,"))
+    assert header.endswith(",prefix_hit_rate")
+
+
+def test_docs_report_explains_the_prefix_column_and_assumption():
+    from simkit.report.legend import PREFIX_COLUMN
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    assert (f"| {PREFIX_COLUMN.header} | `{PREFIX_COLUMN.key}` | {PREFIX_COLUMN.meaning} |"
+            in doc)
+    assert "| `prefix_caching` |" in doc
