@@ -150,13 +150,30 @@ def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile
 def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, load: ClosedLoop | OpenLoop,
          num_requests: int | None) -> dict[str, Any]:
     workload, cost = _CONTEXT[key]
-    res = simulate(workload, cost, cfg, spec, load=load, seed=seed, num_requests=num_requests)
+    res = simulate(workload, cost, cfg, spec, load=load, seed=seed, num_requests=num_requests,
+                   cached_prefixes=history_cached_prefixes(workload, cfg))
     out = res.metrics.to_dict()
     out["_skipped"] = res.skipped
     if res.prefix is not None:
         out["_prefix"] = res.prefix
     out["_num_requests"] = res.num_requests
     return out
+
+
+def history_cached_prefixes(workload: Workload, cfg: EngineConfig) -> list | None:
+    """The prompts a repeat history (hot, repeat:P) left in the prefix cache before the run, in
+    the order they were served (the workload's tables assume the same history); None otherwise."""
+    label = str(workload.provenance.get("tree") or "")
+    if not label or not cfg.prefix_caching or workload.block_hashes is None:
+        return None
+    from simkit.history import parse_history
+
+    if not parse_history(label).is_repeat:
+        return None
+    from simkit.engine.block_hash import unpack
+    from simkit.engine.prefix_cache import history_prefixes
+
+    return history_prefixes(unpack(*workload.block_hashes), label) or None
 
 
 def run_jobs(jobs: list[tuple], workers: int | None,
