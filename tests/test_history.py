@@ -114,7 +114,8 @@ def test_predict_json_names_the_history_and_hot_favours_large_k():
         out[h] = {r["config"]: r["output_tok_s"] for r in doc["results"]}
     assert out["hot"]["kpad-12"] > out["hot"]["kpad-4"] > out["hot"]["vanilla"]
     assert out["cold"]["kpad-12"] < out["cold"]["kpad-4"]
-    assert out["cold"]["vanilla"] == pytest.approx(out["hot"]["vanilla"])   # no tree, no change
+    # vanilla drafts nothing: a repeat helps it only through the prefix cache (its prompts)
+    assert out["hot"]["vanilla"] > out["cold"]["vanilla"]
 
 
 def test_crossover_interpolates_and_says_none_when_it_never_pays():
@@ -139,8 +140,7 @@ def test_whatif_history_on_real_traces(tmp_path):
     by = {(r["history"], r["config"]): r for r in res.rows}
     assert set(h for h, _ in by) == {"cold", "hot"}
     assert by[("hot", "kpad-8")]["mean_accepted"] > 3 * by[("cold", "kpad-8")]["mean_accepted"]
-    assert by[("hot", "vanilla")]["output_tok_s"] == pytest.approx(
-        by[("cold", "vanilla")]["output_tok_s"])
+    assert by[("hot", "vanilla")]["output_tok_s"] > by[("cold", "vanilla")]["output_tok_s"]
     cross = res.extra["crossover_share"]
     assert cross is None or 0.0 <= cross <= 1.0
     plot(res, tmp_path / "h.png")

@@ -1,5 +1,5 @@
-"""Prefix caching in predict's reports: --no-prefix-caching gives the output of the code before
-prefix caching byte for byte; on, the hit rate is a column, a JSON/CSV key and a legend entry,
+"""Prefix caching in predict's reports: --no-prefix-caching gives every figure of the code before
+prefix caching; on, the hit rate is a column, a JSON/CSV key and a legend entry,
 and 'n/a' (with the reason in the assumptions) when the profile has no block hashes.
 
 tests/data/predict_llama-3.1-8b_code_before_prefix_caching.{json,csv} are the outputs of commit
@@ -25,10 +25,27 @@ def _run(*extra: str) -> str:
     return res.output
 
 
-def test_no_prefix_caching_is_byte_identical_to_before():
-    for fmt in ("json", "csv"):
-        before = (DATA / f"predict_llama-3.1-8b_code_before_prefix_caching.{fmt}").read_text()
-        assert _run("--format", fmt, "--no-prefix-caching") == before
+def test_no_prefix_caching_gives_the_figures_of_before():
+    """Every figure of the golden output is unchanged with --no-prefix-caching. The report has
+    gained fields since (the history it assumes, the steady-window flag), so the comparison is
+    value by value over what the golden holds, not byte for byte."""
+    import csv
+    import io
+
+    before = json.loads((DATA / "predict_llama-3.1-8b_code_before_prefix_caching.json").read_text())
+    now = json.loads(_run("--format", "json", "--no-prefix-caching"))
+    assert len(now["results"]) == len(before["results"])
+    for old, new in zip(before["results"], now["results"]):
+        assert {k: new.get(k) for k in old} == old
+    for key in ("best_config", "best_k", "model", "corpus", "hardware", "tp"):
+        assert now[key] == before[key]
+    rows = lambda text: list(csv.DictReader(io.StringIO(  # noqa: E731
+        "".join(ln for ln in io.StringIO(text) if not ln.startswith("#")))))
+    old_rows = rows((DATA / "predict_llama-3.1-8b_code_before_prefix_caching.csv").read_text())
+    new_rows = rows(_run("--format", "csv", "--no-prefix-caching"))
+    assert len(old_rows) == len(new_rows) > 0
+    for old, new in zip(old_rows, new_rows):
+        assert {k: new.get(k) for k in old} == old
 
 
 def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):

@@ -95,8 +95,8 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
               f"from P = {cross:.2f} (interpolated)" if cross is not None else
               f"at no measured share (up to {ps[-1]:g})"),
              "best K per history: " + ", ".join(f"{h} K={v['best_k']}" for h, v in best_by.items()),
-             f"workload {model}/{corpus} ({origin or 'origin unknown'}); the prefix cache is "
-             "not modelled here: repeated prompts would also skip their prefill"]
+             f"workload {model}/{corpus} ({origin or 'origin unknown'}); a repeated request's "
+             "prompt is also in the prefix cache (vanilla gains through that alone)"]
     return WhatIfResult("history", f"throughput vs request history for {model}/{corpus} on "
                         f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name,
