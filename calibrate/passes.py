@@ -44,9 +44,9 @@ def _renamed(reqs: list[CalRequest], prefix: str) -> list[CalRequest]:
 def plan_passes(reqs: list[CalRequest], history: str | History) -> list[Pass]:
     """The passes of one run; raises ValueError for histories the harness cannot serve."""
     h = parse_history(history)
-    if h.diverge is not None:
-        raise ValueError("diverge is an assumption of the simulator; greedy repeats on one engine "
-                         "reproduce outputs exactly")
+    if h.diverge is not None or h.evicted:
+        raise ValueError("diverge and evicted are assumptions of the simulator; greedy repeats on "
+                         "one engine reproduce outputs exactly and find their prompts cached")
     if h.kind == "cold":
         return [Pass(list(reqs), True, "", "cold")]
     if h.kind != "repeat":

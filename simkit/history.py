@@ -12,6 +12,10 @@ History names that assumption; every prediction states one.
   first M tokens only (batch-variant numerics can make greedy outputs drift between runs); an
   assumption, not a measurement: the earlier output's later tokens are unknown, so the tree holds
   its first M tokens only.
+- ``,evicted`` with a repeat: the repeated prompts are no longer in the prefix cache (served long
+  ago: the KV cache's LRU pool holds far fewer prompts than the suffix tree's 10,000 responses),
+  so only the suffix tree remembers them. Without it, a repeat was served just before and its
+  prompt blocks are still cached (as in the GPU harness's runs).
 """
 
 from __future__ import annotations
@@ -35,13 +39,21 @@ class History:
     kind: str                    # "cold", "warm" or "repeat"
     share: float = 0.0           # repeat: share P of requests served before
     diverge: int | None = None   # repeat: earlier output agrees for its first M tokens only
+    evicted: bool = False        # repeat: the repeated prompts left the prefix cache
 
     @property
     def label(self) -> str:
         if self.kind != "repeat":
             return self.kind
         base = "hot" if self.share == 1.0 else f"repeat:{_num(self.share)}"
-        return base if self.diverge is None else f"{base},diverge:{self.diverge}"
+        if self.diverge is not None:
+            base += f",diverge:{self.diverge}"
+        return base + (",evicted" if self.evicted else "")
+
+    @property
+    def prompts_cached(self) -> bool:
+        """The repeated prompts are still in the prefix cache when the run starts."""
+        return self.is_repeat and not self.evicted
 
     @property
     def is_repeat(self) -> bool:
@@ -57,11 +69,13 @@ class History:
                 "requests once (same prompts, identical greedy outputs)")
         if self.diverge is not None:
             text += f"; assumed: repeated outputs agree for their first {self.diverge} tokens only"
+        text += ("; their prompts have left the prefix cache (only the suffix tree remembers them)"
+                 if self.evicted else "; their prompts are still in the prefix cache")
         return text
 
     def as_dict(self) -> dict:
         return {"history": self.label, "kind": self.kind, "repeat_share": self.share,
-                "diverge_tokens": self.diverge}
+                "diverge_tokens": self.diverge, "prompts_cached": self.prompts_cached}
 
 
 def _num(x: float) -> str:
@@ -78,9 +92,11 @@ def parse_history(text: str | History | None) -> History:
         raise InputError("history is empty; use cold, warm, hot or repeat:P", field="history")
     head, rest = parts[0], parts[1:]
     diverge = None
+    evicted = "evicted" in rest
+    rest = [p for p in rest if p != "evicted"]
     for p in rest:
         if not p.startswith("diverge:"):
-            raise InputError(f"unknown history modifier {p!r} in {text!r} (diverge:M)",
+            raise InputError(f"unknown history modifier {p!r} in {text!r} (diverge:M, evicted)",
                              field="history")
         try:
             diverge = int(p.split(":", 1)[1])
@@ -90,12 +106,12 @@ def parse_history(text: str | History | None) -> History:
         if diverge < 0:
             raise InputError(f"diverge must be >= 0 tokens, got {diverge}", field="history")
     if head in ("cold", "warm"):
-        if diverge is not None:
-            raise InputError(f"diverge applies to repeats only (hot or repeat:P), got {text!r}",
-                             field="history")
+        if diverge is not None or evicted:
+            raise InputError(f"diverge and evicted apply to repeats only (hot or repeat:P), got "
+                             f"{text!r}", field="history")
         return History(head)
     if head == "hot":
-        return History("repeat", 1.0, diverge)
+        return History("repeat", 1.0, diverge, evicted)
     if head.startswith("repeat:"):
         try:
             share = float(head.split(":", 1)[1])
@@ -105,8 +121,9 @@ def parse_history(text: str | History | None) -> History:
         if not math.isfinite(share) or not 0.0 <= share <= 1.0:
             raise InputError(f"repeat share must be in [0, 1], got {share:g}", field="history")
         if share == 0.0:
-            return History("cold") if diverge is None else History("repeat", 0.0, diverge)
-        return History("repeat", share, diverge)
+            return History("cold") if diverge is None else History("repeat", 0.0, diverge,
+                                                                   evicted)
+        return History("repeat", share, diverge, evicted)
     raise InputError(f"unknown history {text!r}; use cold, warm, hot, repeat:P "
                      "(optionally ,diverge:M)", field="history")
 

@@ -24,7 +24,8 @@ needs_traces = pytest.mark.skipif(traces_src_dir() is None,
     ("hot", "hot", "repeat", 1.0, None), ("repeat:1", "hot", "repeat", 1.0, None),
     ("repeat:0.5", "repeat:0.5", "repeat", 0.5, None), ("repeat:0", "cold", "cold", 0.0, None),
     (" HOT , diverge:64", "hot,diverge:64", "repeat", 1.0, 64),
-    ("repeat:0.25,diverge:0", "repeat:0.25,diverge:0", "repeat", 0.25, 0)])
+    ("repeat:0.25,diverge:0", "repeat:0.25,diverge:0", "repeat", 0.25, 0),
+    ("hot,evicted,diverge:8", "hot,diverge:8,evicted", "repeat", 1.0, 8)])
 def test_parse_history_canonical_labels(text, label, kind, share, diverge):
     h = parse_history(text)
     assert (h.label, h.kind, h.share, h.diverge) == (label, kind, share, diverge)
@@ -32,7 +33,8 @@ def test_parse_history_canonical_labels(text, label, kind, share, diverge):
 
 
 @pytest.mark.parametrize("bad", ["", "lukewarm", "repeat:1.5", "repeat:-0.1", "repeat:nan",
-                                 "repeat:x", "cold,diverge:3", "hot,diverge:-1", "hot,fast:1"])
+                                 "repeat:x", "cold,diverge:3", "hot,diverge:-1", "hot,fast:1",
+                                 "warm,evicted"])
 def test_parse_history_rejects_with_the_field_named(bad):
     with pytest.raises(InputError) as e:
         parse_history(bad)
@@ -150,7 +152,7 @@ def test_whatif_history_on_real_traces(tmp_path):
 def test_history_describe_and_dict_are_consistent():
     h = parse_history("repeat:0.25,diverge:10")
     assert h.as_dict() == {"history": "repeat:0.25,diverge:10", "kind": "repeat",
-                           "repeat_share": 0.25, "diverge_tokens": 10}
+                           "repeat_share": 0.25, "diverge_tokens": 10, "prompts_cached": True}
     assert "25%" in h.describe() and "10 tokens" in h.describe()
     assert History("warm").describe().startswith("warm")
 
@@ -196,3 +198,14 @@ def test_reference_one_column_set_per_history(tmp_path):
     assert row["best_k_hot"] >= row["best_k_cold"]
     _history_ref_plot(res, tmp_path / "r.png")
     assert (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_evicted_prompts_leave_only_the_suffix_tree():
+    from simkit.engine.prefix_cache import history_prefixes
+
+    chains = [[1, 2], [3], [4, 5, 6]]
+    assert history_prefixes(chains, "hot") == chains
+    assert history_prefixes(chains, "hot,evicted") == []
+    assert history_prefixes(chains, "warm") == [] and history_prefixes(chains, "cold") == []
+    assert parse_history("hot,evicted").is_repeat and not parse_history("hot,evicted").prompts_cached
+    assert "left the prefix cache" in parse_history("repeat:0.5,evicted").describe()

@@ -59,7 +59,9 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
         return cached_table(requests, drafter="suffix", params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
-    spec = {**params.as_dict(), "history": h.label, "prelude": PRELUDE_VERSION}
+    # the tree's contents do not depend on whether the prompts left the prefix cache
+    tree_label = h.label.replace(",evicted", "")
+    spec = {**params.as_dict(), "history": tree_label, "prelude": PRELUDE_VERSION}
     if ordering == "concurrent":
         spec["concurrency"] = concurrency
     key = table_key(requests, "suffix", spec, kmax, ordering)

@@ -387,7 +387,7 @@ def _history_list(text: Optional[str]) -> list[str]:
         return []
     out: list[str] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        if part.startswith("diverge:") and out:
+        if (part.startswith("diverge:") or part == "evicted") and out:
             out[-1] = f"{out[-1]},{part}"
         else:
             out.append(part)

@@ -129,7 +129,7 @@ def history_prefixes(chains: Sequence[Sequence[int]], history) -> list:
     from simkit.history import parse_history, repeat_indices
 
     h = parse_history(history or "cold")
-    if not h.is_repeat:
+    if not h.prompts_cached:            # cold, warm, or a repeat whose prompts were evicted
         return []
     if h.share == 1.0:                      # hot: the same list served once before, in order
         return list(chains)
