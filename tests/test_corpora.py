@@ -59,9 +59,9 @@ EXPECTED = [
     ("korgym", "DeepSeek-R1-Distill-Qwen-7B", 404, {"empty response (client error)": 46}),
     ("korgym", "DeepSeek-R1-Distill-Qwen-32B", 415, {"empty response (client error)": 35}),
     ("korgym", "DeepSeek-R1-Distill-Llama-70B", 404, {"empty response (client error)": 46}),
-    ("korgym", "Qwen2.5-7B-Instruct", 150, {}),
-    ("korgym", "Qwen2.5-32B-Instruct", 350, {}),
-    ("korgym", "Qwen2.5-72B-Instruct", 450, {}),
+    ("korgym_instruct", "Qwen2.5-7B-Instruct", 150, {}),
+    ("korgym_instruct", "Qwen2.5-32B-Instruct", 350, {}),
+    ("korgym_instruct", "Qwen2.5-72B-Instruct", 450, {}),
     # IntegralBench (section 2): 951 outputs, 664 with the <think> trace, 287 answer-only
     ("integralbench", "DeepSeek-R1", 664, {"final answer only (reasoning not captured)": 287}),
 ]

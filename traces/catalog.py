@@ -27,9 +27,9 @@ PRODUCER_VOCAB = {L8: "llama3", L70: "llama3", L405: "llama3", L3_8: "llama3", L
                   Q2_72: "qwen", SKY: "qwen", QWQ: "qwen", R1DQ14: "qwen", R1: "deepseek-v3",
                   R1DQ7: "qwen", R1DQ32: "qwen", R1DL70: "llama3"}
 ALL_PRODUCERS = list(PRODUCER_VOCAB)
-_DISTILL_NOTE = ("own outputs (full <think> traces) exist only for KORGym puzzles (reasoning and "
-                 "puzzle corpora); the other corpora replay non-reasoning models' answers (no "
-                 "<think> trace), so output lengths there are not the distill's")
+_DISTILL_NOTE = ("own outputs (full <think> traces) exist only for KORGym puzzles (the reasoning "
+                 "corpus); the other corpora, puzzle included, replay non-reasoning models' "
+                 "answers (no <think> trace), so output lengths there are not the distill's")
 # Corpora whose sources differ per model: the model's own long-CoT outputs where they exist
 # (KORGym for the three distills, IntegralBench for DeepSeek-R1) instead of the truncated
 # r1distill traces every other model keeps (traces/corpora.py CORPORA).
@@ -58,8 +58,8 @@ class ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {m.model_id: m for m in (
-    # Q72 before the R1 distills: on KORGym (no Llama outputs) a non-reasoning instruct answer
-    # is nearer a Llama-3.1-Instruct's than a distill's <think> trace
+    # Q72 before the R1 distills: the largest instruct model's answers where no Llama-3.1 output
+    # exists (KORGym puzzle); the r1distill traces still come from R1DL8 (Q72 has none)
     ModelSpec("llama-3.1-8b", "llama3", L8, (L8, L70, L405, L3_8, L3_70, Q72, R1DL8)),
     ModelSpec("llama-3.1-70b", "llama3", L70, (L70, L405, L8, L3_70, L3_8, Q72, R1DL8)),
     ModelSpec("llama-3.1-405b-fp8", "llama3", L405, (L405, L70, L8, L3_70, L3_8, Q72, R1DL8)),
@@ -73,7 +73,7 @@ MODELS: dict[str, ModelSpec] = {m.model_id: m for m in (
               (R1DQ32, R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE,
               corpora=_OWN_REASONING_KORGYM),
     ModelSpec("ds-r1-distill-llama-70b", "r1-llama", R1DL70,
-              (R1DL70, R1DL8, R1, L70, L405, L8, L3_70, L3_8), family_note=_DISTILL_NOTE,
+              (R1DL70, R1DL8, R1, L70, L405, L8, L3_70, L3_8, Q72), family_note=_DISTILL_NOTE,
               corpora=_OWN_REASONING_KORGYM),
     ModelSpec("deepseek-r1", "r1-llama", R1, (R1, R1DL70, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
               family_note=("DeepSeek-R1's own tokenizer (DeepSeek-V3, ~129k vocab) is not "

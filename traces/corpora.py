@@ -30,11 +30,10 @@ CORPORA: dict[str, tuple[str, ...]] = {
     "summarization": ("vectara",),
     "translation": ("wmt24",),
     "reasoning": ("r1distill",),       # per-model own long-CoT sources: catalog ModelSpec.corpora
-    "puzzle": ("korgym",),
+    "puzzle": ("korgym_instruct",),
 }
 # mix keeps its definition: the eight task corpora it always had, at natural counts. puzzle is
-# left out (for the distills it holds the same requests as their reasoning corpus, and adding
-# it would shift every model's mix); `--corpus puzzle` runs it on its own.
+# left out (adding it would shift every model's mix); `--corpus puzzle` runs it on its own.
 MIX_PARTS: tuple[str, ...] = ("chat", "code", "code-edit", "math", "code-reasoning",
                               "summarization", "translation", "reasoning")
 MIX = "mix"

@@ -1,5 +1,6 @@
-"""KORGym game-reasoning benchmark, level 4, nine text games x 50 instances (puzzle; reasoning for
-the R1 distills): real sampled outputs of the R1 distills (full thinking) and Qwen2.5-Instruct.
+"""KORGym game-reasoning benchmark, level 4, nine text games x 50 instances: real sampled outputs of
+the R1 distills (full thinking; source `korgym`, their reasoning corpus) and of Qwen2.5-Instruct
+(no think block; source `korgym_instruct`, the puzzle corpus).
 
 Files `korgym/results/<game>/<model>_<game>_level4.json` are JSON Lines; the prompt is `prompt`
 (one user message, no system message: the server applied the model's chat template) and the
@@ -80,7 +81,16 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
     return out
 
 
-SOURCE = Source(name="korgym", corpus="puzzle", files={p: _files(p) for p in _STEM},
-                loader=_load, caps=_CAPS,
-                note="KORGym level 4, 9 games; sampled (server defaults); distills with full "
-                     "<think> traces")
+_THINKING = ("DeepSeek-R1-Distill-Qwen-7B", "DeepSeek-R1-Distill-Qwen-32B",
+             "DeepSeek-R1-Distill-Llama-70B")
+_INSTRUCT = ("Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct")
+# Two sources over the same files, so that each corpus draws from one kind of output: the
+# distills' full thinking (reasoning, for the distills themselves) and instruct answers without
+# a think block (puzzle, for every model: its own where it exists, else a proxy).
+THINKING = Source(name="korgym", corpus="reasoning", files={p: _files(p) for p in _THINKING},
+                  loader=_load, caps=_CAPS,
+                  note="KORGym level 4, 9 games; sampled (server defaults); full <think> traces")
+INSTRUCT = Source(name="korgym_instruct", corpus="puzzle",
+                  files={p: _files(p) for p in _INSTRUCT}, loader=_load, caps=_CAPS,
+                  note="KORGym level 4 (Qwen2.5-7B: 3 games, -32B: 7, -72B: 9); sampled "
+                       "(server defaults); answers without a think block")
