@@ -43,8 +43,8 @@ def main() -> None:
     t2 = time.time()
     whole = P.predict(args.model, args.corpus, **kw)
     t3 = time.time()
-    print(f"{args.model}/{args.corpus}: sample {sample.workload_provenance and len(sample.workload_provenance['sample_indices'])} "
-          f"of {n} requests vs all {full.num_requests}; {args.num_requests} requests per run, "
+    n_sample = len(sample.workload_provenance["sample_indices"])
+    print(f"{args.model}/{args.corpus}: sample {n_sample} of {n} requests vs all {full.num_requests}; {args.num_requests} requests per run, "
           f"{args.seeds} seeds; times: sample predict {t1 - t0:.0f} s, full table {t2 - t1:.0f} s, "
           f"full predict {t3 - t2:.0f} s")
     print(f"{'config':10} {'sample tok/s':>13} {'full tok/s':>11} {'rel diff':>9} "
@@ -55,8 +55,8 @@ def main() -> None:
         worst = max(worst, abs(rel))
         print(f"{a.config:10} {a.output_tok_s:13,.0f} {b.output_tok_s:11,.0f} {rel:+9.1%} "
               f"{a.mean_accepted:10.2f} {b.mean_accepted:10.2f}")
-    print(f"max |rel diff| {worst:.1%}; best config sample {sample.best_config} (K {sample.best_k}), "
-          f"full {whole.best_config} (K {whole.best_k})")
+    print(f"max |rel diff| {worst:.1%}; best config sample {sample.best_config} "
+          f"(K {sample.best_k}), full {whole.best_config} (K {whole.best_k})")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
     alpaca_eval.SOURCE, arena_hard.SOURCE, mt_bench.SOURCE,
     humaneval.SOURCE, livecodebench.CODEGEN, livecodebench.SELF_REPAIR,
     zeroeval.MATH_L5, zeroeval.GSM, zeroeval.CRUX,
-    vectara.SOURCE, wmt24.SOURCE, r1distill.SOURCE, korgym.THINKING, korgym.INSTRUCT, integralbench.SOURCE,
+    vectara.SOURCE, wmt24.SOURCE, r1distill.SOURCE,
+    korgym.THINKING, korgym.INSTRUCT, integralbench.SOURCE,
 )}
 
 __all__ = ["SOURCES", "Source", "TextRecord"]

@@ -144,7 +144,8 @@ def _load_repair(src: Path, producer: str, skipped: Counter) -> list[TextRecord]
 
 
 CODEGEN = Source(name="lcb_codegen", corpus="code", files={PRODUCER: (_CODEGEN,)},
-                 loader=partial(_load_codegen), caps=_CAPS, note="LCB defaults: temperature 0.2, top_p 0.95")
+                 loader=partial(_load_codegen), caps=_CAPS,
+                 note="LCB defaults: temperature 0.2, top_p 0.95")
 SELF_REPAIR = Source(name="lcb_selfrepair", corpus="code-edit",
                      files={PRODUCER: (_REPAIR, _REPAIR_COT, _CODEGEN)},
                      loader=partial(_load_repair),

@@ -51,4 +51,6 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
 
 
 SOURCE = Source(name="wmt24", corpus="translation", files={p: _files(p) for p in _DIRS},
-                loader=_load, caps=_CAPS, note="vLLM greedy, max_new_tokens 2048 stated (Llama outputs reach 4096), 'single' whole-document prompt")
+                loader=_load, caps=_CAPS,
+                note="vLLM greedy, max_new_tokens 2048 stated (Llama outputs reach 4096), "
+                     "'single' whole-document prompt")
