@@ -120,11 +120,14 @@ def describe(mode: str, workload: Workload, max_tokens: int) -> str:
     n = workload.num_requests
     caps = workload.provenance.get("output_caps") or {}
     where = ", ".join(f"{s} {c['tokens']:,}" for s, c in sorted(caps.items()) if c)
+    unknown = ", ".join(sorted(src for src, c in caps.items() if not c))
     counted = (f"{len(positions)} of the {n} requests stopped at their source's generation cap"
-               + (f" ({where})" if where else "")) if positions is not None else \
+               + (f" ({where})" if where else "")
+               + (f"; no cap is known for {unknown}, whose requests are never counted"
+                  if unknown else "")) if positions is not None else \
         "which requests hit a generation cap is not recorded in this profile"
     if mode == "keep":
-        return (f"keep: {counted}; they end where the trace ends, so their real lengths under "
+        return (f"keep: {counted}; capped requests end where the trace ends, so their real lengths under "
                 f"max_tokens {max_tokens:,} are understated (--capped-outputs extend continues them)")
-    return (f"extend: {counted}; each continues to max_tokens {max_tokens:,} repeating the "
+    return (f"extend: {counted}; each capped request continues to max_tokens {max_tokens:,} repeating the "
             f"acceptance of its last {TAIL_WINDOW} measured positions (docs/engine.md)")
