@@ -127,7 +127,9 @@ def describe(mode: str, workload: Workload, max_tokens: int) -> str:
                   if unknown else "")) if positions is not None else \
         "which requests hit a generation cap is not recorded in this profile"
     if mode == "keep":
-        return (f"keep: {counted}; capped requests end where the trace ends, so their real lengths under "
-                f"max_tokens {max_tokens:,} are understated (--capped-outputs extend continues them)")
-    return (f"extend: {counted}; each capped request continues to max_tokens {max_tokens:,} repeating the "
-            f"acceptance of its last {TAIL_WINDOW} measured positions (docs/engine.md)")
+        return (f"keep: {counted}; capped requests end where the trace ends, so their real "
+                f"lengths under max_tokens {max_tokens:,} are understated (--capped-outputs "
+                "extend continues them)")
+    return (f"extend: {counted}; each capped request continues to max_tokens {max_tokens:,} "
+            f"repeating the acceptance of its last {TAIL_WINDOW} measured positions "
+            "(docs/engine.md)")
