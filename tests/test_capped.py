@@ -91,3 +91,17 @@ def test_default_is_keep_byte_identical_and_extend_changes_figures():
     assert [r["config"] for r in k["results"]] == [r["config"] for r in e["results"]]
     assert any(a["output_tok_s"] != b["output_tok_s"]
                for a, b in zip(k["results"], e["results"]))
+
+
+def test_whatif_workloads_take_the_same_choice():
+    from simkit.profiles import load_shipped
+    from simkit.whatif.common import load_workload
+
+    shipped = load_shipped("llama-3.1-8b", "math")
+    capped = shipped.provenance["capped_sample"]
+    keep = load_workload("llama-3.1-8b", "math", "shipped")
+    ext = load_workload("llama-3.1-8b", "math", "shipped", capped_outputs="extend",
+                        max_tokens=8192)
+    changed = np.flatnonzero(ext.output_len != keep.output_len).tolist()
+    assert changed == [i for i in capped if keep.output_len[i] < 8192]
+    assert changed and (ext.output_len[changed] == 8192).all()
