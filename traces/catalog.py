@@ -27,9 +27,10 @@ PRODUCER_VOCAB = {L8: "llama3", L70: "llama3", L405: "llama3", L3_8: "llama3", L
                   Q2_72: "qwen", SKY: "qwen", QWQ: "qwen", R1DQ14: "qwen", R1: "deepseek-v3",
                   R1DQ7: "qwen", R1DQ32: "qwen", R1DL70: "llama3"}
 ALL_PRODUCERS = list(PRODUCER_VOCAB)
-_DISTILL_NOTE = ("own outputs (full <think> traces) exist only for KORGym puzzles (the reasoning "
-                 "corpus); the other corpora, puzzle included, replay non-reasoning models' "
-                 "answers (no <think> trace), so output lengths there are not the distill's")
+_DISTILL_NOTE = ("the distill's own outputs (full <think> traces) exist only for KORGym puzzles "
+                 "(its reasoning corpus); the other corpora, puzzle included, replay "
+                 "non-reasoning models' answers (no <think> trace), so output lengths there are "
+                 "not the distill's")
 # Corpora whose sources differ per model: the model's own long-CoT outputs where they exist
 # (KORGym for the three distills, IntegralBench for DeepSeek-R1) instead of the truncated
 # r1distill traces every other model keeps (traces/corpora.py CORPORA).
