@@ -87,6 +87,20 @@ def _file_entries(corpus_obj) -> dict:
     return out
 
 
+def _cap_entries(corp, reqs) -> dict:
+    """The generation cap of every source's producing run (traces/caps.py, with provenance)
+    and the sample positions whose outputs hit it (what --capped-outputs extend continues)."""
+    from traces.caps import capped_flags, request_cap
+
+    caps = {}
+    for source, producer in sorted(corp.sources.items()):
+        cap = request_cap(source, producer)
+        caps[source] = cap.as_dict() if cap else None
+    flags = capped_flags(reqs)
+    return {"output_caps": caps, "capped_sample": [i for i, f in enumerate(flags) if f],
+            "capped_corpus": int(sum(capped_flags(corp.requests)))}
+
+
 def _user_entry(name: str, producer: str) -> dict:
     """Provenance of an imported corpus: the file it was imported from and the digest of the
     cached tokenized corpus the table was built from (the import is its only source)."""
@@ -172,6 +186,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
                         f"load_corpus order (all when n <= {sample_size})"),
         "corpus_requests": len(corp.requests),
         "sample_indices": [int(i) for i in idx],
+        **_cap_entries(corp, reqs),
         "command": f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}",
         "simkit_version": __version__,
         "table_build_version": BUILD_VERSION,

@@ -9,7 +9,8 @@ import pytest
 
 from simkit.errors import UnknownNameError
 from simkit.paths import traces_src_dir
-from traces.corpora import CORPORA, MIX, list_corpora, list_models, load_corpus, tokenizer_family
+from traces.corpora import (CORPORA, MIX, MIX_PARTS, corpus_sources, list_corpora, list_models,
+                            load_corpus, tokenizer_family)
 from traces.sources import SOURCES
 from traces.tokenizers import get_tokenizer
 
@@ -54,7 +55,31 @@ EXPECTED = [
     ("wmt24", "Qwen2.5-7B-Instruct", 2039, {}),
     ("r1distill", "DeepSeek-R1-Distill-Qwen-14B", 300, {}),
     ("r1distill", "DeepSeek-R1-Distill-Llama-8B", 500, {}),
+    # KORGym (SOURCES.md ADDITIONS section 1): 450 pairs per distill, empties are client errors
+    ("korgym", "DeepSeek-R1-Distill-Qwen-7B", 404, {"empty response (client error)": 46}),
+    ("korgym", "DeepSeek-R1-Distill-Qwen-32B", 415, {"empty response (client error)": 35}),
+    ("korgym", "DeepSeek-R1-Distill-Llama-70B", 404, {"empty response (client error)": 46}),
+    ("korgym_instruct", "Qwen2.5-7B-Instruct", 150, {}),
+    ("korgym_instruct", "Qwen2.5-32B-Instruct", 350, {}),
+    ("korgym_instruct", "Qwen2.5-72B-Instruct", 450, {}),
+    # IntegralBench (section 2): 951 outputs, 664 with the <think> trace, 287 answer-only
+    ("integralbench", "DeepSeek-R1", 664, {"final answer only (reasoning not captured)": 287}),
 ]
+
+
+def test_reasoning_outputs_follow_the_r1_prompt_not_repeat_its_think_opening():
+    """The R1 format's generation prompt ends with "<think>\n"; an output that repeated it
+    would double it (the 32B/70B KORGym runs generated it themselves)."""
+    from traces.tokenize import prompt_text
+
+    for source, producer in (("korgym", "DeepSeek-R1-Distill-Qwen-32B"),
+                             ("integralbench", "DeepSeek-R1")):
+        records, _ = _load(source, producer)
+        assert not any(r.output.startswith("<think>") for r in records)
+        assert sum("</think>" in r.output for r in records) > len(records) // 2
+        text = prompt_text("r1-qwen", records[0])
+        assert text.startswith("<｜begin▁of▁sentence｜><｜User｜>")
+        assert text.endswith("<｜Assistant｜><think>\n")
 
 
 @pytest.mark.parametrize("source, producer, n, skipped", EXPECTED)
@@ -183,12 +208,14 @@ def test_distill_proxy_note_warns_about_missing_think_traces():
     assert "no <think> trace" in chat.proxy_note
     assert chat.sources["alpaca_eval"] == "Llama-3.1-70B-Instruct"
     reasoning = load_corpus("reasoning", "ds-r1-distill-llama-70b")
-    assert reasoning.sources == {"r1distill": "DeepSeek-R1-Distill-Llama-8B"}
+    assert reasoning.sources == {"korgym": "DeepSeek-R1-Distill-Llama-70B"}   # its own
+    assert reasoning.proxy_note.startswith("own outputs")
 
 
 def test_mix_is_every_corpus_shuffled_deterministically():
     mix = load_corpus(MIX, "llama-3.1-8b")
-    parts = {c: len(load_corpus(c, "llama-3.1-8b")) for c in CORPORA}
+    parts = {c: len(load_corpus(c, "llama-3.1-8b")) for c in MIX_PARTS}
+    assert "puzzle" in CORPORA and "puzzle" not in MIX_PARTS
     assert len(mix) == sum(parts.values())
     assert len({r.request_id for r in mix.requests}) == len(mix)
     assert Counter(r.corpus for r in mix.requests) == parts
@@ -205,7 +232,7 @@ def test_every_corpus_for_every_model(model):
     for corpus in CORPORA:
         c = load_corpus(corpus, model)
         assert len(c) > 0 and c.proxy_note
-        assert set(c.sources) == set(CORPORA[corpus])
+        assert set(c.sources) == set(corpus_sources(corpus, model))
         assert len({r.request_id for r in c.requests}) == len(c)
         for r in c.requests:
             assert r.output_len > 0 and r.prompt_len > 0

@@ -8,7 +8,7 @@ that is not the model's own output is reported in the corpus's proxy_note.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simkit.errors import UnknownNameError
 
@@ -18,15 +18,24 @@ Q7, Q32, Q72 = "Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instr
 Q2_7, Q2_72 = "Qwen2-7B-Instruct", "Qwen2-72B-Instruct"
 SKY, QWQ = "Sky-T1-32B-Preview", "QwQ-32B-Preview"
 R1, R1DQ14, R1DL8 = "DeepSeek-R1", "DeepSeek-R1-Distill-Qwen-14B", "DeepSeek-R1-Distill-Llama-8B"
+R1DQ7, R1DQ32 = "DeepSeek-R1-Distill-Qwen-7B", "DeepSeek-R1-Distill-Qwen-32B"
+R1DL70 = "DeepSeek-R1-Distill-Llama-70B"
 
 # Vocabulary of each producing model (text is re-tokenized anyway; this decides "same family").
 PRODUCER_VOCAB = {L8: "llama3", L70: "llama3", L405: "llama3", L3_8: "llama3", L3_70: "llama3",
                   R1DL8: "llama3", Q7: "qwen", Q32: "qwen", Q72: "qwen", Q2_7: "qwen",
-                  Q2_72: "qwen", SKY: "qwen", QWQ: "qwen", R1DQ14: "qwen", R1: "deepseek-v3"}
+                  Q2_72: "qwen", SKY: "qwen", QWQ: "qwen", R1DQ14: "qwen", R1: "deepseek-v3",
+                  R1DQ7: "qwen", R1DQ32: "qwen", R1DL70: "llama3"}
 ALL_PRODUCERS = list(PRODUCER_VOCAB)
-_DISTILL_NOTE = ("outside the reasoning corpus no R1-distill outputs exist: those corpora replay "
+_DISTILL_NOTE = ("the distill's own outputs (full <think> traces) exist only for KORGym puzzles "
+                 "(its reasoning corpus); the other corpora, puzzle included, replay "
                  "non-reasoning models' answers (no <think> trace), so output lengths there are "
                  "not the distill's")
+# Corpora whose sources differ per model: the model's own long-CoT outputs where they exist
+# (KORGym for the three distills, IntegralBench for DeepSeek-R1) instead of the truncated
+# r1distill traces every other model keeps (traces/corpora.py CORPORA).
+_OWN_REASONING_KORGYM = {"reasoning": ("korgym",)}
+_OWN_REASONING_R1 = {"reasoning": ("integralbench",)}
 VOCAB_OF_FAMILY = {"llama3": "llama3", "r1-llama": "llama3", "qwen": "qwen", "r1-qwen": "qwen"}
 
 
@@ -39,6 +48,7 @@ class ModelSpec:
     own: str
     preference: tuple[str, ...]
     family_note: str = ""
+    corpora: dict = field(default_factory=dict)   # corpus -> sources, where not CORPORA's
 
     def producer_order(self) -> list[str]:
         """preference, then every other producer: same vocabulary first, fixed order within."""
@@ -49,23 +59,30 @@ class ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {m.model_id: m for m in (
-    ModelSpec("llama-3.1-8b", "llama3", L8, (L8, L70, L405, L3_8, L3_70, R1DL8)),
-    ModelSpec("llama-3.1-70b", "llama3", L70, (L70, L405, L8, L3_70, L3_8, R1DL8)),
-    ModelSpec("llama-3.1-405b-fp8", "llama3", L405, (L405, L70, L8, L3_70, L3_8, R1DL8)),
+    # Q72 before the R1 distills: the largest instruct model's answers where no Llama-3.1 output
+    # exists (KORGym puzzle); the r1distill traces still come from R1DL8 (Q72 has none)
+    ModelSpec("llama-3.1-8b", "llama3", L8, (L8, L70, L405, L3_8, L3_70, Q72, R1DL8)),
+    ModelSpec("llama-3.1-70b", "llama3", L70, (L70, L405, L8, L3_70, L3_8, Q72, R1DL8)),
+    ModelSpec("llama-3.1-405b-fp8", "llama3", L405, (L405, L70, L8, L3_70, L3_8, Q72, R1DL8)),
     ModelSpec("qwen2.5-7b", "qwen", Q7, (Q7, Q32, Q72, Q2_7, Q2_72, SKY, QWQ, R1DQ14)),
     ModelSpec("qwen2.5-32b", "qwen", Q32, (Q32, Q72, Q7, SKY, QWQ, Q2_72, Q2_7, R1DQ14)),
     ModelSpec("qwen2.5-72b", "qwen", Q72, (Q72, Q32, Q7, Q2_72, Q2_7, SKY, QWQ, R1DQ14)),
-    ModelSpec("ds-r1-distill-qwen-7b", "r1-qwen", "DeepSeek-R1-Distill-Qwen-7B",
-              (R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY), family_note=_DISTILL_NOTE),
-    ModelSpec("ds-r1-distill-qwen-32b", "r1-qwen", "DeepSeek-R1-Distill-Qwen-32B",
-              (R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE),
-    ModelSpec("ds-r1-distill-llama-70b", "r1-llama", "DeepSeek-R1-Distill-Llama-70B",
-              (R1DL8, R1, L70, L405, L8, L3_70, L3_8), family_note=_DISTILL_NOTE),
-    ModelSpec("deepseek-r1", "r1-llama", R1, (R1, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
+    ModelSpec("ds-r1-distill-qwen-7b", "r1-qwen", R1DQ7,
+              (R1DQ7, R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY), family_note=_DISTILL_NOTE,
+              corpora=_OWN_REASONING_KORGYM),
+    ModelSpec("ds-r1-distill-qwen-32b", "r1-qwen", R1DQ32,
+              (R1DQ32, R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE,
+              corpora=_OWN_REASONING_KORGYM),
+    ModelSpec("ds-r1-distill-llama-70b", "r1-llama", R1DL70,
+              (R1DL70, R1DL8, R1, L70, L405, L8, L3_70, L3_8, Q72), family_note=_DISTILL_NOTE,
+              corpora=_OWN_REASONING_KORGYM),
+    ModelSpec("deepseek-r1", "r1-llama", R1, (R1, R1DL70, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
               family_note=("DeepSeek-R1's own tokenizer (DeepSeek-V3, ~129k vocab) is not "
                            "available offline; proxy tokenizer r1-llama (Llama-3 128k vocab, "
                            "same 1-3 digit grouping, R1 chat format); R1's own outputs exist only "
-                           "for summarization (final answer, no think trace)")),
+                           "for summarization (final answer, no think trace) and IntegralBench (full "
+                           "reasoning, the reasoning corpus)"),
+              corpora=_OWN_REASONING_R1),
     ModelSpec("k-exaone-236b", "llama3", "K-EXAONE-236B", (L405, L70, L8, L3_70, L3_8, Q72),
               family_note=("no EXAONE tokenizer or outputs are available; proxy tokenizer llama3 "
                            "with the Llama-3.1 chat template and the largest Llama-3.1 outputs")),

@@ -29,13 +29,24 @@ CORPORA: dict[str, tuple[str, ...]] = {
     "code-reasoning": ("crux",),
     "summarization": ("vectara",),
     "translation": ("wmt24",),
-    "reasoning": ("r1distill",),
+    "reasoning": ("r1distill",),       # per-model own long-CoT sources: catalog ModelSpec.corpora
+    "puzzle": ("korgym_instruct",),
 }
+# mix keeps its definition: the eight task corpora it always had, at natural counts. puzzle is
+# left out (adding it would shift every model's mix); `--corpus puzzle` runs it on its own.
+MIX_PARTS: tuple[str, ...] = ("chat", "code", "code-edit", "math", "code-reasoning",
+                              "summarization", "translation", "reasoning")
 MIX = "mix"
 MIX_SEED = 20260101
 
 __all__ = ["Corpus", "list_corpora", "list_models", "load_corpus", "tokenizer_family",
-           "CORPORA", "MIX", "MIX_SEED"]
+           "corpus_sources", "CORPORA", "MIX", "MIX_PARTS", "MIX_SEED"]
+
+
+def corpus_sources(corpus: str, model: str) -> tuple[str, ...]:
+    """The sources of a built-in corpus for a model: CORPORA's, or the model's own where its
+    catalogue entry names them (ModelSpec.corpora: the distills' and R1's reasoning)."""
+    return tuple(model_spec(model).corpora.get(corpus, CORPORA[corpus]))
 
 
 @dataclass
@@ -134,7 +145,7 @@ def _build(corpus: str, model: str, progress) -> Corpus:
     sources: dict[str, str] = {}
     skipped: Counter = Counter()
     notes = {}
-    for source_name in CORPORA[corpus]:
+    for source_name in corpus_sources(corpus, model):
         source = SOURCES[source_name]
         producer = next(p for p in order if p in source.files)
         sources[source_name] = producer
@@ -177,7 +188,7 @@ def load_corpus(corpus: str, model: str, *, progress: bool = False) -> Corpus:
     try:
         if corpus != MIX:
             return _build(corpus, model, bar)
-        parts = [_build(c, model, bar) for c in CORPORA]
+        parts = [_build(c, model, bar) for c in MIX_PARTS]
     finally:
         if bar is not None:
             bar.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from traces.caps import cap_summary, is_capped, request_cap, threshold
 from traces.corpora import Corpus
 
 PERCENTILES = (50, 90, 99)
@@ -33,6 +34,7 @@ def summary(corpus: Corpus) -> dict:
         "requests": len(corpus), "prompt_tokens": int(p.sum()), "output_tokens": int(o.sum()),
         "producers": sorted(set(corpus.sources.values())), "sources": dict(corpus.sources),
         "proxy_note": corpus.proxy_note, "skipped": dict(corpus.skipped),
+        **cap_summary(corpus.requests),
     }
 
 
@@ -46,12 +48,17 @@ def detail(corpus: Corpus) -> dict:
     for (source, producer), idx in sorted(by_source.items()):
         ix = np.array(idx)
         greedy = sum(corpus.requests[i].greedy for i in idx)
+        cap = request_cap(source, producer)
+        capped = sum(is_capped(int(p[i]), int(o[i]), cap) for i in idx)
         breakdown.append({
             "source": source, "producer": producer, "requests": len(idx),
             "prompt_tokens": int(p[ix].sum()), "output_tokens": int(o[ix].sum()),
             "greedy_share": round(greedy / len(idx), 3),
             "output_p50": float(np.percentile(o[ix], 50)),
             "note": corpus.source_notes.get(source, ""),
+            "cap": cap.as_dict() if cap else None,
+            "capped_threshold": threshold(cap) if cap else None,
+            "capped": int(capped),
         })
     turns: dict[int, int] = {}
     for r in corpus.requests:

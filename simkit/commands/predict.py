@@ -20,6 +20,10 @@ NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample,
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
 COST_PROFILE_HELP = ("cost-model profile: an embedded name (h200-vllm026), a profile JSON path, "
                      "or analytic (default: the hardware's calibrated profile, else analytic)")
+CAPPED_HELP = ("keep | extend: how a request whose trace output stopped at its source's "
+               "generation cap (2,000-4,096 tokens; traces list counts them) is replayed: keep = it "
+               "ends there (as before), extend = it continues to --max-tokens repeating its own "
+               "acceptance pattern (docs/engine.md)")
 HISTORY_HELP = ("what the server served before (the suffix tree's contents): warm (the whole "
                 "corpus before: a steady stream), cold (fresh server), hot (these requests served "
                 "once before, identical greedy outputs), repeat:P (a share P in 0..1 of them), "
@@ -136,6 +140,7 @@ def register(app: typer.Typer) -> None:
         history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
         prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
                                             help=PREFIX_HELP),
+        capped_outputs: str = typer.Option("keep", "--capped-outputs", help=CAPPED_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.checks import output_file, positive_int, positive_rate
@@ -156,7 +161,7 @@ def register(app: typer.Typer) -> None:
                                cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
                                source=source, workers=workers, request_rate=request_rate,
                                progress=prog, history=history,
-                               prefix_caching=prefix_caching)
+                               prefix_caching=prefix_caching, capped_outputs=capped_outputs)
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
@@ -192,6 +197,7 @@ def register(app: typer.Typer) -> None:
         history: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
         prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
                                             help=PREFIX_HELP),
+        capped_outputs: str = typer.Option("keep", "--capped-outputs", help=CAPPED_HELP),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -233,7 +239,7 @@ def register(app: typer.Typer) -> None:
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
                             source=source, history=history,
-                            prefix_caching=prefix_caching)
+                            prefix_caching=prefix_caching, capped_outputs=capped_outputs)
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):

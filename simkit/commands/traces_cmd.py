@@ -45,14 +45,14 @@ def _list(model: str, fmt: str) -> None:
     from rich.table import Table
 
     table = Table(title=f"corpora for {model}")
-    for col in ("corpus", "requests", "prompt tok", "output tok", "producing models"):
+    for col in ("corpus", "requests", "prompt tok", "output tok", "capped", "producing models"):
         table.add_column(col, overflow="fold")
     for r in rows:
         if "error" in r:
-            table.add_row(r["corpus"], "-", "-", "-", "-")
+            table.add_row(r["corpus"], "-", "-", "-", "-", "-")
             continue
         table.add_row(r["corpus"], str(r["requests"]), f"{r['prompt_tokens']:,}",
-                      f"{r['output_tokens']:,}", ", ".join(r["producers"]))
+                      f"{r['output_tokens']:,}", _capped_cell(r), ", ".join(r["producers"]))
     con = _console()
     con.print(table)
     con.print("proxy notes (where outputs are not the model's own):")
@@ -60,6 +60,19 @@ def _list(model: str, fmt: str) -> None:
         con.print(f"  {r['corpus']}: {r.get('proxy_note') or r.get('error')}")
     shares = ", ".join(f"{k} {v:.1%}" for k, v in mix.proportions.items())
     con.print(f"mix = every corpus shuffled (seed fixed); proportions: {shares}")
+    con.print(CAPPED_NOTE)
+
+
+CAPPED_NOTE = ("capped = requests whose output stopped at its source run's generation cap "
+               "(within 1 % of it; traces/caps.py), so its real length is unknown; "
+               "'?' counts requests whose source states no cap. `traces show` gives each cap and "
+               "its provenance; predict --capped-outputs keep|extend decides how they are replayed")
+
+
+def _capped_cell(row: dict) -> str:
+    """'n (share)' plus '+k?' when k requests come from a source without a known cap."""
+    cell = f"{row['capped']} ({row['capped_share']:.1%})"
+    return cell + (f" +{row['no_known_cap']}?" if row.get("no_known_cap") else "")
 
 
 def _show(name: str, model: str, fmt: str) -> None:
@@ -88,12 +101,19 @@ def _show(name: str, model: str, fmt: str) -> None:
     con.print(lens)
     br = Table(title="sources")
     for col in ("source", "producer", "requests", "prompt tok", "output tok", "greedy",
-                "note"):
+                "cap", "capped", "note"):
         br.add_column(col, overflow="fold")
     for b in d["breakdown"]:
+        cap = b["cap"]
+        cap_text = (f"{cap['tokens']:,} {cap['scope']} ({cap['basis']})" if cap else "unknown")
         br.add_row(b["source"], b["producer"], str(b["requests"]), f"{b['prompt_tokens']:,}",
-                   f"{b['output_tokens']:,}", f"{b['greedy_share']:.0%}", b["note"])
+                   f"{b['output_tokens']:,}", f"{b['greedy_share']:.0%}", cap_text,
+                   str(b["capped"]) if cap else "-", b["note"])
     con.print(br)
+    for b in d["breakdown"]:
+        if b["cap"]:
+            con.print(f"cap of {b['source']} ({b['producer']}): {b['cap']['provenance']}; capped "
+                      f"= length >= {b['capped_threshold']:,}")
     if d["proportions"]:
         con.print("proportions: " + ", ".join(f"{k} {v:.1%}" for k, v in
                                               d["proportions"].items()))

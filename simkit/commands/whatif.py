@@ -28,6 +28,9 @@ CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs",
 SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
 CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
 NUM_REQUESTS = typer.Option(128, "--num-requests", help="requests per simulated run")
+CAPPED = typer.Option("keep", "--capped-outputs", help="keep | extend: requests whose trace "
+                      "output stopped at its source's generation cap end there (keep) or continue "
+                      "to 8,192 tokens repeating their own acceptance (extend; docs/engine.md)")
 HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot, repeat:P"
                        "[,diverge:M] (what the server served before; default: the workload "
                        "profile's own)")
@@ -157,6 +160,7 @@ def capacity_cmd(
                                           "more is not simulated"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
     history: Optional[str] = HISTORY,
+    capped_outputs: str = CAPPED,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -170,7 +174,8 @@ def capacity_cmd(
     res = C.capacity(model, corpus, hardware=hardware, tp=tp, target_rate=target_rate,
                      target_tok_s=target_tok_s, goals=C.Goals(ttft, tpot), configs=configs,
                      seeds=seeds, min_requests=min_requests, max_requests=max_requests,
-                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol, history=history)
+                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol, history=history,
+                     capped_outputs=capped_outputs)
     emit(res, fmt, plot, C.plot)
 
 
@@ -187,6 +192,7 @@ def hardware_cmd(
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
+    capped_outputs: str = CAPPED,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -197,7 +203,8 @@ def hardware_cmd(
 
     res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
                      concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                     workers=workers, cost_profile=cost_profile, history=history)
+                     workers=workers, cost_profile=cost_profile, history=history,
+                     capped_outputs=capped_outputs)
     emit(res, fmt, plot, H.plot)
 
 
@@ -214,6 +221,7 @@ def host_cmd(
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
+    capped_outputs: str = CAPPED,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -224,7 +232,8 @@ def host_cmd(
 
     res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
                  concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                 workers=workers, cost_profile=cost_profile, history=history)
+                 workers=workers, cost_profile=cost_profile, history=history,
+                     capped_outputs=capped_outputs)
     emit(res, fmt, plot, H.plot)
 
 
@@ -242,6 +251,7 @@ def concurrency_cmd(
                                      help="requests per run at least (runs use 4 x the level "
                                           "when that is more)"),
     history: Optional[str] = HISTORY,
+    capped_outputs: str = CAPPED,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -252,7 +262,8 @@ def concurrency_cmd(
 
     res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
                         seeds=seeds, min_requests=min_requests, workers=workers,
-                        cost_profile=cost_profile, history=history)
+                        cost_profile=cost_profile, history=history,
+                     capped_outputs=capped_outputs)
     emit(res, fmt, plot, C.plot)
 
 
@@ -276,6 +287,7 @@ def quantization_cmd(
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
+    capped_outputs: str = CAPPED,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -288,7 +300,8 @@ def quantization_cmd(
                          weight_bytes_factor=weight_bytes_factor, flop_speedup=flop_speedup,
                          acceptance_scale=acceptance_scale, quant_corpus=quant_corpus,
                          configs=configs, concurrency=concurrency, seeds=seeds,
-                         num_requests=num_requests, workers=workers, cost_profile=cost_profile, history=history)
+                         num_requests=num_requests, workers=workers, cost_profile=cost_profile, history=history,
+                     capped_outputs=capped_outputs)
     emit(res, fmt, plot, Q.plot)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from simkit.engine.config import EngineConfig, SpecConfig, parse_configs
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.sim import ClosedLoop, OpenLoop, simulate
+from simkit.engine.capped import describe as capped_describe
 from simkit.engine.workload import DrafterUnavailable, Workload
 
 DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
@@ -92,6 +93,8 @@ class Prediction:
     history: str = ""                   # simkit.history label the workload's tables assume
     # request count that gives every run a steady window, when this one did not (else None)
     suggested_num_requests: int | None = None
+    capped_outputs: str = "keep"        # simkit.engine.capped: keep | extend
+    capped_note: str = ""               # its one-sentence description (assumptions block)
 
     @property
     def steady_window(self) -> bool:
@@ -123,14 +126,21 @@ _CONTEXT: dict[tuple, tuple[Workload, Any]] = {}
 def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile: str | None,
                  source: str = "auto", max_model_len: int = 16384,
                  max_num_batched_tokens: int = 8192,
-                 history: str | None = None) -> tuple[tuple, Workload, Any]:
+                 history: str | None = None, capped_outputs: str = "keep",
+                 max_tokens: int = 8192) -> tuple[tuple, Workload, Any]:
     """Load (once per process) the workload profile and the cost model for a cell.
-    `history` (simkit.history label) None = the shipped profile's own (warm when none)."""
+    `history` (simkit.history label) None = the shipped profile's own (warm when none);
+    `capped_outputs` keep | extend (simkit.engine.capped; extend continues capped requests to
+    `max_tokens`)."""
+    from simkit.engine.capped import apply_capped_outputs, check_mode
+
     key = (model, corpus, hardware, tp, profile, source, max_model_len, max_num_batched_tokens)
     if history is not None:
         from simkit.history import parse_history
 
         key = key + (parse_history(history).label,)
+    if check_mode(capped_outputs) != "keep":
+        key = key + (capped_outputs, max_tokens)
     if key not in _CONTEXT:
         from simkit.costmodel import load_cost_model
         from simkit.profiles import load_profile
@@ -139,6 +149,7 @@ def load_context(model: str, corpus: str, hardware: str, tp: int | None, profile
         workload = Workload.from_profile(prof)
         if not workload.name:
             workload.name = f"{model}/{corpus}"
+        workload = apply_capped_outputs(workload, capped_outputs, max_tokens)
         cost = load_cost_model(model, hardware, tp=tp, profile=profile,
                                max_model_len=max_model_len,
                                max_num_batched_tokens=max_num_batched_tokens)
@@ -280,8 +291,12 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
             source: str = "auto", workers: int | None = None, request_rate: float | None = None,
             progress: Callable[[int, int], Callable[[int], None]] | None = None,
-            history: str | None = None, prefix_caching: bool = True) -> Prediction:
+            history: str | None = None, prefix_caching: bool = True,
+            capped_outputs: str = "keep") -> Prediction:
     """Simulate every configuration over `seeds` seeds and pick the best K.
+
+    `capped_outputs` (keep | extend) is how requests whose trace output stopped at a generation
+    cap are replayed (simkit.engine.capped; keep = as the traces end).
 
     `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
     so that the steady window exists. `request_rate` (req/s) switches from the closed loop to
@@ -302,7 +317,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     positive_rate(request_rate, "request-rate")
     specs = parse_configs(configs)
     key, workload, cost = load_context(model, corpus, hardware, tp, cost_profile, source,
-                                       max_model_len, max_num_batched_tokens, history)
+                                       max_model_len, max_num_batched_tokens, history,
+                                       capped_outputs, max_tokens)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         cudagraph_mode=cudagraph_mode, prefix_caching=prefix_caching)
@@ -344,7 +360,9 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       history=str(workload.provenance.get("history")
                                   or workload.provenance.get("tree") or ""),
                       suggested_num_requests=suggested,
-                      prefix_caching=prefix_caching, prefix_note=_prefix_note(flat))
+                      prefix_caching=prefix_caching, prefix_note=_prefix_note(flat),
+                      capped_outputs=capped_outputs,
+                      capped_note=capped_describe(capped_outputs, workload, max_tokens))
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:

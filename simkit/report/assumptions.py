@@ -140,6 +140,10 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                             "not recorded in the workload profile")
     if eng is not None:
         out["max_tokens"] = _entry(eng.max_tokens, f"{eng.max_tokens:,} output tokens per request at most")
+        out["capped_outputs"] = _entry(pred.capped_outputs, pred.capped_note or (
+            f"{pred.capped_outputs}: requests whose trace output stopped at a generation cap "
+            + ("end where the trace ends" if pred.capped_outputs == "keep" else
+               f"continue to max_tokens {eng.max_tokens:,}") + " (simkit.engine.capped)"))
         out["max_model_len"] = _entry(eng.max_model_len, f"{eng.max_model_len:,} tokens")
         out["max_num_seqs"] = _entry(eng.max_num_seqs, f"{eng.max_num_seqs:,} sequences per step at most")
         out["max_num_batched_tokens"] = _entry(eng.max_num_batched_tokens,

@@ -148,6 +148,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
              min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
              workers: int | None = None, cost_profile: str | None = None, source: str = "auto", history: str | None = None,
+                capped_outputs: str = "keep",
              rel_tol: float = 0.05, workload=None, cost=None) -> WhatIfResult:
     """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
     from simkit.costmodel import load_cost_model
@@ -158,7 +159,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
                          field="target")
     if (target_rate or target_tok_s or 0) <= 0:
         raise InputError("target must be > 0", field="target")
-    workload = workload or load_workload(model, corpus, source, history)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     cost = cost or load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     mean_out = mean_output_tokens(workload)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out

@@ -54,16 +54,21 @@ def clean(v: Any) -> Any:
 
 
 def load_workload(model: str, corpus: str, source: str = "auto",
-                  history: str | None = None) -> Workload:
+                  history: str | None = None, capped_outputs: str = "keep",
+                  max_tokens: int = 8192) -> Workload:
     """The acceptance-replay workload of one (model, corpus) under a request history
-    (simkit.history; None = the profile's own): simkit.profiles.load_profile."""
+    (simkit.history; None = the profile's own): simkit.profiles.load_profile; capped outputs
+    kept or extended to max_tokens (simkit.engine.capped)."""
+    from simkit.engine.capped import apply_capped_outputs, check_mode
     from simkit.profiles import load_profile
+
+    check_mode(capped_outputs)
 
     prof = load_profile(model, corpus, source=source, tree=history)
     workload = Workload.from_profile(prof)
     if not workload.name:
         workload.name = f"{model}/{corpus}"
-    return workload
+    return apply_capped_outputs(workload, capped_outputs, max_tokens)
 
 
 def engine_for(cost, *, max_tokens: int = 8192, max_model_len: int = 16384,

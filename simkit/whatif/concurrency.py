@@ -31,6 +31,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                 configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
                 min_requests: int = 32, workers: int | None = None,
                 cost_profile: str | None = None, source: str = "auto", history: str | None = None,
+                capped_outputs: str = "keep",
                 workload=None) -> WhatIfResult:
     """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
     from simkit.costmodel import load_cost_model
@@ -46,7 +47,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     if not any(s.drafter == "none" for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
-    workload = workload or load_workload(model, corpus, source, history)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     rows = []
     for c in cs:

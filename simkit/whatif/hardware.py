@@ -17,7 +17,8 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
              targets: str = "h100,h200,b200", tps: str | None = None,
              configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
              num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
-             source: str = "auto", history: str | None = None, workload=None) -> WhatIfResult:
+             source: str = "auto", history: str | None = None,
+                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
     """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
     `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP)."""
     from simkit.costmodel import load_cost_model
@@ -31,7 +32,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
             tp_list = [int(t) for t in tps.split(",") if t.strip()]
         except ValueError:
             raise InputError(f"TP degrees must be integers, got {tps!r}", field="tps") from None
-    workload = workload or load_workload(model, corpus, source, history)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     specs = specs_of(configs)
     rows, notes, first, failures = [], [], {}, []
     for hw in hws:

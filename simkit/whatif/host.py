@@ -40,7 +40,8 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
          tp: int | None = None, factors: str = "0.5,0.75,1,1.5,2,4",
          configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
          num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
-         source: str = "auto", history: str | None = None, workload=None) -> WhatIfResult:
+         source: str = "auto", history: str | None = None,
+                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
     """Ladder per host factor; the summary says which configurations are host-bound."""
     from simkit.costmodel import load_cost_model
 
@@ -48,7 +49,7 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
         fs = sorted({float(f) for f in factors.split(",") if f.strip()} | {1.0, 2.0})
     except ValueError:
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
-    workload = workload or load_workload(model, corpus, source, history)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     base = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     specs = specs_of(configs)
     rows = []

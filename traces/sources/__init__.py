@@ -6,6 +6,8 @@ from traces.sources import (
     alpaca_eval,
     arena_hard,
     humaneval,
+    integralbench,
+    korgym,
     livecodebench,
     mt_bench,
     r1distill,
@@ -20,6 +22,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
     humaneval.SOURCE, livecodebench.CODEGEN, livecodebench.SELF_REPAIR,
     zeroeval.MATH_L5, zeroeval.GSM, zeroeval.CRUX,
     vectara.SOURCE, wmt24.SOURCE, r1distill.SOURCE,
+    korgym.THINKING, korgym.INSTRUCT, integralbench.SOURCE,
 )}
 
 __all__ = ["SOURCES", "Source", "TextRecord"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_json
+
 
 _FILES = {
     "Llama-3.1-8B-Instruct": "alpaca_eval/Meta-Llama-3.1-8B-Instruct-Turbo/model_outputs.json",
@@ -37,5 +39,6 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
 
 SOURCE = Source(
     name="alpaca_eval", corpus="chat", files={k: (v,) for k, v in _FILES.items()}, loader=_load,
+    caps={"*": out(4096, "stated", f"{SM} section 1: max_tokens 4096")},
     note="Together API 'Turbo' (FP8) for Llama-3.1, temperature 0.7 (sampled)",
 )

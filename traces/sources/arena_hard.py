@@ -6,7 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 from simkit.errors import InputError
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_jsonl
+
 
 _FILES = {
     "Llama-3.1-8B-Instruct": "arena_hard_v2/HannanJaved_arena-hard-auto-private/llama3.1-8b-instruct.jsonl",
@@ -40,4 +42,7 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
 
 
 SOURCE = Source(name="arena_hard", corpus="chat", files={k: (v,) for k, v in _FILES.items()},
-                loader=_load, note="Llama-3.1-8B: vLLM temperature 0, max_tokens 4096")
+                loader=_load,
+                caps={"Llama-3.1-8B-Instruct": out(4096, "stated", f"{SM} section 7: max_tokens 4096 "
+                                                   "(config/api_config.yaml)")},
+                note="Llama-3.1-8B: vLLM temperature 0, max_tokens 4096")

@@ -47,6 +47,9 @@ class Source:
     loader: Loader
     note: str = ""
     extra_files: tuple[str, ...] = field(default=())  # shared files (prompts) read for every producer
+    # producer -> its run's generation cap (traces/caps.py); "*" = every producer not named;
+    # a producer absent from both has no known cap (its outputs are never counted as capped)
+    caps: dict = field(default_factory=dict)
 
     @property
     def producers(self) -> list[str]:
@@ -54,6 +57,10 @@ class Source:
 
     def paths(self, producer: str) -> list[str]:
         return list(self.files[producer]) + list(self.extra_files)
+
+    def cap(self, producer: str):
+        """The generation cap (traces.caps.OutputCap) of `producer`'s run, or None if unknown."""
+        return self.caps.get(producer, self.caps.get("*"))
 
     def load(self, src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
         return self.loader(src, producer, skipped)

@@ -14,9 +14,12 @@ from functools import partial
 from pathlib import Path
 
 from simkit.errors import InputError
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_json
 
+
 PRODUCER = "Qwen2.5-7B-Instruct"
+_CAPS = {"*": out(2000, "stated", f"{SM} section 5: LCB defaults max_tokens 2000")}
 _CODEGEN = "livecodebench_qwen25_7b/Qwen2.5-Ins-7B/Scenario.codegeneration_1_0.2_eval_all.json"
 _REPAIR = "livecodebench_qwen25_7b/Qwen2.5-Ins-7B/Scenario.selfrepair_1_0.2_eval_all.json"
 _REPAIR_COT = ("livecodebench_qwen25_7b/Qwen2.5-Ins-7B-ZeroShotCoT/"
@@ -141,8 +144,9 @@ def _load_repair(src: Path, producer: str, skipped: Counter) -> list[TextRecord]
 
 
 CODEGEN = Source(name="lcb_codegen", corpus="code", files={PRODUCER: (_CODEGEN,)},
-                 loader=partial(_load_codegen), note="LCB defaults: temperature 0.2, top_p 0.95")
+                 loader=partial(_load_codegen), caps=_CAPS,
+                 note="LCB defaults: temperature 0.2, top_p 0.95")
 SELF_REPAIR = Source(name="lcb_selfrepair", corpus="code-edit",
                      files={PRODUCER: (_REPAIR, _REPAIR_COT, _CODEGEN)},
                      loader=partial(_load_repair),
-                     note="plain + zero-shot-CoT prompts, temperature 0.2; ~30% copy the input code")
+                     caps=_CAPS, note="plain + zero-shot-CoT prompts, temperature 0.2; ~30% copy the input code")

@@ -6,7 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 from simkit.errors import InputError
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_jsonl
+
 
 _QUESTIONS = "mt_bench/question.jsonl"
 _FILES = {
@@ -53,4 +55,6 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
 
 SOURCE = Source(name="mt_bench", corpus="chat", files={k: (v,) for k, v in _FILES.items()},
                 loader=_load, extra_files=(_QUESTIONS,),
+                caps={"*": out(2048, "observed", "no cap stated in SOURCES.md; Llama-3.1-8B/70B outputs "
+                                         "stop at exactly 2,048 tokens (7 of 160 / 1 of 160)")},
                 note="FastChat: temperature 0 for math/coding/reasoning/extraction, else sampled")

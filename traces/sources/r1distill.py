@@ -12,12 +12,20 @@ from collections import Counter
 from pathlib import Path
 
 from simkit.errors import InputError
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_json
+
 
 _FILES = {
     "DeepSeek-R1-Distill-Qwen-14B": "r1distill_thinking_interp/responses_deepseek-r1-distill-qwen-14b.json",
     "DeepSeek-R1-Distill-Llama-8B":
         "r1distill_thinking_interp/responses_deepseek-r1-distill-llama-8b-legacy-messages.json",
+}
+_CAPS = {
+    "DeepSeek-R1-Distill-Llama-8B": out(1000, "stated", f"{SM} section 9: max_tokens 1000"),
+    "DeepSeek-R1-Distill-Qwen-14B": out(500, "stated, contradicted",
+                                        f"{SM} section 9 says max_tokens 1000; the 14B outputs stop "
+                                        "at 500-501 tokens, so that run used 500"),
 }
 MARKER = "<｜Assistant｜><think>\n"
 BOS = "<｜begin▁of▁sentence｜>"
@@ -51,4 +59,4 @@ def _load(src: Path, producer: str, skipped: Counter) -> list[TextRecord]:
 
 
 SOURCE = Source(name="r1distill", corpus="reasoning", files={k: (v,) for k, v in _FILES.items()},
-                loader=_load, note="temperature 0 default, max_tokens 1000 (truncated thinking)")
+                loader=_load, caps=_CAPS, note="temperature 0 default, max_tokens 1000 (truncated thinking)")

@@ -11,8 +11,14 @@ from functools import partial
 from pathlib import Path
 
 from simkit.errors import InputError
+from traces.caps import SM, out
 from traces.sources.base import Source, TextRecord, need, read_json
 
+
+_CAPS = {
+    "*": out(4096, "stated", f"{SM} section 2: vLLM configs max_tokens 4096"),
+    "Llama-3.1-405B-Instruct": out(2048, "stated", f"{SM} section 2: 405B API runs max_tokens 2048"),
+}
 _MATH = {
     "Llama-3.1-8B-Instruct": "zeroeval/math-l5/Meta-Llama-3.1-8B-Instruct.json",
     "Llama-3.1-70B-Instruct": "zeroeval/math-l5/Meta-Llama-3.1-70B-Instruct.json",
@@ -76,11 +82,11 @@ def _load(files: dict[str, str], task: str, src: Path, producer: str,
 
 
 MATH_L5 = Source(name="math_l5", corpus="math", files={k: (v,) for k, v in _MATH.items()},
-                 loader=partial(_load, _MATH, "math_l5"),
+                 loader=partial(_load, _MATH, "math_l5"), caps=_CAPS,
                  note="vLLM greedy (405B: SambaNova API, temperature 0)")
 GSM = Source(name="gsm8k", corpus="math", files={k: (v,) for k, v in _GSM.items()},
-             loader=partial(_load, _GSM, "gsm8k"),
+             loader=partial(_load, _GSM, "gsm8k"), caps=_CAPS,
              note="vLLM greedy (405B: Together Turbo FP8 API, temperature 0)")
 CRUX = Source(name="crux", corpus="code-reasoning", files={k: (v,) for k, v in _CRUX.items()},
-              loader=partial(_load, _CRUX, "crux"),
+              loader=partial(_load, _CRUX, "crux"), caps=_CAPS,
               note="vLLM greedy (405B: Together FP8 API, temperature 0)")
