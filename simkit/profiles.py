@@ -181,6 +181,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         "kmax": KMAX,
         "ordering": "sequential, in corpus order",
         "tree": tree,                     # the request-history label (simkit.history)
+        "history": tree,
         "tree_rule": _tree_text(tree),
         "sample_rule": (f"indices floor(i*n/{sample_size}) for i < {sample_size} of the "
                         f"load_corpus order (all when n <= {sample_size})"),
