@@ -5,7 +5,8 @@ request count, once on the shipped-rule profile (128 sampled requests, warm tree
 profile of EVERY request of the corpus (the same warm whole-corpus replay, all rows kept), and
 print tok/s per configuration and the relative difference. Needs SIMKIT_TRACES_SRC.
 
-    python3 tests/benchmarks/bench_sample_error.py --model llama-3.1-8b --corpus mix
+    python3 tests/benchmarks/bench_sample_error.py --model llama-3.1-8b --corpus mix \
+        [--sample-sizes 128,512,1024]
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--num-requests", type=int, default=1024)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--sample-sizes", default="",
+                    help="also compare samples of these sizes (same rule, same warm tree)")
     args = ap.parse_args()
 
     from simkit.costmodel import load_cost_model
@@ -57,6 +60,16 @@ def main() -> None:
               f"{a.mean_accepted:10.2f} {b.mean_accepted:10.2f}")
     print(f"max |rel diff| {worst:.1%}; best config sample {sample.best_config} "
           f"(K {sample.best_k}), full {whole.best_config} (K {whole.best_k})")
+    for size in [int(x) for x in args.sample_sizes.split(",") if x.strip()]:
+        prof = profile_from_raw(args.model, args.corpus, sample_size=size, tree="warm")
+        P._CONTEXT.clear()
+        P.with_workload(args.model, args.corpus, "h200", None, None, Workload.from_profile(prof),
+                        cost, source="raw")
+        other = P.predict(args.model, args.corpus, **kw)
+        rels = [a.output_tok_s / b.output_tok_s - 1 for a, b in zip(other.rows, whole.rows)]
+        print(f"sample {size}: " + ", ".join(f"{a.config} {r:+.1%}" for a, r in
+                                            zip(other.rows, rels))
+              + f"; max |rel diff| {max(abs(r) for r in rels):.1%}; best {other.best_config}")
 
 
 if __name__ == "__main__":
