@@ -125,7 +125,7 @@ def parse_history(text: str | History | None) -> History:
                                                                    evicted)
         return History("repeat", share, diverge, evicted)
     raise InputError(f"unknown history {text!r}; use cold, warm, hot, repeat:P "
-                     "(optionally ,diverge:M)", field="history")
+                     "(optionally ,diverge:M and ,evicted)", field="history")
 
 
 def repeat_indices(n: int, share: float, seed: int = REPEAT_SEED) -> np.ndarray:
