@@ -26,7 +26,7 @@ import numpy as np
 
 from simkit.errors import InputError
 from traces.cache import TokenizedBlock, pack
-from traces.sources.base import TextRecord, loads_json, read_jsonl
+from traces.sources.base import TextRecord, loads_json, read_jsonl, skip_empty
 
 FORMATS = ("openai", "sharegpt", "vllm-custom", "tokens", "vllm-log")
 _ROLE = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
@@ -206,11 +206,7 @@ def parse_tokens(path: Path, default_model: str, n_vocab: int,
     for line, obj in read_jsonl(path):
         p = _ids(obj, "prompt_ids", n_vocab, path, line)
         o = _ids(obj, "output_ids", n_vocab, path, line)
-        if not p:
-            skipped["empty prompt"] += 1
-            continue
-        if not o:
-            skipped["empty output"] += 1
+        if skip_empty(p, o, skipped):
             continue
         model, g = _meta(obj, default_model)
         ids.append(str(obj.get("id", f"{path.name}:{line}")))

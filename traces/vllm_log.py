@@ -27,6 +27,7 @@ import numpy as np
 
 from simkit.errors import InputError
 from traces.cache import TokenizedBlock, pack
+from traces.sources.base import skip_empty
 
 _STR = r"(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|None)"
 _IDS = r"(?:\[[0-9,\s]*\]|None)"
@@ -111,11 +112,7 @@ def parse_vllm_log(path: Path, family: str, default_model: str, skipped: Counter
         p = inp["ids"] or (enc.encode(inp["text"], allowed_special="all") if inp["text"] else [])
         o = out["ids"] or enc.encode(out["text"], allowed_special=OUTPUT_SPECIALS[family],
                                      disallowed_special=())
-        if not p:
-            skipped["empty prompt"] += 1
-            continue
-        if not o:
-            skipped["empty output"] += 1
+        if skip_empty(p, o, skipped):
             continue
         _check_vocab(p, enc.n_vocab, path, inp["line"], "prompt_token_ids")
         _check_vocab(o, enc.n_vocab, path, inp["line"], "output_token_ids")

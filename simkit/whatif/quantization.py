@@ -16,7 +16,6 @@ That knob is a parametric stand-in, not a model of how quantization changes text
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np

@@ -116,3 +116,15 @@ def need(obj: dict, key: str, path: Path, line: int | None = None) -> object:
     if key not in obj:
         raise InputError("missing field", path=str(path), line=line, field=key)
     return obj[key]
+
+
+def skip_empty(prompt, output, skipped) -> bool:
+    """True, and counted in `skipped` by reason, when the prompt or the output is empty: an
+    importer drops such a record but never silently."""
+    if not len(prompt):
+        skipped["empty prompt"] += 1
+        return True
+    if not len(output):
+        skipped["empty output"] += 1
+        return True
+    return False

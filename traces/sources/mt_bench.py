@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from simkit.errors import InputError
-from traces.caps import SM, out
+from traces.caps import out
 from traces.sources.base import Source, TextRecord, need, read_jsonl
 
 
