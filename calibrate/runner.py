@@ -38,6 +38,9 @@ GPU_MEMORY_UTILIZATION = 0.85
 SCHEDULERS = {"kpad": "calibrate.kpad.KPadScheduler", "dynamic": "calibrate.dynk.DynamicKScheduler"}
 
 
+DEFAULT_CAP = 1024      # max_tokens cap of every run before session D; others are named in run ids
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One measured run on an engine."""
@@ -47,12 +50,35 @@ class RunSpec:
     num_requests: int
     purpose: str = "calibration"
     history: str = "cold"
+    repeats: int = 1
+    cap: int | None = None      # max_tokens cap of this run; None: the engine call's cap
 
     @classmethod
     def parse(cls, text: str) -> "RunSpec":
-        """'corpus:concurrency:num_requests[:purpose[:history]]'; history cold, hot or repeat:P
-        (calibrate.passes says what each serves)."""
+        """'corpus:concurrency:num_requests[:purpose[:history]][:cap=N][*R]'; history cold, hot
+        or repeat:P (calibrate.passes says what each serves); cap=N sets this run's max_tokens
+        cap; *R makes the run R times (repeated)."""
+        text, star, rep = text.partition("*")
+        repeats = 1
+        if star:
+            try:
+                repeats = int(rep)
+            except ValueError:
+                raise InputError(f"run spec {text}*{rep}: repeats after '*' must be an integer",
+                                 field="runs") from None
+            if repeats < 1:
+                raise InputError(f"run spec {text}*{rep}: repeats must be >= 1", field="runs")
         parts = text.split(":")
+        cap = None
+        for part in [x for x in parts if x.startswith("cap=")]:
+            try:
+                cap = int(part[4:])
+            except ValueError:
+                raise InputError(f"run spec {text!r}: {part} must be cap=<integer>",
+                                 field="runs") from None
+            if cap < 1:
+                raise InputError(f"run spec {text!r}: cap must be >= 1", field="runs")
+            parts.remove(part)
         if len(parts) < 3:
             raise InputError(f"run spec {text!r} is not "
                              "corpus:concurrency:num_requests[:purpose[:history]]", field="runs")
@@ -69,7 +95,8 @@ class RunSpec:
                              field="runs") from None
         if c < 1 or n < 1:
             raise InputError(f"run spec {text!r}: values must be >= 1", field="runs")
-        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration", history)
+        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration", history,
+                   repeats, cap)
 
 
 def speculative_config(config: str, k: int) -> dict | None:
@@ -332,13 +359,42 @@ def run_tag(model: str, config: str, k: int, tp: int = 1, force: bool = True,
     return tag
 
 
+def unique_id(run_id: str, used: set[str]) -> str:
+    """run_id, or run_id-again<N> when this engine already made a run of that id (a hot spec's
+    recorded first pass repeats the cold spec of the same list); records it in `used`."""
+    out, n = run_id, 1
+    while out in used:
+        n += 1
+        out = f"{run_id}-again{n}"
+    used.add(out)
+    return out
+
+
+def repeat_tag(tag: str, rep: int) -> str:
+    """Run-id extra for repeat `rep` (1-based) of a run list: the first keeps `tag`, later ones
+    add rep<r>, so every repeat of one setting has its own id and the same setting otherwise."""
+    if rep <= 1:
+        return tag
+    return f"{tag}-rep{rep}" if tag else f"rep{rep}"
+
+
+def repeated(runs: list[RunSpec]) -> list[tuple[int, RunSpec]]:
+    """(repeat number, spec) pairs: round r makes every spec with at least r repeats, in list
+    order, so that slow drift of the host spreads over every repeated setting instead of one."""
+    rounds = max((s.repeats for s in runs), default=0)
+    return [(r, s) for r in range(1, rounds + 1) for s in runs if s.repeats >= r]
+
+
 def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Path,
-               requests: dict[str, Path], model_dir: Path | None = None, cap: int = 1024,
+               requests: dict[str, Path], model_dir: Path | None = None, cap: int = DEFAULT_CAP,
                deadline: float | None = None, tp: int = 1, force: bool = True,
                est_tok_s: float = 0.0, tag: str = "", policies: list[str] | None = None,
                ks: tuple[int, ...] = (4, 6, 12), dynk_dir: Path | None = None
                ) -> list[dict[str, Any]]:
     """Start one engine and make the runs; returns the run rows written so far.
+
+    A spec with repeats R is made R times on this engine (caches reset before each run as
+    always); repeat r >= 2 gets the run-id suffix -rep<r> (repeat_tag).
 
     tag: extra run-id suffix (a re-measurement of an existing run id). Under torchrun only rank 0
     writes to out_dir (the others to out_dir/rank<r>), and no run is skipped by the deadline
@@ -368,13 +424,17 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     warm, _ = select_requests(first, 4, MAX_MODEL_LEN, kk, 32)
     eng.run("warmup", warm, 4, record=False)
     done: list[dict[str, Any]] = []
-    for spec in runs:
+    used: set[str] = set()
+    for rep, spec in repeated(runs):
+        tag = run_tag(key, config, kk, tp, force, repeat_tag(extra_tag, rep))
+        run_cap = spec.cap or cap
         reqs, skipped = select_requests(loaded[spec.corpus], spec.num_requests, MAX_MODEL_LEN,
-                                        kk, cap)
+                                        kk, run_cap)
         if len(reqs) < spec.num_requests:
             skipped["not_enough_requests_in_file"] = spec.num_requests - len(reqs)
         passes = plan_passes(reqs, spec.history)
-        base_id = f"{tag}_{spec.corpus}_c{spec.concurrency}_n{spec.num_requests}"
+        base_id = (f"{tag}_{spec.corpus}_c{spec.concurrency}_n{spec.num_requests}"
+                   + (f"_cap{run_cap}" if run_cap != DEFAULT_CAP else ""))
         if deadline is not None and est_tok_s > 0:
             toks = sum(len(r.output_ids) for p in passes for r in p.requests)
             need = toks / (est_tok_s * min(1.0, spec.concurrency / 32))
@@ -386,11 +446,12 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
             run_cfg, run_tag_ = config, tag
             if policy:
                 run_cfg = f"dynamic-{policy}"
-                run_tag_ = run_tag(key, run_cfg, kk, tp, force, extra_tag)
+                run_tag_ = run_tag(key, run_cfg, kk, tp, force, repeat_tag(extra_tag, rep))
                 eng.set_policy(dynk_policy(policy, spec, key, eng.settings, ks, dynk_dir))
             notes = eng.reset_caches()
             for p in passes:
-                run_id = base_id.replace(tag, run_tag_, 1) + (f"_{p.suffix}" if p.suffix else "")
+                run_id = unique_id(base_id.replace(tag, run_tag_, 1)
+                                   + (f"_{p.suffix}" if p.suffix else ""), used)
                 started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
                 t = time.time()
                 # always through the recorder: it is what forces the trace's tokens (an
@@ -404,7 +465,7 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                     print(f"PRELUDE {run_id}: {len(p.requests)} requests served first "
                           f"({time.time() - t:.1f}s)", flush=True)
                     continue
-                row = run_row(run_id, spec, eng.settings, res, key, run_cfg, cap, skipped, force,
+                row = run_row(run_id, spec, eng.settings, res, key, run_cfg, run_cap, skipped, force,
                               started)
                 row["history"] = p.history
                 k_counts = eng.take_k_counts()
@@ -448,12 +509,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--config", required=True, choices=CONFIGS)
     ap.add_argument("--k", type=int, default=0)
-    ap.add_argument("--runs", required=True, help="comma list of corpus:conc:n[:purpose]")
+    ap.add_argument("--runs", required=True, help="comma list of corpus:conc:n[:purpose[:history]][*repeats]")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--requests-dir", type=Path)
     ap.add_argument("--requests", type=Path)
     ap.add_argument("--model-dir", type=Path)
-    ap.add_argument("--max-tokens-cap", type=int, default=1024)
+    ap.add_argument("--max-tokens-cap", type=int, default=DEFAULT_CAP)
     ap.add_argument("--deadline", type=float, help="epoch seconds; later runs are skipped")
     ap.add_argument("--est-tok-s", type=float, default=0.0)
     ap.add_argument("--tp", type=int, default=1)

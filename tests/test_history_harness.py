@@ -11,7 +11,7 @@ from calibrate.dynk import TablePolicy, choose_and_pad, make_policy, step_pairs
 from calibrate.kpad import PLACEHOLDER
 from calibrate.passes import plan_passes
 from calibrate.requests_io import CalRequest
-from calibrate.runner import RunSpec, dynk_policy
+from calibrate.runner import RunSpec, dynk_policy, repeat_tag, repeated, unique_id
 from simkit.errors import InputError
 from simkit.history import repeat_indices
 
@@ -60,6 +60,31 @@ def test_run_spec_keeps_history_with_colons():
     assert RunSpec.parse("chat:8:24").history == "cold"
     with pytest.raises(InputError):
         RunSpec.parse("math:32:128:validation:lukewarm")
+
+
+def test_run_spec_reads_cap_and_repeats_after_any_history():
+    s = RunSpec.parse("math:32:256:validation:repeat:0.25:cap=4096*3")
+    assert (s.history, s.cap, s.repeats) == ("repeat:0.25", 4096, 3)
+    plain = RunSpec.parse("chat:32:64")
+    assert (plain.cap, plain.repeats) == (None, 1)
+    for bad in ("chat:32:64*0", "chat:32:64*x", "chat:32:64:cap=0", "chat:32:64:cap=big"):
+        with pytest.raises(InputError):
+            RunSpec.parse(bad)
+
+
+def test_repeats_interleave_rounds_and_get_their_own_ids():
+    a, b = RunSpec.parse("chat:32:64*3"), RunSpec.parse("math:32:256")
+    order = [(r, s.corpus) for r, s in repeated([a, b])]
+    assert order == [(1, "chat"), (1, "math"), (2, "chat"), (3, "chat")]
+    assert [repeat_tag("", r) for r in (1, 2, 3)] == ["", "rep2", "rep3"]
+    assert repeat_tag("s4", 2) == "s4-rep2"
+
+
+def test_a_second_run_of_one_id_on_an_engine_is_renamed_not_overwritten():
+    used: set[str] = set()
+    ids = [unique_id("m_kpad8_chat_c32_n64", used) for _ in range(3)]
+    assert ids == ["m_kpad8_chat_c32_n64", "m_kpad8_chat_c32_n64-again2",
+                   "m_kpad8_chat_c32_n64-again3"]
 
 
 def test_step_pairs_counts_real_drafts_and_accepted():

@@ -2,7 +2,8 @@
 # One device call: install vLLM from the carried chunks if this machine lacks it, then start one
 # engine per group and make its runs, merging records into $OUT after each engine.
 # usage: bash calibrate/gpu/session.sh BUDGET_S MODEL GROUP...
-#   GROUP = config:k@corpus:conc:n[:purpose[:history]],...   (history: cold, hot, repeat:P;
+#   GROUP = config:k@corpus:conc:n[:purpose[:history]][:cap=N][*R],...   (history: cold, hot, repeat:P;
+#           cap=N: this run's max_tokens cap instead of CAP; *R: made R times, ids -rep2.. ;
 #           config dynamic: k = max K, every run once per policy in --policies, default all three)
 # env: CAP (max_tokens cap, default 1024), EST (tok/s at c=32 for the skip estimate, default 0),
 #      TP (tensor parallel; > 1 runs one rank a GPU under torchrun), ARGS (more runner flags,

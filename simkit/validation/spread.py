@@ -13,7 +13,8 @@ import math
 from typing import Any
 
 Z90 = 1.6449            # two-sided 90 % of a normal distribution
-SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "forcing", "history")
+SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "max_tokens_cap",
+           "forcing", "history")
 
 
 def drift_sigma(runs, purpose: str = "calibration") -> dict[str, Any]:
