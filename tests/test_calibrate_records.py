@@ -145,7 +145,11 @@ def test_acceptance_is_consistent_with_the_trace_replay_across_configs(runs):
     assert (r[r.config == "vanilla"][["num_draft_tokens", "num_accepted_tokens"]] == 0).all().all()
     spec = r[r.config != "vanilla"]
     assert (spec.num_accepted_tokens <= spec.num_draft_tokens - spec.num_pad_tokens).all()
-    assert (r[r.config == "suffix"].num_pad_tokens == 0).all()
+    # a cold suffix run never carries -1 placeholders; the one hot suffix run (session D) carries
+    # 48 in two of its 134 steps (24 each: one request's whole draft, filled by vLLM's scheduler)
+    su_pads = r[r.config == "suffix"].num_pad_tokens
+    assert (su_pads[r.history == "cold"] == 0).all()
+    assert su_pads.sum() == 48
     # kpad pads every decode draft to K: drafted tokens = K per request-step
     # the same trace tokens are forced under every config, so the trace's acceptance is
     # reproduced: kpad12 (drafts cut at 12) equals suffix K=24 wherever no longer draft was

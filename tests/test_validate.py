@@ -21,13 +21,13 @@ SUBSET = ["qwen2.5-32b_vanilla_summarization_c32_n96", "qwen2.5-32b_kpad4_summar
 @pytest.fixture(scope="module")
 def records():
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 149
+    assert runs is not None and len(runs) == 199
     return steps, runs
 
 
 @needs_traces
 def test_requests_rebuilt_match_every_run(records):
-    """Same requests as the GPU runs: count and total output tokens of every one of the 149 runs
+    """Same requests as the GPU runs: count and total output tokens of every one of the 199 runs
     (runs.total_output_tokens and the sum of the steps' emitted tokens); 70B at TP=2, the hot,
     repeat and dynamic-K runs of session C included."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests

@@ -76,6 +76,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "history": run_history(run), "history_assumed": hist,
             "k_counts": _k_counts(run),
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
+            "max_tokens_cap": int(run.get("max_tokens_cap") or 0),
             "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
             "predicted_tok_s_seed_std": _std(tok),
             "predicted_interval": interval(p, drift["sigma_log"]),
@@ -141,9 +142,18 @@ def forcing_regime(force_copy: Any) -> str:
     return "unforced" if str(force_copy) in ("none", "") else "overlapped"
 
 
+SETTING_KEYS = ("model", "corpus", "concurrency", "num_requests", "max_tokens_cap", "forcing",
+                "history")
+
+
 def _same_setting(c: dict[str, Any]) -> tuple:
-    return (c["model"], c["corpus"], c["concurrency"], c.get("forcing", ""),
-            c.get("history", "cold"))
+    """What makes runs comparable: same model, corpus, load, request list, cap, forcing, history."""
+    return (c["model"], c["corpus"], c["concurrency"], c["num_requests"],
+            c.get("max_tokens_cap", 0), c.get("forcing", ""), c.get("history", "cold"))
+
+
+def _setting_doc(key: tuple) -> dict[str, Any]:
+    return dict(zip(SETTING_KEYS, key))
 
 
 def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
@@ -156,14 +166,13 @@ def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) ->
         if c["config"].startswith("kpad-") and (purpose is None or c["purpose"] == purpose):
             groups[_same_setting(c)][c["k"]].append(c)
     out = []
-    for (model, corpus, conc, forcing, hist), by_k in sorted(groups.items()):
+    for key, by_k in sorted(groups.items()):
         if len(by_k) < 2:
             continue
         meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
         pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
         mb, pb = max(meas, key=meas.get), max(pred, key=pred.get)
-        out.append({"model": model, "corpus": corpus, "concurrency": conc, "forcing": forcing,
-                    "history": hist, "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
+        out.append({**_setting_doc(key), "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
                                                     if len(cs) > 1},
                     "measured_best_k": mb, "predicted_best_k": pb, "match": mb == pb,
                     "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
@@ -176,14 +185,14 @@ def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:
     value for all of them, so this spread is a floor under any per-run error."""
     groups: dict[tuple, list] = defaultdict(list)
     for c in cells:
-        groups[(*_same_setting(c), c["config"], c["num_requests"])].append(c)
+        groups[(*_same_setting(c), c["config"])].append(c)
     out = []
-    for (model, corpus, conc, forcing, hist, config, n), cs in sorted(groups.items()):
+    for (*key, config), cs in sorted(groups.items()):
         if len(cs) < 2:
             continue
         m = [c["measured_tok_s"] for c in cs]
-        out.append({"model": model, "corpus": corpus, "concurrency": conc, "config": config,
-                    "forcing": forcing, "history": hist, "runs": sorted(c["run_id"] for c in cs),
+        out.append({**_setting_doc(tuple(key)), "config": config,
+                    "runs": sorted(c["run_id"] for c in cs),
                     "measured_tok_s": m, "spread": max(m) / min(m) - 1})
     spreads = [g["spread"] for g in out]
     return {"groups": out, "mean_spread": sum(spreads) / len(spreads) if spreads else None,
@@ -220,8 +229,7 @@ def dynamic_k_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
         for d in dyn:
             mg = d["measured_tok_s"] / best["measured_tok_s"] - 1
             pg = d["predicted_tok_s"] / best["predicted_tok_s"] - 1
-            out.append({"model": key[0], "corpus": key[1], "concurrency": key[2],
-                        "history": key[4], "policy": d["config"].split("-")[1],
+            out.append({**_setting_doc(key), "policy": d["config"].split("-")[1],
                         "best_fixed": best["config"], "measured_gain": mg,
                         "predicted_gain": pg, "k_counts": d.get("k_counts"),
                         "sign_agrees": _sign(mg) == _sign(pg)})

@@ -43,7 +43,7 @@ def render(doc: dict[str, Any]) -> str:
         lines.append(f"repeated runs: measured tok/s spread mean {100 * rep['mean_spread']:.1f} %, "
                      f"max {100 * rep['max_spread']:.1f} % over {len(rep['groups'])} settings")
         for g in rep["groups"]:
-            lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} {g['config']} "
+            lines.append(f"  {_setting(g)} {g['config']} "
                          f"({g['forcing']}): " + ", ".join(f"{v:.0f}" for v in g["measured_tok_s"])
                          + f" tok/s, spread {100 * g['spread']:.1f} %")
     for key in ("best_k_agreement", "best_k_agreement_calibration"):
@@ -52,7 +52,7 @@ def render(doc: dict[str, Any]) -> str:
             lines.append(f"best K ({key.replace('best_k_agreement', 'validation').replace('validation_', '')}): "
                          f"{b['matched']}/{b['total']} groups")
             for g in b["cells"]:
-                lines.append(f"  {g['model']} {g['corpus']} c{g['concurrency']} ({g['forcing']}, "
+                lines.append(f"  {_setting(g)} ({g['forcing']}, "
                              f"{g.get('history', 'cold')}) Ks {g['ks']}: "
                              f"measured K={g['measured_best_k']}, predicted K={g['predicted_best_k']}"
                              f", measured tok/s lost {100 * g['lost_tok_s_frac']:.1f} %")
@@ -82,9 +82,16 @@ def render(doc: dict[str, Any]) -> str:
                      f"{dyn['sign_agreement']}, mean |gain error| "
                      f"{100 * dyn['mean_abs_gain_error']:.1f} points")
         for c in dyn["cells"]:
-            lines.append(f"  {c['model']} {c['corpus']} c{c['concurrency']} {c['history']} "
+            lines.append(f"  {_setting(c)} {c['history']} "
                          f"{c['policy']} vs {c['best_fixed']}: measured "
                          f"{100 * c['measured_gain']:+.1f} %, predicted "
                          f"{100 * c['predicted_gain']:+.1f} % ({'agrees' if c['sign_agrees'] else 'differs'}"
                          f"; K steps {c['k_counts']})")
     return "\n".join(lines)
+
+
+def _setting(g: dict) -> str:
+    """'model corpus cN nR[ capM]': the cap only where it is not the 1,024 of most runs."""
+    cap = g.get("max_tokens_cap") or 0
+    return (f"{g['model']} {g['corpus']} c{g['concurrency']} n{g['num_requests']}"
+            + (f" cap{cap}" if cap and cap != 1024 else ""))
