@@ -273,3 +273,23 @@ def test_cost_model_pickles_for_worker_processes():
     back = pickle.loads(pickle.dumps(cm))
     b = decode(24, k=4, ctx=3000, mode=GraphMode.PIECEWISE, drafter="suffix")
     assert back.step_cost(b) == cm.step_cost(b) and back.label == cm.label and back.tp == cm.tp
+
+
+def test_host_time_grows_by_the_fitted_per_accepted_token_terms(cms):
+    """A step that accepts more drafts costs more host time, by exactly the shipped profile's
+    per-accepted-token coefficients (scheduler, input preparation, drafter, output update); the
+    device part does not move. Measured on the hot calibration runs: docs/costmodel.md."""
+    from dataclasses import replace
+
+    cm = cms["llama-3.1-8b"]
+    base = decode(32, k=8, drafter="suffix", mode=GraphMode.PIECEWISE)
+    more = replace(base, num_accepted_tokens=200)
+    c = cm.coefs
+    per_token = (c.sched_accept_s + c.prep_accept_s + c.suffix_accept_s + c.update_accept_s)
+    assert per_token > 0
+    a, b = cm.step_cost(base), cm.step_cost(more)
+    assert b.device_s == a.device_s
+    assert b.host_s - a.host_s == pytest.approx(200 * per_token / cm.host_speed, rel=1e-9)
+    assert b.step_s - a.step_s == pytest.approx(200 * per_token / cm.host_speed, rel=1e-9)
+    parts = cm.host_time(more)
+    assert parts.total == pytest.approx(b.host_s, rel=1e-9)

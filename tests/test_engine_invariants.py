@@ -61,6 +61,7 @@ def test_every_token_once_and_full_only_when_uniform(w, name, conc, blocks, budg
             assert c.num_spec_tokens <= (q - 1) * c.num_reqs
             assert (q - 1) in spec.k_values
         assert 0 <= c.num_pad_drafts <= c.num_spec_tokens
+        assert 0 <= c.num_accepted_tokens <= c.num_spec_tokens - c.num_pad_drafts
         if not spec.pad:
             assert c.num_pad_drafts == 0
 
@@ -116,3 +117,27 @@ def test_steady_window_excludes_warmup_and_drain():
                  num_requests=64).metrics
     assert m.window_kind == "steady"
     assert 0 < m.window_start_s < m.window_end_s < m.sim_time_s
+
+
+@settings(max_examples=20, deadline=None)
+@given(w=workloads(), name=st.sampled_from(sorted(CONFIGS)), conc=st.integers(1, 6),
+       seed=st.integers(0, 3))
+def test_accepted_tokens_priced_at_schedule_are_those_the_step_accepts(w, name, conc, seed):
+    """The scheduler prices a step's per-accepted-token host work from the replayed table before
+    the step runs; update() then applies the same table: the two counts agree step by step."""
+    from simkit.engine.scheduler import Scheduler
+
+    seen: list[tuple[int, int]] = []
+    real_update = Scheduler.update
+
+    def spy(self, plan, *args, **kwargs):
+        out = real_update(self, plan, *args, **kwargs)
+        seen.append((plan.desc.num_accepted_tokens, out[1]))
+        return out
+
+    Scheduler.update = spy
+    try:
+        simulate(w, LinearCost(), EngineConfig(), CONFIGS[name], load=ClosedLoop(conc), seed=seed)
+    finally:
+        Scheduler.update = real_update
+    assert seen and all(planned == applied for planned, applied in seen)

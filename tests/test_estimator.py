@@ -94,7 +94,8 @@ def test_single_run_falls_back_to_contiguous_blocks(exact):
 def test_sklearn_api_and_determinism(exact, tmp_path):
     est = StepTimeEstimator(hardware="h200", prior_weight=1e-6)
     assert clone(est).get_params() == {"model": None, "hardware": "h200", "tp": None, "prior_weight": 1e-6,
-                                     "relative": True, "pinned": ("device_fixed_s",)}
+                                       "balance_runs": True,
+                                       "relative": True, "pinned": ("device_fixed_s",)}
     a = est.fit(exact).save_profile(tmp_path / "a.json", name="same")
     b = clone(est).fit(exact).save_profile(tmp_path / "b.json", name="same")
     assert Path(a).read_bytes() == Path(b).read_bytes()

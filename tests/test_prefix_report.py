@@ -3,7 +3,9 @@ prefix caching; on, the hit rate is a column, a JSON/CSV key and a legend entry,
 and 'n/a' (with the reason in the assumptions) when the profile has no block hashes.
 
 tests/data/predict_llama-3.1-8b_code_before_prefix_caching.{json,csv} are the outputs of commit
-410e447 (before prefix caching) for ARGS; regenerate them from that commit only."""
+410e447 (before prefix caching) for ARGS; regenerate them from that commit only. They were made
+with the cost profile of that commit, kept as tests/data/h200-vllm026-410e447.json (the host terms
+per accepted token added since are 0 there), which ARGS names so a refit does not move them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from simkit.cli import app
 
 DATA = Path(__file__).parent / "data"
 ARGS = ["predict", "--model", "llama-3.1-8b", "--corpus", "code", "--configs", "vanilla,kpad:4",
-        "--seeds", "2", "--num-requests", "96", "--source", "shipped", "--workers", "1"]
+        "--seeds", "2", "--num-requests", "96", "--source", "shipped", "--workers", "1",
+        "--cost-profile", str(DATA / "h200-vllm026-410e447.json")]
 
 
 def _run(*extra: str) -> str:

@@ -88,7 +88,7 @@ def test_aggregates_from_cells():
 
     def cell(purpose, k, meas, pred, corpus="math"):
         return {"purpose": purpose, "model": "m", "corpus": corpus, "concurrency": 32,
-                "config": f"kpad-{k}", "k": k, "measured_tok_s": meas, "predicted_tok_s": pred,
+                "num_requests": 128, "config": f"kpad-{k}", "k": k, "measured_tok_s": meas, "predicted_tok_s": pred,
                 "error": pred / meas - 1}
 
     cells = [cell("validation", 4, 100.0, 110.0), cell("validation", 8, 120.0, 96.0),

@@ -32,6 +32,8 @@ class BatchDescriptor:
     graph_mode: GraphMode
     async_scheduling: bool          # V2 runner with async scheduling (van(OFF)) vs V1 synchronous
     drafter: str = "none"           # "none", "suffix" or "ngram"
+    num_accepted_tokens: int = 0    # draft tokens this step accepts (the replay knows them when
+                                    # it schedules); host work per emitted token grows with them
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,15 @@ class Coefficients:
     update_step_s: float = 50e-6       # scheduler.update_from_output + output objects, per step
     update_req_s: float = 6e-6         # ... per request
     frontend_req_s: float = 20e-6      # front-end process: detokenize + stream, per request per step
+    # ---- host, per accepted draft token (beyond the one token a request emits per step): the
+    # drafter appends every emitted token to its tree, the scheduler and output processing handle
+    # each; priors ~ a few microseconds, fitted from the high-acceptance calibration runs
+    sched_accept_s: float = 1e-6       # scheduler.schedule/update bookkeeping per accepted token
+    prep_accept_s: float = 1e-6        # input preparation per accepted token (token-id buffers)
+    suffix_accept_s: float = 5e-6      # suffix proposer: tree update + longer match per accepted token
+    ngram_accept_s: float = 1e-6       # n-gram proposer per accepted token
+    update_accept_s: float = 1e-6      # update_from_output + output objects per accepted token
+    frontend_accept_s: float = 1e-6    # front-end per accepted token (detokenize, stream)
     async_serial_s: float = 30e-6      # async scheduling: per-step host work that cannot overlap
 
     def to_dict(self) -> dict[str, float]:

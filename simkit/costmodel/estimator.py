@@ -24,11 +24,13 @@ from simkit.errors import InputError
 DEVICE_TERMS = tuple(CostModel.DEVICE_TERM_COEF)
 # target column(s) -> (feature names, coefficient names); features are built in _features
 HOST_BLOCKS = {
-    "schedule": (("t_schedule_s",), ("sched_step_s", "sched_req_s")),
-    "prepare": (("t_prepare_s",), ("prep_step_s", "prep_req_s", "prep_token_s")),
-    "draft": (("t_draft_s",), ("suffix_step_s", "suffix_req_s", "ngram_step_s", "ngram_req_s")),
-    "update": (("t_update_s",), ("update_step_s", "update_req_s")),
+    "schedule": (("t_schedule_s",), ("sched_step_s", "sched_req_s", "sched_accept_s")),
+    "prepare": (("t_prepare_s",), ("prep_step_s", "prep_req_s", "prep_token_s", "prep_accept_s")),
+    "draft": (("t_draft_s",), ("suffix_step_s", "suffix_req_s", "suffix_accept_s", "ngram_step_s",
+                               "ngram_req_s", "ngram_accept_s")),
+    "update": (("t_update_s",), ("update_step_s", "update_req_s", "update_accept_s")),
 }
+FRONTEND_COEFS = ("frontend_req_s", "frontend_accept_s")
 SAMPLE_COEFS = ("sample_step_s", "sample_req_s", "rejection_token_s")
 COMPONENTS = ("schedule", "prepare", "forward_sample", "draft", "update", "step")
 # forward_sample = GPU time of the forward pass plus sampling (t_forward_s + t_sample_s)
@@ -49,21 +51,24 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
     step as one linear sum (only valid for synchronous runs). prior_weight pulls terms the
     data cannot identify toward their analytic defaults (relative weight; 0 = plain NNLS);
     relative=True weights each step of the device fit by 1/measured time (relative error, so the
-    few long prefill steps do not decide the decode terms); host components are always fitted
-    unweighted, so their mean -- what throughput depends on -- is unbiased.
+    few long prefill steps do not decide the decode terms); host components are fitted on
+    absolute seconds, so their mean -- what throughput depends on -- is unbiased.
+    balance_runs=True weights every step by 1 / (steps of its run): each calibration run counts
+    once, so long runs and settings repeated three times do not outweigh the rest.
     pinned coefficients keep their analytic value: by default the per-step device constant,
     which a few model sizes cannot separate from the per-kernel gaps (those scale with depth
     and so transfer to other models; a constant would not)."""
 
     def __init__(self, model: str | None = None, hardware: str = "h200", tp: int | None = None,
                  prior_weight: float = 1e-4, relative: bool = True,
-                 pinned: tuple[str, ...] = ("device_fixed_s",)) -> None:
+                 pinned: tuple[str, ...] = ("device_fixed_s",), balance_runs: bool = True) -> None:
         self.model = model
         self.hardware = hardware
         self.tp = tp
         self.prior_weight = prior_weight
         self.relative = relative
         self.pinned = pinned
+        self.balance_runs = balance_runs
 
     # ---- features --------------------------------------------------------------------------
     def _groups(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -93,20 +98,34 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         nd = X["num_drafting_reqs"].to_numpy(float)
         drafting = (nd > 0).astype(float)
         suf, ng = (drafter == "suffix").astype(float), (drafter == "ngram").astype(float)
+        acc = (X["num_accepted"].fillna(0).to_numpy(float) if "num_accepted" in X
+               else np.zeros(len(X)))
         return {
             "device": dev,
-            "schedule": np.column_stack([one, reqs]),
-            "prepare": np.column_stack([one, reqs, X["num_tokens"].to_numpy(float)]),
+            "schedule": np.column_stack([one, reqs, acc]),
+            "prepare": np.column_stack([one, reqs, X["num_tokens"].to_numpy(float), acc]),
             "sample": np.column_stack([one, reqs, X["num_spec_tokens"].to_numpy(float)]),
-            "draft": np.column_stack([suf * drafting, suf * nd, ng * drafting, ng * nd]),
-            "update": np.column_stack([one, reqs]),
+            "draft": np.column_stack([suf * drafting, suf * nd, suf * acc, ng * drafting,
+                                      ng * nd, ng * acc]),
+            "update": np.column_stack([one, reqs, acc]),
+            "frontend": np.column_stack([reqs, acc]),
         }
+
+    @staticmethod
+    def _run_weights(X: pd.DataFrame) -> np.ndarray:
+        """Per-row weight 1 / (steps of its run), scaled to mean 1: every calibration run counts
+        once, so a long run or a setting repeated three times does not outweigh the others."""
+        counts = X.groupby("run_id")["run_id"].transform("size").to_numpy(float)
+        w = 1.0 / counts
+        return w * (len(w) / w.sum())
 
     # ---- solving ---------------------------------------------------------------------------
     def _solve(self, A: np.ndarray, y: np.ndarray, prior: np.ndarray,
-               relative: bool = False) -> tuple[np.ndarray, list[bool]]:
+               relative: bool = False, row_weight: np.ndarray | None = None
+               ) -> tuple[np.ndarray, list[bool]]:
         """NNLS on max-scaled columns with a weak pull toward `prior`; columns that are zero
-        everywhere keep their prior and are reported as not fitted."""
+        everywhere keep their prior and are reported as not fitted. row_weight: weighted least
+        squares (each row's squared residual counts row_weight times)."""
         used = np.abs(A).max(axis=0) > 0
         coef = prior.astype(float).copy()
         if not used.any() or len(y) == 0:
@@ -116,6 +135,9 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
             # minimise relative error: long prefill steps do not dominate the device fit
             w = 1.0 / np.maximum(np.abs(y), 0.05 * (np.median(np.abs(y)) or 1.0))
             Au, y = Au * w[:, None], y * w
+        if row_weight is not None:
+            r = np.sqrt(row_weight)
+            Au, y = Au * r[:, None], y * r
         scale = np.abs(Au).max(axis=0)
         ys = float(np.abs(y).mean()) or 1.0
         # unknowns w = coef * scale / ys: dimensionless, so one prior weight suits every term
@@ -148,14 +170,17 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         fitted, not_fitted = [], {}
         dev_names = [CostModel.DEVICE_TERM_COEF[t] for t in DEVICE_TERMS]
 
+        balance = self._run_weights(X) if self.balance_runs else None
+
         def solve(block, names, target, mask=None, what=None, relative=False):
             A = feats[block] if mask is None else feats[block][mask]
+            rw = None if balance is None else (balance if mask is None else balance[mask])
             prior = np.array([values[n] for n in names])
             pin = np.array([n in self.pinned for n in names])
             if pin.any():   # pinned terms: subtract their analytic contribution, fit the rest
                 target = target - A[:, pin] @ prior[pin]
                 A = np.where(pin[None, :], 0.0, A)
-            coef, used = self._solve(A, target, prior, relative)
+            coef, used = self._solve(A, target, prior, relative, rw)
             for name, c, u, p in zip(names, coef, used, pin):
                 values[name] = float(c)
                 if p:
@@ -165,7 +190,8 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                 else:
                     not_fitted[name] = f"no {what or block} steps exercise it"
 
-        not_fitted["frontend_req_s"] = "runs in the front-end process; step records do not measure it"
+        for name in FRONTEND_COEFS:
+            not_fitted[name] = "runs in the front-end process; step records do not measure it"
         col = lambda c: X[c].to_numpy(float)  # noqa: E731
         if y is None:
             solve("device", dev_names, col("t_forward_s") + col("t_sample_s"), what="device", relative=self.relative)
@@ -185,11 +211,9 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                     not_fitted[name] = "no synchronous steps and no t_sample_host_s column"
             if "t_gap_s" in X and X["t_gap_s"].notna().all() and (col("t_gap_s") > 0).any():
                 # time between steps: output processing outside the engine step (recorder column)
-                not_fitted.pop("frontend_req_s")
-                reqs = X[["num_reqs"]].to_numpy(float)
-                coef, used = self._solve(reqs, col("t_gap_s") * hw.host_speed, np.array([values["frontend_req_s"]]))
-                values["frontend_req_s"] = float(coef[0])
-                fitted.append("frontend_req_s")
+                for name in FRONTEND_COEFS:
+                    not_fitted.pop(name)
+                solve("frontend", FRONTEND_COEFS, col("t_gap_s") * hw.host_speed, what="front-end")
             self.coefs_ = Coefficients.from_dict(values)
             self._fit_async_serial(X, hw, values, fitted, not_fitted)
         else:
@@ -244,7 +268,8 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                                                 "(forcing synchronised the stream)")
                 return
         Xa = X[mask]
-        base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0))["step"]
+        base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0,
+                                             frontend_accept_s=0.0))["step"]
         resid = Xa["t_step_s"].to_numpy(float) - self._forcing(Xa) - base
         values["async_serial_s"] = max(0.0, float(np.median(resid))) * hw.host_speed
         fitted.append("async_serial_s")

@@ -171,8 +171,11 @@ class CostModel:
         self._h = (c.sched_step_s * hs, c.sched_req_s * hs, c.prep_step_s * hs, c.prep_req_s * hs,
                    c.prep_token_s * hs, c.sample_step_s * hs, c.sample_req_s * hs, c.rejection_token_s * hs,
                    c.update_step_s * hs, c.update_req_s * hs, c.frontend_req_s * hs, c.async_serial_s * hs)
-        self._draft = {"none": (0.0, 0.0), "suffix": (c.suffix_step_s * hs, c.suffix_req_s * hs),
-                       "ngram": (c.ngram_step_s * hs, c.ngram_req_s * hs)}
+        self._h_acc = ((c.sched_accept_s + c.prep_accept_s + c.update_accept_s) * hs,
+                       c.frontend_accept_s * hs)
+        self._draft = {"none": (0.0, 0.0, 0.0),
+                       "suffix": (c.suffix_step_s * hs, c.suffix_req_s * hs, c.suffix_accept_s * hs),
+                       "ngram": (c.ngram_step_s * hs, c.ngram_req_s * hs, c.ngram_accept_s * hs)}
         self._build_fast()
 
     # ---- the fast path ---------------------------------------------------------------------
@@ -196,6 +199,7 @@ class CostModel:
         (h_ss, h_sr, h_ps, h_pr, h_pt, h_xs, h_xr, h_rt, h_us, h_ur, h_fr, h_as) = self._h
         h_step = h_ss + h_ps + h_xs + h_us
         h_req = h_sr + h_pr + h_xr + h_ur
+        h_acc, h_facc = self._h_acc
         drafts = self._draft
         exp = math.exp
         make = _step_cost_maker()
@@ -238,18 +242,19 @@ class CostModel:
             dev += n * c_tok + rows * row_s
             if spec:
                 dev += rej
-            overlap = h_step + h_req * reqs + h_pt * ntok + h_rt * spec
+            acc = b.num_accepted_tokens
+            overlap = h_step + h_req * reqs + h_pt * ntok + h_rt * spec + h_acc * acc
             nd = b.num_drafting_reqs
             if nd:
-                ds, dr = drafts[b.drafter]
-                draft = ds + dr * nd
+                ds, dr, da = drafts[b.drafter]
+                draft = ds + dr * nd + da * acc
             else:
                 draft = 0.0
             if b.async_scheduling and overlap_ok:
                 step = (dev if dev > overlap else overlap) + draft + h_as
             else:
                 step = dev + overlap + draft
-            front = h_fr * reqs
+            front = h_fr * reqs + h_facc * acc
             return make(dev, overlap + draft, step if step > front else front)
 
         self._fast = fast
@@ -306,19 +311,20 @@ class CostModel:
     def host_time(self, b: BatchDescriptor) -> HostTime:
         """Host seconds of the step by component, on this hardware's host CPU."""
         c, hs = self.coefs, 1.0 / self.host_speed
-        reqs, spec = b.num_reqs, b.num_spec_tokens
+        reqs, spec, acc = b.num_reqs, b.num_spec_tokens, b.num_accepted_tokens
         if b.num_drafting_reqs and b.drafter in ("suffix", "ngram"):
-            step_s, req_s = getattr(c, f"{b.drafter}_step_s"), getattr(c, f"{b.drafter}_req_s")
-            draft = (step_s + req_s * b.num_drafting_reqs) * hs
+            step_s, req_s, acc_s = (getattr(c, f"{b.drafter}_{x}_s") for x in ("step", "req", "accept"))
+            draft = (step_s + req_s * b.num_drafting_reqs + acc_s * acc) * hs
         else:
             draft = 0.0
         return HostTime(
-            schedule=(c.sched_step_s + c.sched_req_s * reqs) * hs,
-            prepare=(c.prep_step_s + c.prep_req_s * reqs + c.prep_token_s * b.num_tokens) * hs,
+            schedule=(c.sched_step_s + c.sched_req_s * reqs + c.sched_accept_s * acc) * hs,
+            prepare=(c.prep_step_s + c.prep_req_s * reqs + c.prep_token_s * b.num_tokens
+                     + c.prep_accept_s * acc) * hs,
             sample=(c.sample_step_s + c.sample_req_s * reqs + c.rejection_token_s * spec) * hs,
             draft=draft,
-            update=(c.update_step_s + c.update_req_s * reqs) * hs,
-            frontend=c.frontend_req_s * reqs * hs,
+            update=(c.update_step_s + c.update_req_s * reqs + c.update_accept_s * acc) * hs,
+            frontend=(c.frontend_req_s * reqs + c.frontend_accept_s * acc) * hs,
         )
 
     def step_time(self, device_s: float, host: HostTime, async_scheduling: bool) -> float:

@@ -94,7 +94,7 @@ def batch_from_row(row: dict) -> BatchDescriptor:
         num_spec_tokens=int(row["num_spec_tokens"]), num_pad_drafts=int(row["num_pad_drafts"]),
         num_drafting_reqs=int(row["num_drafting_reqs"]), context_tokens=int(row["context_tokens"]),
         graph_mode=GraphMode(str(row["graph_mode"])), async_scheduling=bool(row["async_scheduling"]),
-        drafter=drafter_of(row),
+        drafter=drafter_of(row), num_accepted_tokens=int(row.get("num_accepted") or 0),
     )
 
 

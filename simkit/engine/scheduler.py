@@ -166,7 +166,8 @@ class Scheduler:
         free = self.free_blocks
         pc = self.pc
         num_tokens = prefill_tokens = prefill_reqs = spec_tokens = real_total = drafting = 0
-        ctx = max_q = 0
+        ctx = max_q = accepted = 0
+        acc_col = self.cols[plan.k][0] if plan.k in self.cols else None
         i = 0
         while i < len(running) and budget > 0:
             req = running[i]
@@ -208,6 +209,9 @@ class Scheduler:
                 entries.append((req, n_new, spec, real, 2))
                 spec_tokens += spec
                 real_total += real
+                if real > 0:                              # what update() will accept (replayed)
+                    a = acc_col[req.row0 + req.t]
+                    accepted += a if a < real else real
                 drafting += 1
             else:                                         # prefill chunk (resumed after preemption)
                 prefill_tokens += n_new
@@ -284,7 +288,7 @@ class Scheduler:
             num_pad_drafts=spec_tokens - real_total,
             num_drafting_reqs=drafting if self.drafter != "none" else 0,
             context_tokens=ctx, graph_mode=mode, async_scheduling=self.async_scheduling,
-            drafter=self.drafter)
+            drafter=self.drafter, num_accepted_tokens=accepted)
         return plan
 
     def update(self, plan: Plan, now: float, itl: list[float], itl_arrival: list[float],
