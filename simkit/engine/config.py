@@ -6,7 +6,7 @@ row: bare integers after "name:" belong to that name's K list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.errors import InputError
@@ -151,8 +151,3 @@ def parse_configs(text: str) -> list[SpecConfig]:
     if not unique:
         raise InputError("no configuration given", field="configs")
     return unique
-
-
-def with_k(cfg: SpecConfig, k: int) -> SpecConfig:
-    """The same config at another fixed K (used by policies to price alternatives)."""
-    return replace(cfg, k=k)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCostModel
+from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
 from simkit.engine.prefix_cache import PrefixCache
@@ -393,6 +393,3 @@ class Scheduler:
 
     def kv_used_frac(self) -> float:
         return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 0.0
-
-
-GRAPH_MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)

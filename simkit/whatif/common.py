@@ -142,11 +142,6 @@ def mean_output_tokens(workload: Workload, max_tokens: int = 8192,
     return float(eff[ok].mean()) if ok.any() else float("nan")
 
 
-def default_requests(n: int | None, floor: int) -> int:
-    """Requests per run: the caller's number, else `floor`."""
-    return int(n) if n else int(floor)
-
-
 def plot_setup():
     """matplotlib with the Agg backend (no display), imported on demand."""
     import matplotlib
