@@ -69,11 +69,9 @@ def render_csv(pred) -> str:
 def plot_prediction(pred, path) -> None:
     """Bar chart of predicted tok/s per config with the seed spread (`path`: a file name or a
     binary file object; PNG without a timestamp, so identical inputs give identical bytes)."""
-    import matplotlib
+    from simkit.plotting import plt_agg, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(pred.rows) + 2), 3.6))
     names = [r.config for r in pred.rows]
     ax.bar(names, [r.output_tok_s for r in pred.rows],
@@ -89,8 +87,7 @@ def plot_prediction(pred, path) -> None:
                  f"({pred.cost_label})", fontsize=9)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png", metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, path, fmt="png")
 
 
 def _split(text: str, all_values: list[str]) -> list[str]:

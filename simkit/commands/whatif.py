@@ -409,9 +409,9 @@ def _history_list(text: Optional[str]) -> list[str]:
 
 def _history_ref_plot(result, path) -> None:
     """Predicted final/van(OFF) ratio per model and history beside the published ratio."""
-    from simkit.whatif.common import plot_setup, save_fig
+    from simkit.plotting import plt_agg, save_png
 
-    plt = plot_setup()
+    plt = plt_agg()
     hist = result.params["histories"]
     models = [r["model"] for r in result.rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(models) + 2), 3.8))
@@ -428,7 +428,7 @@ def _history_ref_plot(result, path) -> None:
     ax.legend(fontsize=7)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)
 
 
 @whatif_app.command("history")

@@ -87,11 +87,9 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: in
 
 def plot_speedup_per_k(frame, path: str | Path) -> None:
     """One panel per corpus: K-pad speedup over vanilla against K, one line per model."""
-    import matplotlib
+    from simkit.plotting import plt_agg, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plt_agg()
     kp = frame[frame["config"].str.startswith("kpad-")]
     corpora = sorted(kp["corpus"].unique()) if len(kp) else []
     n = max(1, len(corpora))
@@ -115,5 +113,4 @@ def plot_speedup_per_k(frame, path: str | Path) -> None:
         fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
     fig.suptitle("simkit sweep: predicted speedup per K per corpus")
     fig.tight_layout(rect=(0, 0.08, 1, 0.96))
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, path)

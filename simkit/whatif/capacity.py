@@ -27,8 +27,9 @@ from typing import Any
 
 from simkit.engine.sim import OpenLoop
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, engine_for, mean_output_tokens, plot_setup,
-                                  register, release, run_metrics, save_fig, specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import (WhatIfResult, engine_for, mean_output_tokens, register, release,
+                                  run_metrics, specs_of)
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -207,7 +208,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
 
 def plot(result: WhatIfResult, path) -> None:
     """Bars: GPUs needed per configuration, annotated with the per-replica max rate."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     names = [r["config"] for r in result.rows]
     gpus = [r["gpus"] or 0 for r in result.rows]
@@ -220,4 +221,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.set_title(result.question, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

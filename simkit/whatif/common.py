@@ -140,21 +140,3 @@ def mean_output_tokens(workload: Workload, max_tokens: int = 8192,
     ok = (plen < max_model_len) & (olen > 0)
     eff = np.minimum(np.minimum(olen, max_tokens), max_model_len - plen)
     return float(eff[ok].mean()) if ok.any() else float("nan")
-
-
-def plot_setup():
-    """matplotlib with the Agg backend (no display), imported on demand."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_fig(fig, path) -> None:
-    """PNG without a timestamp in its metadata (byte-stable for the same inputs)."""
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)

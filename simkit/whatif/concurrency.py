@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -95,7 +95,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
 
 def plot(result: WhatIfResult, path) -> None:
     """Left: output tok/s vs concurrency; right: speedup over vanilla (1.0 line)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [r for r in result.rows if r["config"] == name]
@@ -113,4 +113,4 @@ def plot(result: WhatIfResult, path) -> None:
     a1.legend(fontsize=8)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

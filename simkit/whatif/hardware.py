@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
@@ -69,7 +69,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
 
 def plot(result: WhatIfResult, path) -> None:
     """Grouped bars: output tok/s per configuration, one bar per (hardware, TP)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(8, 3.8))
     configs = list(dict.fromkeys(r["config"] for r in result.rows))
     setups = list(dict.fromkeys((r["hardware"], r["tp"]) for r in result.rows))
@@ -85,4 +85,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

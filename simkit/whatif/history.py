@@ -9,8 +9,8 @@ import math
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
 from simkit.history import parse_history
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
@@ -108,7 +108,7 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
 
 def plot(result: WhatIfResult, path) -> None:
     """Left: tok/s against P per config (warm as dashed levels); right: best K against P."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     rep = [r for r in result.rows if r["repeat_share"] is not None]
     for i, name in enumerate(dict.fromkeys(r["config"] for r in rep)):
@@ -136,4 +136,4 @@ def plot(result: WhatIfResult, path) -> None:
     a2.grid(alpha=0.3)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -9,8 +9,8 @@ import math
 
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -93,7 +93,7 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
 
 def plot(result: WhatIfResult, path) -> None:
     """Throughput against host factor (log x), one line per configuration."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [(r["host_factor"], r["output_tok_s"]) for r in result.rows if r["config"] == name]
@@ -105,4 +105,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -17,7 +17,8 @@ import numpy as np
 
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
-from simkit.whatif.common import WhatIfResult, engine_for, plot_setup, run_ladder, save_fig, specs_of
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, engine_for, run_ladder, specs_of
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -108,7 +109,7 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
 
 def plot(result: WhatIfResult, path) -> None:
     """Output tok/s against preamble length per config, caching on (solid) and off (dashed)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [r for r in result.rows if r["config"] == name]
@@ -121,4 +122,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

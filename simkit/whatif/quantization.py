@@ -24,8 +24,8 @@ from simkit.costmodel import CostModel
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -166,7 +166,7 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
 
 def plot(result: WhatIfResult, path) -> None:
     """Bars per config: base, W4A4 with the same acceptance, W4A4 with the changed acceptance."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7.5, 4))
     names = [r["config"] for r in result.rows]
     keys = (("base_tok_s", "base"), ("w4a4_same_acceptance_tok_s", "W4A4, same acceptance"),
@@ -182,4 +182,4 @@ def plot(result: WhatIfResult, path) -> None:
     fig.text(0.01, 0.01, "W4A4 changes outputs: only behind an output-equivalence gate",
              fontsize=7, color="darkred")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    save_fig(fig, path)
+    save_png(fig, path)
