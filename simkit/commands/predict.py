@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+from simkit.engine.config import DEFAULT_CONFIGS
 
 # help texts shared by predict and sweep (every option states its default and its choices)
 HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"

@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
+
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
@@ -23,7 +25,7 @@ CORPUS = typer.Option("mix", "--corpus", help="corpus name (simkit traces list)"
 HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
 MODEL_HELP = "catalogue model id (simkit models list)"
 TP = typer.Option(None, "--tp", help="TP degree (default: the smallest that fits)")
-CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs",
+CONFIGS = typer.Option(WHATIF_CONFIGS, "--configs",
                        help="configurations, comma list (as simkit predict --configs)")
 SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
 CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
@@ -441,7 +443,7 @@ def history_cmd(
                                help="shares P in [0, 1] of requests already served (repeat:P)"),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="also the warm stream (the whole "
                               "corpus served before)"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,6,8,12", "--configs",
+    configs: str = typer.Option(FIXED_K_CONFIGS, "--configs",
                                 help="configurations (vanilla is required)"),
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,

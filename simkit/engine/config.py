@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.errors import InputError
 
+# the configuration lists the commands start from (one place; the what-ifs run a shorter one)
+DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"     # predict, sweep, the reference study
+WHATIF_CONFIGS = "vanilla,suffix,kpad:4,12"                  # every what-if but history
+FIXED_K_CONFIGS = "vanilla,suffix,kpad:4,6,8,12"             # whatif history: the K ladder alone
+
 SUFFIX_DEFAULT_K = 24          # vLLM: num_speculative_tokens defaults to the tree depth when unset
 KPAD_DEFAULT_KS = (4, 6, 8, 12)
 DYNAMIC_DEFAULT_KS = (4, 6, 12)
@@ -56,9 +61,14 @@ class SpecConfig:
     graphs: str = "per-k"           # dynamic: "per-k" capture list per K, or "kmax" (vLLM 0.26 as is)
 
     @property
+    def speculative(self) -> bool:
+        """True when a drafter proposes tokens (every config but vanilla)."""
+        return self.drafter != "none"
+
+    @property
     def async_scheduling(self) -> bool:
         """vLLM runs async scheduling only without spec decode (refused for suffix/ngram)."""
-        return self.drafter == "none"
+        return not self.speculative
 
     @property
     def k_values(self) -> tuple[int, ...]:
@@ -151,3 +161,11 @@ def parse_configs(text: str) -> list[SpecConfig]:
     if not unique:
         raise InputError("no configuration given", field="configs")
     return unique
+
+
+def recorded_config(config: str, k: int) -> str:
+    """The config string of a measured run's (config, K) (calibrate/data runs*.parquet):
+    vanilla, suffix (K 0 or unset: vLLM's default cap) or suffix:K, kpad:K; other names as they
+    are (dynamic-<policy> runs are built by the caller)."""
+    return {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
+            "kpad": f"kpad:{k}"}.get(config, config)
