@@ -101,7 +101,7 @@ def _graphs(pred: Prediction) -> dict[str, Any]:
     mode = eng.cudagraph_mode if isinstance(eng.cudagraph_mode, CudagraphMode) else \
         CudagraphMode.parse(str(eng.cudagraph_mode))
     ks = sorted({0, *(int(k) for r in pred.rows for k in
-                      (r.details.get("ks").split(",") if r.details.get("ks") else [r.k]))})
+                      (r.ks.split(",") if r.ks else [r.k]))})
     sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode)
              for k in ks}
     if mode is CudagraphMode.NONE:

@@ -4,10 +4,12 @@ falls to or below vanilla's at the same concurrency)."""
 
 from __future__ import annotations
 
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
+from simkit.whatif.common import WhatIfResult
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -28,7 +30,7 @@ def stops_paying(rows: list[dict], name: str) -> int | None:
 
 def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
                 tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
-                configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
+                configs: str = WHATIF_CONFIGS, seeds: int = 1,
                 min_requests: int = 32, workers: int | None = None,
                 cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
@@ -43,22 +45,23 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          field="levels") from None
     if not cs or cs[0] < 1:
         raise InputError("concurrency levels must be >= 1", field="levels")
-    specs = specs_of(configs)
-    if not any(s.drafter == "none" for s in specs):
+    specs = parse_configs(configs)
+    if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    cell = Cell(workload, cost, engine_config(cost))
     rows = []
     for c in cs:
         n = max(min_requests, 4 * c)
-        for r in run_ladder(workload, cost, specs, seeds=seeds, num_requests=n,
-                            load=ClosedLoop(c), workers=workers):
+        for r in run_ladder(cell, specs, seeds=seeds, num_requests=n, load=ClosedLoop(c),
+                            workers=workers).rows:
             rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,
                          "speedup_vs_vanilla": r.speedup_vs_vanilla,
                          "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
-                         "tpot_ms_p99": r.details["tpot_ms_p99"], "num_requests": n})
-    spec_names = [s.name for s in specs if s.drafter != "none"]
+                         "tpot_ms_p99": r.tpot_ms_p99, "num_requests": n})
+    spec_names = [s.name for s in specs if s.speculative]
     verdicts = {name: stops_paying(rows, name) for name in spec_names}
     best_per_c = {}
     for c in cs:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
+from simkit.whatif.common import WhatIfResult
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -38,7 +40,7 @@ def elasticity(t1: float, t2: float, f1: float, f2: float) -> float:
 
 def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b200",
          tp: int | None = None, factors: str = "0.5,0.75,1,1.5,2,4",
-         configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
+         configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
          num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
          source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep", workload=None) -> WhatIfResult:
@@ -51,14 +53,15 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     base = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     rows = []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}
     for f in fs:
-        ladder = run_ladder(workload, with_host_factor(base, f), specs, seeds=seeds,
+        cost = with_host_factor(base, f)
+        ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
                             num_requests=num_requests, load=ClosedLoop(concurrency),
-                            workers=workers)
+                            workers=workers).rows
         for r in ladder:
             by[(r.config, f)] = r.output_tok_s
             frac[(r.config, f)] = r.host_frac

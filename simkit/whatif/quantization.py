@@ -21,11 +21,14 @@ from dataclasses import replace
 import numpy as np
 
 from simkit.costmodel import CostModel
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
+from simkit.whatif.common import WhatIfResult
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -108,7 +111,7 @@ def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workloa
 def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware: str = "b200",
                  tp: int | None = None, weight_bytes_factor: float | None = None,
                  flop_speedup: float | None = None, acceptance_scale: float = 0.9,
-                 quant_corpus: str | None = None, configs: str = "vanilla,suffix,kpad:4,12",
+                 quant_corpus: str | None = None, configs: str = WHATIF_CONFIGS,
                  concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
                  workers: int | None = None, cost_profile: str | None = None,
                  source: str = "auto", history: str | None = None,
@@ -126,12 +129,12 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
         qwork = scale_acceptance(workload, acceptance_scale)
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     kw = dict(seeds=seeds, num_requests=num_requests, load=ClosedLoop(concurrency),
               workers=workers)
-    r_base = run_ladder(workload, base, specs, **kw)
-    r_arith = run_ladder(workload, quant, specs, **kw)
-    r_quant = run_ladder(qwork, quant, specs, **kw)
+    r_base = run_ladder(Cell(workload, base, engine_config(base)), specs, **kw).rows
+    r_arith = run_ladder(Cell(workload, quant, engine_config(quant)), specs, **kw).rows
+    r_quant = run_ladder(Cell(qwork, quant, engine_config(quant)), specs, **kw).rows
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):
         rows.append({"config": a.config, "base_tok_s": a.output_tok_s,
@@ -139,8 +142,8 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                      "gain_arithmetic": b.output_tok_s / a.output_tok_s - 1,
                      "gain_total": c.output_tok_s / a.output_tok_s - 1,
                      "mean_accepted_base": a.mean_accepted, "mean_accepted_w4a4": c.mean_accepted})
-    best_base = max(r_base, key=lambda r: r.output_tok_s)
-    best_q = max(r_quant, key=lambda r: r.output_tok_s)
+    best_base = fastest(r_base)
+    best_q = fastest(r_quant)
     notes = [CAUTION, base.describe(), quant.describe(), how,
              f"best base {best_base.config} {best_base.output_tok_s:,.0f} tok/s -> best W4A4 "
              f"{best_q.config} {best_q.output_tok_s:,.0f} tok/s "
