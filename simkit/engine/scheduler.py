@@ -9,7 +9,8 @@ dispatch, and `update()` applies acceptance from the tables and proposes the nex
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from enum import IntEnum
+from typing import Callable, NamedTuple
 
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
@@ -69,15 +70,35 @@ class Req:
 _NO_KEYS: list = []
 
 
+class EntryKind(IntEnum):
+    """What a scheduled request does in a step."""
+
+    PREFILL_CHUNK = 0      # a prefill chunk that does not reach the prompt's end: no token
+    LAST_PREFILL = 1       # the chunk that completes the prompt: samples the first token
+    DECODE = 2             # one token plus its spec (draft or padding) tokens
+
+
+PREFILL_CHUNK, LAST_PREFILL, DECODE = EntryKind
+
+
+class PlanEntry(NamedTuple):
+    """One scheduled request of a step: tokens scheduled, spec tokens among them (drafts plus
+    padding up to K), real drafts among those, and what the request does (EntryKind)."""
+
+    req: Req
+    tokens: int
+    spec: int
+    real: int
+    kind: EntryKind
+
+
 class Plan:
     """What one step scheduled: one entry per scheduled request, plus its BatchDescriptor."""
 
     __slots__ = ("entries", "k", "desc", "preempted")
 
     def __init__(self, k: int) -> None:
-        # (request, tokens scheduled, spec tokens, real drafts among them, kind) with kind
-        # 0 = partial prefill chunk, 1 = last prefill chunk (samples a token), 2 = decode
-        self.entries: list[tuple[Req, int, int, int, int]] = []
+        self.entries: list[PlanEntry] = []
         self.k = k
         self.desc: BatchDescriptor | None = None
         self.preempted = 0
@@ -162,6 +183,8 @@ class Scheduler:
         max_len_1 = cfg.max_model_len - 1
         plan = Plan(self.k_cur)
         entries = plan.entries
+        new, entry = tuple.__new__, PlanEntry      # PlanEntry(...) without its Python __new__
+        decode, last, chunk = DECODE, LAST_PREFILL, PREFILL_CHUNK
         running = self.running
         free = self.free_blocks
         pc = self.pc
@@ -205,7 +228,7 @@ class Scheduler:
             if gap == 1:                                  # decode (+ drafts)
                 spec = n_new - 1
                 real = req.draft if req.draft < spec else spec
-                entries.append((req, n_new, spec, real, 2))
+                entries.append(new(entry, (req, n_new, spec, real, decode)))
                 spec_tokens += spec
                 real_total += real
                 drafting += 1
@@ -214,9 +237,9 @@ class Scheduler:
                 prefill_reqs += 1
                 if computed + n_new >= n_tokens:
                     drafting += 1
-                    entries.append((req, n_new, 0, 0, 1))
+                    entries.append(new(entry, (req, n_new, 0, 0, last)))
                 else:
-                    entries.append((req, n_new, 0, 0, 0))
+                    entries.append(new(entry, (req, n_new, 0, 0, chunk)))
             num_tokens += n_new
             if n_new > max_q:
                 max_q = n_new
@@ -260,9 +283,9 @@ class Scheduler:
                 req.blocks += need
                 if req.computed + n_new >= n_tokens:
                     drafting += 1
-                    entries.append((req, n_new, 0, 0, 1))
+                    entries.append(new(entry, (req, n_new, 0, 0, last)))
                 else:
-                    entries.append((req, n_new, 0, 0, 0))
+                    entries.append(new(entry, (req, n_new, 0, 0, chunk)))
                 prefill_tokens += n_new
                 prefill_reqs += 1
                 num_tokens += n_new
@@ -301,8 +324,9 @@ class Scheduler:
         candidates: list[Req] = []
         finished = False
         observe = self.policy.needs_observation
+        chunk, decode = PREFILL_CHUNK, DECODE
         for req, n_new, s, real, kind in plan.entries:
-            if kind == 0:                                # partial prefill: no token, no draft
+            if kind is chunk:                             # partial prefill: no token, no draft
                 req.computed += n_new
                 continue
             t = req.t
@@ -315,7 +339,7 @@ class Scheduler:
             rem = req.out_len - t
             if e > rem:
                 e = rem
-            if kind == 2:
+            if kind is decode:
                 decodes += 1
                 accepted += a
                 decode_tokens += e
