@@ -86,8 +86,9 @@ def acceptance(
 
     if drafter not in ("suffix", "ngram"):
         raise InputError(f"--drafter must be suffix or ngram, got {drafter!r}", field="drafter")
-    if fmt not in ("table", "json"):
-        raise InputError(f"--format must be table or json, got {fmt!r}", field="format")
+    from simkit.checks import output_format
+
+    output_format(fmt)
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)

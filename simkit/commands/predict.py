@@ -140,12 +140,10 @@ def register(app: typer.Typer) -> None:
         capped_outputs: str = typer.Option("keep", "--capped-outputs", help=CAPPED_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
-        from simkit.checks import output_file, positive_int, positive_rate
+        from simkit.checks import output_file, output_format, positive_int, positive_rate
         from simkit.engine.predict import predict as run_predict
-        from simkit.errors import InputError
 
-        if fmt not in ("table", "json", "csv"):
-            raise InputError(f"unknown format '{fmt}' (table, json, csv)", field="format")
+        output_format(fmt, ("table", "json", "csv"))
         positive_int(num_requests, "num-requests")
         positive_int(workers, "workers")
         positive_rate(request_rate, "request-rate")

@@ -89,11 +89,9 @@ def render(result) -> str:
 def check_format(fmt: str, plot: Optional[str] = None) -> None:
     """Fail before any simulation when the output format is unknown or the plot path cannot
     be written."""
-    from simkit.checks import output_file
-    from simkit.errors import InputError
+    from simkit.checks import output_file, output_format
 
-    if fmt not in ("table", "json"):
-        raise InputError(f"unknown format {fmt!r}; use table or json", field="format")
+    output_format(fmt)
     output_file(plot, "plot")
 
 
