@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simkit.acceptance.build import build_table, build_warm_table, resolve_engine
+from simkit.acceptance.build import build_table, build_warm_table
+from simkit.drafters.suffix_replay import resolve_engine
 from simkit.drafters import suffix_compiled
 from simkit.drafters.suffix import SuffixParams
 from simkit.paths import traces_src_dir

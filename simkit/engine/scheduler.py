@@ -14,7 +14,8 @@ from typing import Callable, NamedTuple
 
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
+from simkit.engine.policies import (BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy,
+                                    KPolicyName)
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.pricing import dispatchers_for, uniform_decode_price
 from simkit.engine.workload import Workload
@@ -120,11 +121,12 @@ class Scheduler:
         self.free_blocks = cfg.num_blocks
         self.total_blocks = cfg.num_blocks
         self.drafter = spec.drafter
+        self.speculative = spec.speculative
         self.async_scheduling = spec.async_scheduling
         self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
                                            cfg.max_num_batched_tokens, spec.graphs)
         self.cols: dict[int, tuple[list[int], list[int]]] = {}
-        if spec.drafter != "none":
+        if spec.speculative:
             for k in spec.k_values:
                 acc, dr, _ = workload.columns(spec.drafter, k)
                 self.cols[k] = (acc, dr)
@@ -141,15 +143,15 @@ class Scheduler:
     def _make_policy(self, workload: Workload) -> KPolicy:
         spec = self.spec
         if spec.policy is None:
-            return FixedK(spec.k if spec.drafter != "none" else 0)
+            return FixedK(spec.k if spec.speculative else 0)
         params = dict(spec.policy_params)
-        if spec.policy == "table":
+        if spec.policy is KPolicyName.TABLE:
             mean_acc = {k: mean_accepted_per_step(workload, spec.drafter, k) for k in spec.ks}
             ctx = float((workload.prompt_len + workload.output_len / 2).mean())
             return BatchSizeTable(spec.ks, mean_acc, ctx, self.price)
-        if spec.policy == "feedback":
+        if spec.policy is KPolicyName.FEEDBACK:
             return FeedbackK(spec.ks, **params)
-        if spec.policy == "goodput":
+        if spec.policy is KPolicyName.GOODPUT:
             return GoodputK(spec.ks, self.price, **params)
         raise ValueError(f"unknown dynamic policy {spec.policy}")
 
@@ -305,7 +307,7 @@ class Scheduler:
             num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
             num_decode_reqs=n - prefill_reqs, num_spec_tokens=spec_tokens,
             num_pad_drafts=spec_tokens - real_total,
-            num_drafting_reqs=drafting if self.drafter != "none" else 0,
+            num_drafting_reqs=drafting if self.speculative else 0,
             context_tokens=ctx, graph_mode=mode, async_scheduling=self.async_scheduling,
             drafter=self.drafter)
         return plan
@@ -375,7 +377,7 @@ class Scheduler:
     def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req],
                  n_scheduled: int) -> None:
         """Choose K for the next step and give each request that just sampled its next draft."""
-        if self.drafter == "none":
+        if not self.speculative:
             return
         policy = self.policy
         if policy.needs_observation:

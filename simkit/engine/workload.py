@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.drafters.base import NO_DRAFTER
 
 
 class DrafterUnavailable(LookupError):
@@ -60,7 +61,8 @@ class Workload:
         return int(self.prompt_len.shape[0])
 
     def has_drafter(self, drafter: str) -> bool:
-        return drafter == "none" or drafter in self.tables
+        """True when the workload has `drafter`'s acceptance table (vanilla needs none)."""
+        return drafter == NO_DRAFTER or drafter in self.tables
 
     def table(self, drafter: str) -> AcceptanceTable:
         if drafter not in self.tables:

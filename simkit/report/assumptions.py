@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from simkit.drafters.base import get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
-from simkit.engine.config import SUFFIX_DEFAULT_K
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.engine.predict import Prediction
@@ -131,11 +131,12 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["cost_model"] = _cost_model(pred)
     out["history"] = _history(pred)
     out["suffix_tree"] = _tree(prov)
+    suffix_k = get_drafter("suffix").default_k
     out["drafter"] = _entry(drafter or None,
                             (f"suffix decoding, vLLM defaults: tree depth "
                              f"{drafter.get('max_tree_depth')}, spec factor "
                              f"{drafter.get('max_spec_factor')}, min token prob "
-                             f"{drafter.get('min_token_prob')}; 'suffix' runs K={SUFFIX_DEFAULT_K}"
+                             f"{drafter.get('min_token_prob')}; 'suffix' runs K={suffix_k}"
                              " (num_speculative_tokens unset = the tree depth)") if drafter else
                             "not recorded in the workload profile")
     if eng is not None:
