@@ -52,44 +52,6 @@ def _progress(label: str):
         yield start
 
 
-def render_table(pred, legend: bool = True) -> str:
-    """The text report (simkit.report.render: assumptions, ladder, legend, recommendation)."""
-    from simkit.report.render import render_table as _render
-
-    return _render(pred, legend=legend)
-
-
-def render_csv(pred) -> str:
-    """CSV of every column, assumptions as '# ' comment lines (simkit.report.render)."""
-    from simkit.report.render import render_csv as _render
-
-    return _render(pred)
-
-
-def plot_prediction(pred, path) -> None:
-    """Bar chart of predicted tok/s per config with the seed spread (`path`: a file name or a
-    binary file object; PNG without a timestamp, so identical inputs give identical bytes)."""
-    from simkit.plotting import plt_agg, save_png
-
-    plt = plt_agg()
-    fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(pred.rows) + 2), 3.6))
-    names = [r.config for r in pred.rows]
-    ax.bar(names, [r.output_tok_s for r in pred.rows],
-           yerr=[r.output_tok_s_std for r in pred.rows], color="#4c72b0", capsize=3)
-    for i, r in enumerate(pred.rows):
-        if r.speedup_vs_vanilla:
-            ax.annotate(f"{r.speedup_vs_vanilla:.2f}x", (i, r.output_tok_s + r.output_tok_s_std),
-                        xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7)
-    ax.set_ylabel("output tok/s (steady state)")
-    ax.margins(y=0.12)
-    ax.set_title(f"{pred.model} / {pred.corpus} on {pred.hardware} TP{pred.tp} "
-                 f"({pred.cost_label})", fontsize=9)
-    ax.tick_params(axis="x", rotation=30, labelsize=8)
-    fig.tight_layout()
-    save_png(fig, path, fmt="png")
-
-
 def _split(text: str, all_values: list[str]) -> list[str]:
     items = [x.strip() for x in text.split(",") if x.strip()]
     return list(all_values) if items == ["all"] else items
@@ -160,10 +122,16 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
+            from simkit.report.render import render_csv
+
             typer.echo(render_csv(pred), nl=False)
         else:
+            from simkit.report.render import render_table
+
             typer.echo(render_table(pred, legend=legend), nl=False)
         if plot:
+            from simkit.report.chart import plot_prediction
+
             plot_prediction(pred, plot)
         if html:
             from simkit.report.html import write_html
