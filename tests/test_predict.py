@@ -64,8 +64,10 @@ def test_verdict_names_best_k_and_compares_dynamic():
 # -- real profiles + real cost model ---------------------------------------------------------
 @pytest.fixture
 def real_profiles():
-    """The shipped/raw profiles of issue 3 (load_profile); skip only while that module is absent."""
-    return pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
+    """The shipped/raw profiles (load_profile); a real import, so a broken one fails."""
+    import simkit.profiles
+
+    return simkit.profiles
 
 
 def _predict_json(args):

@@ -18,7 +18,6 @@ SEARCH = dict(seeds=1, min_requests=64, max_requests=600, workers=2, rel_tol=0.1
 @pytest.fixture(scope="module")
 def workload():
     """The real (model, corpus) workload (simkit.profiles, issue 3)."""
-    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
     from simkit.engine.runner import load_workload
 
     return load_workload(MODEL, CORPUS)
