@@ -82,8 +82,11 @@ def insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:
             cache.insert_response(("prelude", j), [int(x) for x in out])
 
 
-def replay_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of=None, *,
-                      engine: str | None = None, prelude: Sequence = ()) -> None:
+def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
+                      offsets: np.ndarray | None, acc: np.ndarray, dr: np.ndarray,
+                      progress: Callable[[int], None] | None,
+                      row_of: dict[int, int] | None = None, *, engine: str | None = None,
+                      prelude: Sequence = ()) -> None:
     """Sequential replay; with row_of (request -> first row), requests not in it are inserted only.
 
     Rows of request r start at offsets[r] (row_of[r] with row_of). `engine`: see resolve_engine.
@@ -130,7 +133,8 @@ def replay_sequential(requests, params, kmax, offsets, acc, dr, progress, row_of
             progress(len(out))
 
 
-def _skip_prelude_progress(progress, prelude: Sequence):
+def _skip_prelude_progress(progress: Callable[[int], None] | None,
+                           prelude: Sequence) -> Callable[[int], None] | None:
     """A progress callback that ignores the prelude's insert-only tokens (counted in no total)."""
     if progress is None or not len(prelude):
         return progress
@@ -144,8 +148,10 @@ def _skip_prelude_progress(progress, prelude: Sequence):
     return step
 
 
-def replay_concurrent(requests, params, kmax, offsets, acc, dr, concurrency, progress, *,
-                      engine: str | None = None, prelude: Sequence = ()) -> None:
+def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, offsets: np.ndarray,
+                      acc: np.ndarray, dr: np.ndarray, concurrency: int,
+                      progress: Callable[[int], None] | None, *, engine: str | None = None,
+                      prelude: Sequence = ()) -> None:
     """Round-robin replay of `concurrency` in-flight requests (see the module docstring).
     A prelude runs on the reference engine (the compiled one has no insert-only barrier)."""
     if concurrency < 1:

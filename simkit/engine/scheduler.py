@@ -157,9 +157,11 @@ class Scheduler:
 
     # -- admission ----------------------------------------------------------------------------
     def add(self, req: Req) -> None:
+        """Queue an arrived request (admitted by a later schedule())."""
         self.waiting.append(req)
 
     def has_work(self) -> bool:
+        """True while a request is running or waiting."""
         return bool(self.running) or bool(self.waiting)
 
     def _preempt(self, req: Req) -> None:
@@ -418,4 +420,5 @@ class Scheduler:
         return list(req.keys) + [(req.seq, i) for i in range(len(req.keys), n_full)]
 
     def kv_used_frac(self) -> float:
+        """Share of the KV blocks in use."""
         return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 0.0

@@ -36,6 +36,7 @@ class Workload:
 
     @classmethod
     def from_table(cls, table: AcceptanceTable, **kw) -> "Workload":
+        """A workload of one drafter's table (its requests' lengths)."""
         return cls(np.asarray(table.prompt_len, np.int32), np.asarray(table.output_len, np.int32),
                    {table.drafter: table}, **kw)
 
@@ -58,6 +59,7 @@ class Workload:
 
     @property
     def num_requests(self) -> int:
+        """Requests in the workload."""
         return int(self.prompt_len.shape[0])
 
     def has_drafter(self, drafter: str) -> bool:
@@ -65,6 +67,7 @@ class Workload:
         return drafter == NO_DRAFTER or drafter in self.tables
 
     def table(self, drafter: str) -> AcceptanceTable:
+        """`drafter`'s acceptance table; DrafterUnavailable naming the ones it has otherwise."""
         if drafter not in self.tables:
             raise DrafterUnavailable(
                 f"{drafter} is unavailable for {self.name or 'this workload'}: it has only "

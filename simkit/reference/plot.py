@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: tok/s, predicted bars with published markers; right: final/van ratio."""
     plt = plt_agg()
     rows = result.rows

@@ -15,7 +15,9 @@ from simkit.catalog.models import list_models
 from simkit.engine.config import DEFAULT_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.summary import Row
 from simkit.engine.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
+from simkit.engine.workload import Workload
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
 from simkit.whatif.common import WhatIfResult
@@ -41,7 +43,7 @@ def _err(pred: float | None, pub: float | None) -> float | None:
     return pred / pub - 1
 
 
-def ladder_summary(rows) -> dict[str, Any]:
+def ladder_summary(rows: list[Row]) -> dict[str, Any]:
     """van(OFF), suffix, best K-pad, best dynamic and the final lever from a ladder's Rows."""
     by = {r.config: r for r in rows}
     van = by.get("vanilla")
@@ -72,7 +74,7 @@ def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
                   tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
                   cost_profile: str | None = None, source: str = "auto", history: str | None = None,
-                  workload=None) -> dict[str, Any]:
+                  workload: Workload | None = None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
@@ -106,6 +108,7 @@ def with_published(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def geomean(values: list[float]) -> float:
+    """Geometric mean of the positive values (NaN when there is none)."""
     vals = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
 

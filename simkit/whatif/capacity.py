@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
 from simkit.engine.runner import Cell, Job, engine_config, load_workload, prepare, run_jobs
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult, mean_output_tokens
@@ -62,16 +64,18 @@ def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: flo
     return min(need, max_requests), need <= max_requests
 
 
-def pilot_rates(cell: Cell, specs, *, workers: int | None, concurrency: int = 32) -> list[float]:
+def pilot_rates(cell: Cell, specs: list[SpecConfig], *, workers: int | None,
+                concurrency: int = 32) -> list[float]:
     """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
     jobs = [Job(s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
     flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
     return [t if t > 0 else 1.0 for t in flat]
 
 
-def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, min_requests: int,
+def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig], goals: Goals, *, seeds: int, min_requests: int,
                           max_requests: int, workers: int | None, span_factor: float = 3.0,
-                          rel_tol: float = 0.05, max_iter: int = 40, cfg=None,
+                          rel_tol: float = 0.05, max_iter: int = 40,
+                          cfg: EngineConfig | None = None,
                           start_rates: list[float] | None = None) -> list[dict[str, Any]]:
     """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
     advance together so that every iteration fills the worker pool)."""
@@ -138,7 +142,8 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
              workers: int | None = None, cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
-             rel_tol: float = 0.05, workload=None, cost=None) -> WhatIfResult:
+             rel_tol: float = 0.05, workload: Workload | None = None,
+             cost: Any = None) -> WhatIfResult:
     """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
     from simkit.costmodel import load_cost_model
 
@@ -193,7 +198,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
                          "mean_output_tokens": mean_out}, notes)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Bars: GPUs needed per configuration, annotated with the per-replica max rate."""
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7, 3.6))

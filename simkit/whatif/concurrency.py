@@ -4,9 +4,12 @@ falls to or below vanilla's at the same concurrency)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult
@@ -34,7 +37,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                 min_requests: int = 32, workers: int | None = None,
                 cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
-                workload=None) -> WhatIfResult:
+                workload: Workload | None = None) -> WhatIfResult:
     """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
     from simkit.costmodel import load_cost_model
 
@@ -96,7 +99,7 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          "best_per_concurrency": {str(c): list(v) for c, v in best_per_c.items()}})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: output tok/s vs concurrency; right: speedup over vanilla (1.0 line)."""
     plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))

@@ -4,9 +4,12 @@ capacity; throughput is reported per replica and per GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult
@@ -20,7 +23,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
              configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
              num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
              source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
     `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP)."""
     from simkit.costmodel import load_cost_model
@@ -70,7 +73,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                          "num_requests": num_requests}, notes, failures=failures)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Grouped bars: output tok/s per configuration, one bar per (hardware, TP)."""
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(8, 3.8))

@@ -5,6 +5,7 @@ from which speculative decoding starts to pay, and the best K at each share."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
@@ -107,7 +108,7 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
                         {"crossover_share": cross, "per_history": best_by})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: tok/s against P per config (warm as dashed levels); right: best K against P."""
     plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})

@@ -6,10 +6,13 @@ HOST_BOUND_ELASTICITY; the share of step time the device waits for the host is p
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+from simkit.costmodel import CostModel
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult
@@ -20,10 +23,8 @@ COLUMNS = ["config", "host_factor", "output_tok_s", "vs_factor_1", "speedup_vs_v
            "host_frac"]
 
 
-def with_host_factor(cost, factor: float):
+def with_host_factor(cost: CostModel, factor: float) -> CostModel:
     """The same cost model on a host `factor` times the hardware's host speed."""
-    from simkit.costmodel import CostModel
-
     if not factor > 0:
         raise InputError(f"host factor must be > 0, got {factor}", field="host_factor")
     label = cost.label if factor == 1 else f"{cost.label}, host x{factor:g}"
@@ -43,7 +44,7 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
          configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
          num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
          source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per host factor; the summary says which configurations are host-bound."""
     from simkit.costmodel import load_cost_model
 
@@ -94,7 +95,7 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
                          "num_requests": num_requests}, notes, {"summary": summary})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Throughput against host factor (log x), one line per configuration."""
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))

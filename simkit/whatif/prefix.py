@@ -12,12 +12,14 @@ are the corpus's own; a real preamble also enters suffix decoding's per-prompt t
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.runner import Cell, engine_config, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult
@@ -32,7 +34,7 @@ def preamble_ids(n: int) -> np.ndarray:
     return np.random.default_rng(PREAMBLE_SEED).integers(1000, 30000, n).astype(np.int32)
 
 
-def with_preamble(workload, prompts: list[np.ndarray], n: int):
+def with_preamble(workload: Workload, prompts: list[np.ndarray], n: int) -> Workload:
     """The workload with the preamble in front of every prompt: lengths + n, hashes recomputed."""
     from simkit.engine.block_hash import pack, prompt_block_hashes
 
@@ -63,7 +65,6 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
            source: str = "auto") -> WhatIfResult:
     """The ladder at each preamble length, prefix caching on and off."""
     from simkit.costmodel import load_cost_model
-    from simkit.engine.workload import Workload
     from simkit.profiles import load_profile, sampled_prompts
 
     levels = parse_levels(preamble)
@@ -109,7 +110,7 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
                          "num_requests": num_requests}, notes)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Output tok/s against preamble length per config, caching on (solid) and off (dashed)."""
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))

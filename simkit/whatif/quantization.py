@@ -17,6 +17,7 @@ That knob is a parametric stand-in, not a model of how quantization changes text
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                  concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
                  workers: int | None = None, cost_profile: str | None = None,
                  source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config."""
     from simkit.costmodel import load_cost_model
 
@@ -167,7 +168,7 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                         {"caution": CAUTION})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Bars per config: base, W4A4 with the same acceptance, W4A4 with the changed acceptance."""
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7.5, 4))
