@@ -50,14 +50,6 @@ CONFIGS: dict[str, dict] = {
     "qwen2.5-32b": _qwen25(5120, 27648, 40, 8, 64, 64),
 }
 
-# The trace-model names (as in traces-src) that each catalogue model's requests come from.
-TRACE_MODEL = {
-    "llama-3.1-8b": "Llama-3.1-8B-Instruct",
-    "llama-3.1-70b": "Llama-3.1-70B-Instruct",
-    "qwen2.5-7b": "Qwen2.5-7B-Instruct",
-    "qwen2.5-32b": "Qwen2.5-32B-Instruct",
-}
-
 
 def canonical(name: str) -> str:
     """Catalogue key for a model name ('Llama-3.1-8B' -> 'llama-3.1-8b')."""

@@ -17,6 +17,14 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif",
                  ".webp", ".pgf", ".svgz", ".raw", ".rgba")
 
 
+def output_format(fmt: str, choices: tuple[str, ...] = ("table", "json")) -> str:
+    """`fmt` when it is one of the command's output formats; else InputError naming them."""
+    if fmt not in choices:
+        known = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+        raise InputError(f"unknown format {fmt!r}; use {known}", field="format")
+    return fmt
+
+
 def positive_int(value: int | None, field: str) -> int | None:
     """`value` when it is None or >= 1; else InputError naming `field`."""
     if value is not None and value < 1:

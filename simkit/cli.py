@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> None:
             raise
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            typer.echo(ctx.get_help())       # a bare group: its help, as Click would
+            # a bare group: its help, as Click would. The message is the help text (plain
+            # Click); Typer's rich help has already printed it and the message is empty.
+            help_text = exc.format_message()
+            if help_text:
+                typer.echo(help_text)
             sys.exit(2)
         path = ctx.command_path.split(" ", 1) if ctx is not None else []
         hint = f" (see simkit {path[1]} --help)" if len(path) == 2 else ""

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simkit.acceptance.build import build_table, build_warm_table, resolve_engine
+from simkit.acceptance.build import build_table, build_warm_table
+from simkit.drafters.suffix_replay import resolve_engine
 from simkit.drafters import suffix_compiled
 from simkit.drafters.suffix import SuffixParams
 from simkit.paths import traces_src_dir
@@ -135,7 +136,8 @@ def test_sibling_tie_rule_decides_the_compiled_draft():
     params = SuffixParams(max_cached_requests=0)
     comp = build_table(reqs, params=params, kmax=2, engine="compiled")
     _same(comp, build_table(reqs, params=params, kmax=2, engine="python"))
-    assert (comp.drafted_at(0, 2, 1), comp.accepted_at(0, 2, 1)) == (1, 1)
+    row = comp.row(0, 2)
+    assert (int(comp.drafted[row, 0]), int(comp.accepted[row, 0])) == (1, 1)
 
 
 def test_missing_numba_names_the_way_out(monkeypatch):

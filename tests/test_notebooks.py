@@ -29,8 +29,6 @@ def test_notebook_executes(name, tmp_path, monkeypatch):
     import nbformat
     from nbclient import NotebookClient
 
-    if name != "validation.ipynb":
-        pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
     monkeypatch.setenv("SIMKIT_NB_REQUESTS", os.environ.get("SIMKIT_NB_REQUESTS", "48"))
     monkeypatch.setenv("SIMKIT_NB_WORKERS", "2")
     monkeypatch.setenv("MPLBACKEND", "Agg")

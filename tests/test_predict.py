@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.engine.config import parse_configs
-from simkit.engine.predict import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS, Row, verdict
+from simkit.engine.predict import verdict
+from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS, Row
 from simkit.errors import InputError, UnknownNameError
 
 
@@ -46,7 +47,7 @@ def test_ngram_without_a_table_is_reported_unavailable_not_faked():
 
 
 def _row(name, k, tput, std=1.0, full=0.9, host=0.3):
-    return Row(name, k, tput, std, None, full, 2.0, host, 5.0, 50.0, {"tokens_per_step": 3.0})
+    return Row(name, k, tput, std, None, full, 2.0, host, 5.0, 50.0, tokens_per_step=3.0)
 
 
 def test_verdict_names_best_k_and_compares_dynamic():
@@ -63,8 +64,10 @@ def test_verdict_names_best_k_and_compares_dynamic():
 # -- real profiles + real cost model ---------------------------------------------------------
 @pytest.fixture
 def real_profiles():
-    """The shipped/raw profiles of issue 3 (load_profile); skip only while that module is absent."""
-    return pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
+    """The shipped/raw profiles (load_profile); a real import, so a broken one fails."""
+    import simkit.profiles
+
+    return simkit.profiles
 
 
 def _predict_json(args):

@@ -62,9 +62,9 @@ def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
     shutil.copytree(src, root / "llama-3.1-8b")
     (root / "llama-3.1-8b" / "code.prefix.npz").unlink()
     monkeypatch.setattr(profiles, "shipped_dir", lambda: root)
-    from simkit.engine import predict as P
+    from simkit.engine.runner import clear_loaded
 
-    P._CONTEXT.clear()
+    clear_loaded()
     doc = json.loads(_run("--format", "json"))
     assert all(r["prefix_hit_rate"] is None for r in doc["results"])
     assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is False
@@ -73,7 +73,7 @@ def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
     table = _run()
     assert "pfx hit" in table and "n/a" in table
     assert "pfx hit" not in _run("--no-prefix-caching")
-    P._CONTEXT.clear()
+    clear_loaded()
 
 
 def test_shipped_profile_reports_the_hit_rate():
@@ -91,7 +91,7 @@ def test_hit_rate_reported_when_modelled():
 
     from simkit.costmodel import load_cost_model
     from simkit.engine.block_hash import pack
-    from simkit.engine.predict import predict, with_workload
+    from simkit.engine.predict import predict
     from simkit.engine.workload import Workload
     from simkit.profiles import load_profile
     from simkit.report.render import document, render_csv, render_table
@@ -106,11 +106,10 @@ def test_hit_rate_reported_when_modelled():
               for i, n in enumerate(plen.tolist())]
     w.block_hashes = pack(chains)
     cost = load_cost_model("llama-3.1-8b", "h200")
-    with_workload("llama-3.1-8b", "code-hashed", "h200", None, None, w, cost)
     n = int(usable.sum())
     pred = predict("llama-3.1-8b", "code-hashed", configs="vanilla", seeds=1,
-                   num_requests=2 * n, workers=1)
-    hit = pred.rows[0].details["prefix_hit_rate"]
+                   num_requests=2 * n, workers=1, workload=w, cost=cost)
+    hit = pred.rows[0].prefix_hit_rate
     assert hit == (32 * (2 * n - 1)) / (2 * plen[usable].sum())
     doc = document(pred)
     assert doc["results"][0]["prefix_hit_rate"] == round(hit, 6)

@@ -8,7 +8,6 @@ import pytest
 @pytest.mark.slow
 def test_ray_sweep_equals_local_sweep(tmp_path):
     pytest.importorskip("ray", reason="ray is in the [test] extra; install simkit[test]")
-    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
     import pandas as pd
 
     from simkit.engine.sweep import sweep
@@ -30,7 +29,6 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
 @pytest.mark.slow
 def test_sweep_command_with_ray_executor(tmp_path):
     pytest.importorskip("ray", reason="ray is in the [test] extra; install simkit[test]")
-    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
     from typer.testing import CliRunner
 
     from simkit.cli import app

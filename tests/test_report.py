@@ -16,7 +16,8 @@ import pytest
 
 from simkit.engine.config import EngineConfig
 from simkit.engine.cudagraph import capture_sizes, CudagraphMode
-from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS, Prediction, Row
+from simkit.engine.predict import Prediction
+from simkit.engine.summary import DETAIL_KEYS, RESULT_KEYS, Row
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import COLUMNS, key_meanings
 from simkit.report.recommend import recommendation
@@ -29,13 +30,11 @@ PROV = {"tree": "warm", "tree_rule": "warm: sequential replay of the whole corpu
 
 
 def _row(name, k, tput, std, *, acc=0.0, host=0.0, step_ms=6.0, mean_k=None, ks=None):
-    details = {"tokens_per_step": 1 + acc, "piecewise_steps_frac": 0.1, "none_steps_frac": 0.02,
-               "mean_k": float(k if mean_k is None else mean_k), "itl_ms_p99": 20.0,
-               "padded_token_waste": 0.3 if k else 0.0, "preemptions": 0.0,
-               "tpot_ms_p99": 9.0, "ttft_ms_p99": 80.0, "mean_step_ms": step_ms}
-    if ks:
-        details["ks"] = ks
-    return Row(name, k, tput, std, None, 0.85, acc, host, 7.0, 20.0, details)
+    return Row(name, k, tput, std, None, 0.85, acc, host, 7.0, 20.0, ks=ks,
+               tokens_per_step=1 + acc, piecewise_steps_frac=0.1, none_steps_frac=0.02,
+               mean_k=float(k if mean_k is None else mean_k), itl_ms_p99=20.0,
+               padded_token_waste=0.3 if k else 0.0, preemptions=0.0, tpot_ms_p99=9.0,
+               ttft_ms_p99=80.0, mean_step_ms=step_ms)
 
 
 def _pred(rows, *, tree="warm", profile="h200-vllm026"):

@@ -18,8 +18,7 @@ SEARCH = dict(seeds=1, min_requests=64, max_requests=600, workers=2, rel_tol=0.1
 @pytest.fixture(scope="module")
 def workload():
     """The real (model, corpus) workload (simkit.profiles, issue 3)."""
-    pytest.importorskip("simkit.profiles", reason="simkit.profiles (issue 3) not built yet")
-    from simkit.whatif.common import load_workload
+    from simkit.engine.runner import load_workload
 
     return load_workload(MODEL, CORPUS)
 
@@ -35,11 +34,11 @@ def capacity_search(workload):
     from simkit.engine.config import parse_configs
     from simkit.engine.sim import ClosedLoop, simulate
     from simkit.whatif.capacity import Goals, max_sustainable_rates
-    from simkit.whatif.common import engine_for
+    from simkit.engine.runner import engine_config
 
     cost = load_cost_model(BIG, "h200")
     specs = parse_configs("vanilla,kpad:4")
-    alone = simulate(workload, cost, engine_for(cost), specs[0], load=ClosedLoop(1),
+    alone = simulate(workload, cost, engine_config(cost), specs[0], load=ClosedLoop(1),
                      num_requests=8).metrics.tpot_ms_p99
     loose_goals, tight_goals = Goals(1000, 2.0 * alone), Goals(1000, 1.3 * alone)
     loose = max_sustainable_rates(workload, cost, specs, loose_goals, **SEARCH)
@@ -61,10 +60,11 @@ def test_capacity_answer_meets_goals_and_next_step_fails(capacity_search, worklo
     """Re-simulate at the answer (must pass) and at the bracket's upper side (must fail)."""
     from simkit.engine.sim import OpenLoop, simulate
     from simkit.whatif.capacity import Goals, requests_for
-    from simkit.whatif.common import engine_for, mean_output_tokens
+    from simkit.engine.runner import engine_config
+    from simkit.whatif.common import mean_output_tokens
 
     cost, specs, loose, _, goals, _ = capacity_search
-    cfg = engine_for(cost)
+    cfg = engine_config(cost)
     mean_out = mean_output_tokens(workload)
     for spec, row in zip(specs, loose):
         r = row["max_rate_per_replica"]

@@ -9,7 +9,6 @@ MIX_SEED; its proportions are the natural request counts (stored in Corpus.propo
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,7 +16,7 @@ from simkit.errors import InputError, UnknownNameError
 from simkit.paths import traces_src_dir
 from traces import cache
 from traces.catalog import list_models, model_spec, tokenizer_family
-from traces.model import TraceRequest
+from traces.model import Corpus, TraceRequest
 from traces.sources import SOURCES
 from traces.tokenizers import tokenizer_fingerprint
 
@@ -47,27 +46,6 @@ def corpus_sources(corpus: str, model: str) -> tuple[str, ...]:
     """The sources of a built-in corpus for a model: CORPORA's, or the model's own where its
     catalogue entry names them (ModelSpec.corpora: the distills' and R1's reasoning)."""
     return tuple(model_spec(model).corpora.get(corpus, CORPORA[corpus]))
-
-
-@dataclass
-class Corpus:
-    """Tokenized requests of one corpus for one simulated model, with where they came from.
-
-    In "mix" each TraceRequest keeps the name of the corpus it came from in `.corpus`.
-    """
-
-    name: str
-    model: str
-    family: str
-    requests: list[TraceRequest]
-    sources: dict[str, str]  # source -> producing model
-    proxy_note: str
-    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
-    proportions: dict[str, float] = field(default_factory=dict)  # corpus -> share (mix)
-    source_notes: dict[str, str] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.requests)
 
 
 def _user_names() -> list[str]:

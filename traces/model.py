@@ -1,8 +1,9 @@
-"""The trace model: one real request with its prompt and the output a named model produced."""
+"""The trace model: one real request with its prompt and the output a named model produced, and
+a corpus of them for one simulated model (built-in, mix or imported: traces.corpora, traces.user)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,3 +32,24 @@ class TraceRequest:
     @property
     def output_len(self) -> int:
         return int(self.output_ids.shape[0])
+
+
+@dataclass
+class Corpus:
+    """Tokenized requests of one corpus for one simulated model, with where they came from.
+
+    In "mix" each TraceRequest keeps the name of the corpus it came from in `.corpus`.
+    """
+
+    name: str
+    model: str
+    family: str
+    requests: list[TraceRequest]
+    sources: dict[str, str]  # source -> producing model
+    proxy_note: str
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    proportions: dict[str, float] = field(default_factory=dict)  # corpus -> share (mix)
+    source_notes: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.requests)

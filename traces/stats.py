@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from traces.caps import cap_summary, is_capped, request_cap, threshold
-from traces.corpora import Corpus
+from traces.model import Corpus
 
 PERCENTILES = (50, 90, 99)
 

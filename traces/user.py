@@ -18,7 +18,7 @@ from pathlib import Path
 from simkit.errors import InputError, UnknownNameError
 from traces import cache
 from traces.catalog import VOCAB_OF_FAMILY, model_spec
-from traces.model import TraceRequest
+from traces.model import Corpus, TraceRequest
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -110,8 +110,6 @@ def load_user_block(name: str) -> cache.TokenizedBlock:
 
 def load_user_corpus(name: str, model: str):
     """An imported corpus as a Corpus; its token ids must use the model's vocabulary."""
-    from traces.corpora import Corpus
-
     spec = model_spec(model)
     block = load_user_block(name)
     family = block.meta["family"]

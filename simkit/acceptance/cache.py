@@ -52,11 +52,10 @@ def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, km
                  corpus: str = "", progress: bool = False, use_cache: bool = True) -> AcceptanceTable:
     """The table for these requests, from the cache when present, else built (and stored)."""
     from simkit.acceptance.build import build_table
-    from simkit.drafters.ngram import NgramParams
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.base import get_drafter
 
     if params is None:
-        params = SuffixParams() if drafter == "suffix" else NgramParams()
+        params = get_drafter(drafter).default_params()
     pdict = params.as_dict()
     if ordering == "concurrent":
         pdict = {**pdict, "concurrency": concurrency}

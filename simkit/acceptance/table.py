@@ -38,12 +38,6 @@ class AcceptanceTable:
         """Row index of request `request` at output position t."""
         return int(self.offsets[request]) + t
 
-    def accepted_at(self, request: int, t: int, k: int) -> int:
-        return int(self.accepted[self.offsets[request] + t, k - 1])
-
-    def drafted_at(self, request: int, t: int, k: int) -> int:
-        return int(self.drafted[self.offsets[request] + t, k - 1])
-
 
 # -- deterministic npz I/O ------------------------------------------------------------------------
 _ARRAYS = ("prompt_len", "output_len", "offsets", "accepted", "drafted")

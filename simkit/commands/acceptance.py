@@ -46,15 +46,17 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
     from simkit.acceptance.cache import cached_table, cached_warm_table
+    from simkit.drafters.base import get_drafter
     from traces.corpora import load_corpus
 
     tree = tree or profiles.shipped_tree(model, corpus) or profiles.DEFAULT_TREE
     corp = load_corpus(corpus, model, progress=True)
     idx = profiles.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
-    if drafter == "suffix" and tree == "warm" and len(reqs) < len(corp.requests):
+    history_aware = get_drafter(drafter).remembers_history     # suffix: its global tree
+    if history_aware and tree == "warm" and len(reqs) < len(corp.requests):
         table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
-    elif drafter == "suffix" and tree not in ("warm", "cold"):
+    elif history_aware and tree not in ("warm", "cold"):
         from simkit.acceptance.history import cached_history_table
 
         table = cached_history_table(reqs, tree, kmax=16, model=model, corpus=corpus,
@@ -84,10 +86,13 @@ def acceptance(
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
 
-    if drafter not in ("suffix", "ngram"):
-        raise InputError(f"--drafter must be suffix or ngram, got {drafter!r}", field="drafter")
-    if fmt not in ("table", "json"):
-        raise InputError(f"--format must be table or json, got {fmt!r}", field="format")
+    from simkit.checks import output_format
+    from simkit.drafters.base import drafter_names
+
+    if drafter not in drafter_names():
+        raise InputError(f"--drafter must be {' or '.join(drafter_names())}, got {drafter!r}",
+                         field="drafter")
+    output_format(fmt)
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)

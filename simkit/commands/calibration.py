@@ -143,8 +143,9 @@ def validate(
     from simkit.validation import report
     from simkit.whatif.validation import load_records
 
-    if format not in ("table", "json"):
-        raise InputError("must be table or json", field="format")
+    from simkit.checks import output_format
+
+    output_format(format)
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
     from simkit.checks import output_file

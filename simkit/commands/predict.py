@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+from simkit.engine.config import DEFAULT_CONFIGS
 
 # help texts shared by predict and sweep (every option states its default and its choices)
 HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
@@ -50,47 +50,6 @@ def _progress(label: str):
             return lambda n: bar.advance(task, n)
 
         yield start
-
-
-def render_table(pred, legend: bool = True) -> str:
-    """The text report (simkit.report.render: assumptions, ladder, legend, recommendation)."""
-    from simkit.report.render import render_table as _render
-
-    return _render(pred, legend=legend)
-
-
-def render_csv(pred) -> str:
-    """CSV of every column, assumptions as '# ' comment lines (simkit.report.render)."""
-    from simkit.report.render import render_csv as _render
-
-    return _render(pred)
-
-
-def plot_prediction(pred, path) -> None:
-    """Bar chart of predicted tok/s per config with the seed spread (`path`: a file name or a
-    binary file object; PNG without a timestamp, so identical inputs give identical bytes)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(pred.rows) + 2), 3.6))
-    names = [r.config for r in pred.rows]
-    ax.bar(names, [r.output_tok_s for r in pred.rows],
-           yerr=[r.output_tok_s_std for r in pred.rows], color="#4c72b0", capsize=3)
-    for i, r in enumerate(pred.rows):
-        if r.speedup_vs_vanilla:
-            ax.annotate(f"{r.speedup_vs_vanilla:.2f}x", (i, r.output_tok_s + r.output_tok_s_std),
-                        xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7)
-    ax.set_ylabel("output tok/s (steady state)")
-    ax.margins(y=0.12)
-    ax.set_title(f"{pred.model} / {pred.corpus} on {pred.hardware} TP{pred.tp} "
-                 f"({pred.cost_label})", fontsize=9)
-    ax.tick_params(axis="x", rotation=30, labelsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png", metadata={"Software": None})
-    plt.close(fig)
 
 
 def _split(text: str, all_values: list[str]) -> list[str]:
@@ -143,12 +102,10 @@ def register(app: typer.Typer) -> None:
         capped_outputs: str = typer.Option("keep", "--capped-outputs", help=CAPPED_HELP),
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
-        from simkit.checks import output_file, positive_int, positive_rate
+        from simkit.checks import output_file, output_format, positive_int, positive_rate
         from simkit.engine.predict import predict as run_predict
-        from simkit.errors import InputError
 
-        if fmt not in ("table", "json", "csv"):
-            raise InputError(f"unknown format '{fmt}' (table, json, csv)", field="format")
+        output_format(fmt, ("table", "json", "csv"))
         positive_int(num_requests, "num-requests")
         positive_int(workers, "workers")
         positive_rate(request_rate, "request-rate")
@@ -165,10 +122,16 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(pred.to_json_dict(), indent=2))
         elif fmt == "csv":
+            from simkit.report.render import render_csv
+
             typer.echo(render_csv(pred), nl=False)
         else:
+            from simkit.report.render import render_table
+
             typer.echo(render_table(pred, legend=legend), nl=False)
         if plot:
+            from simkit.report.chart import plot_prediction
+
             plot_prediction(pred, plot)
         if html:
             from simkit.report.html import write_html

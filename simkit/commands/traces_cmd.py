@@ -7,15 +7,10 @@ from pathlib import Path
 
 import typer
 
+from simkit.checks import output_format
 from simkit.errors import InputError
 
 DEFAULT_MODEL = "llama-3.1-8b"
-_FORMATS = ("table", "json")
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in _FORMATS:
-        raise InputError(f"unknown output format '{fmt}'; known: table, json", field="format")
 
 
 def _console():
@@ -29,7 +24,7 @@ def _list(model: str, fmt: str) -> None:
     from traces.stats import summary
     from traces.user import list_user_corpora
 
-    _check_format(fmt)
+    output_format(fmt)
     rows = [summary(load_corpus(c, model, progress=fmt == "table")) for c in CORPORA]
     mix = load_corpus(MIX, model)
     rows.append(summary(mix) | {"proportions": {k: round(v, 4)
@@ -79,7 +74,7 @@ def _show(name: str, model: str, fmt: str) -> None:
     from traces.corpora import load_corpus
     from traces.stats import detail
 
-    _check_format(fmt)
+    output_format(fmt)
     d = detail(load_corpus(name, model, progress=fmt == "table"))
     if fmt == "json":
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False))

@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
+
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
@@ -23,7 +25,7 @@ CORPUS = typer.Option("mix", "--corpus", help="corpus name (simkit traces list)"
 HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
 MODEL_HELP = "catalogue model id (simkit models list)"
 TP = typer.Option(None, "--tp", help="TP degree (default: the smallest that fits)")
-CONFIGS = typer.Option("vanilla,suffix,kpad:4,12", "--configs",
+CONFIGS = typer.Option(WHATIF_CONFIGS, "--configs",
                        help="configurations, comma list (as simkit predict --configs)")
 SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
 CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
@@ -87,11 +89,9 @@ def render(result) -> str:
 def check_format(fmt: str, plot: Optional[str] = None) -> None:
     """Fail before any simulation when the output format is unknown or the plot path cannot
     be written."""
-    from simkit.checks import output_file
-    from simkit.errors import InputError
+    from simkit.checks import output_file, output_format
 
-    if fmt not in ("table", "json"):
-        raise InputError(f"unknown format {fmt!r}; use table or json", field="format")
+    output_format(fmt)
     output_file(plot, "plot")
 
 
@@ -409,9 +409,9 @@ def _history_list(text: Optional[str]) -> list[str]:
 
 def _history_ref_plot(result, path) -> None:
     """Predicted final/van(OFF) ratio per model and history beside the published ratio."""
-    from simkit.whatif.common import plot_setup, save_fig
+    from simkit.plotting import plt_agg, save_png
 
-    plt = plot_setup()
+    plt = plt_agg()
     hist = result.params["histories"]
     models = [r["model"] for r in result.rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(models) + 2), 3.8))
@@ -428,7 +428,7 @@ def _history_ref_plot(result, path) -> None:
     ax.legend(fontsize=7)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)
 
 
 @whatif_app.command("history")
@@ -441,7 +441,7 @@ def history_cmd(
                                help="shares P in [0, 1] of requests already served (repeat:P)"),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="also the warm stream (the whole "
                               "corpus served before)"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,6,8,12", "--configs",
+    configs: str = typer.Option(FIXED_K_CONFIGS, "--configs",
                                 help="configurations (vanilla is required)"),
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,

@@ -9,9 +9,11 @@ draft is the (up to) K tokens that follow it, cut at the end of the context. Not
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from simkit.drafters.base import Drafter, register
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,33 @@ def ngram_draft_all_positions(prompt_ids: np.ndarray, output_ids: np.ndarray, km
         d[t] = dk
         a[t] = np.minimum(dk, acc)
     return d, a
+
+
+@register
+class NgramDrafter(Drafter):
+    """vLLM's n-gram (prompt lookup) proposer: drafts depend on the request's own context alone,
+    so every ordering and history gives the same table."""
+
+    name = "ngram"
+    default_k = 4
+    kpad_label = "ngram-kpad"
+    remembers_history = False
+
+    def default_params(self) -> NgramParams:
+        """prompt_lookup_min = prompt_lookup_max = 5 (vLLM's defaults)."""
+        return NgramParams()
+
+    def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
+               accepted: np.ndarray, drafted: np.ndarray, *, ordering: str, concurrency: int,
+               progress: Callable[[int], None] | None, engine: str | None,
+               prelude: Sequence) -> str:
+        """Every request's rows from its own prompt and output (ordering and prelude do not
+        matter: the result is the sequential table)."""
+        for r, req in enumerate(requests):
+            d, a = ngram_draft_all_positions(req.prompt_ids, req.output_ids, kmax, params)
+            lo, hi = int(offsets[r]), int(offsets[r + 1])
+            drafted[lo:hi] = d
+            accepted[lo:hi] = a
+            if progress:
+                progress(len(req.output_ids))
+        return "sequential"

@@ -1,7 +1,7 @@
 """Compiled (numba) replay loops: SuffixCache.draft_all and the sequential / concurrent table builds.
 
 Each function mirrors its pure-Python counterpart (simkit.drafters.suffix.SuffixCache.draft_all,
-simkit.acceptance.build._suffix_sequential / _suffix_concurrent) step for step, on the array forest
+simkit.drafters.suffix_replay.replay_sequential / replay_concurrent) step for step, on the array forest
 of simkit.drafters.suffix_core. Global sequence ids are request indices (only the FIFO order of the
 cached responses matters, not the ids).
 """

@@ -6,16 +6,21 @@ row: bare integers after "name:" belong to that name's K list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from simkit.drafters.base import NO_DRAFTER, drafter_names, get_drafter
 from simkit.engine.cudagraph import CudagraphMode
-from simkit.errors import InputError
+from simkit.engine.policies import KPolicyName
+from simkit.errors import InputError, UnknownNameError
 
-SUFFIX_DEFAULT_K = 24          # vLLM: num_speculative_tokens defaults to the tree depth when unset
+# the configuration lists the commands start from (one place; the what-ifs run a shorter one)
+DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12,dynamic"     # predict, sweep, the reference study
+WHATIF_CONFIGS = "vanilla,suffix,kpad:4,12"                  # every what-if but history
+FIXED_K_CONFIGS = "vanilla,suffix,kpad:4,6,8,12"             # whatif history: the K ladder alone
+
 KPAD_DEFAULT_KS = (4, 6, 8, 12)
 DYNAMIC_DEFAULT_KS = (4, 6, 12)
-NGRAM_DEFAULT_K = 4
-DYNAMIC_POLICIES = ("table", "feedback", "goodput")
+DYNAMIC_DRAFTER = "suffix"     # the drafter the dynamic-K policies choose K for
 
 
 @dataclass(frozen=True)
@@ -47,18 +52,23 @@ class SpecConfig:
     """One configuration of the ladder: how drafts are made, capped and padded, and how K is chosen."""
 
     name: str                       # row label, e.g. "kpad-8"
-    drafter: str = "none"           # "none", "suffix", "ngram"
+    drafter: str = NO_DRAFTER       # a registered drafter's name (simkit.drafters.base) or "none"
     k: int = 0                      # draft cap (max of ks for dynamic)
     pad: bool = False               # pad every decode request's drafts to exactly K with -1
     ks: tuple[int, ...] = ()        # K set of a dynamic policy (graphs captured for each)
-    policy: str | None = None       # dynamic policy: "table", "feedback", "goodput"
+    policy: KPolicyName | None = None  # dynamic policy: table, feedback, goodput
     policy_params: dict = field(default_factory=dict, compare=False, hash=False)
     graphs: str = "per-k"           # dynamic: "per-k" capture list per K, or "kmax" (vLLM 0.26 as is)
 
     @property
+    def speculative(self) -> bool:
+        """True when a drafter proposes tokens (every config but vanilla)."""
+        return self.drafter != NO_DRAFTER
+
+    @property
     def async_scheduling(self) -> bool:
         """vLLM runs async scheduling only without spec decode (refused for suffix/ngram)."""
-        return self.drafter == "none"
+        return not self.speculative
 
     @property
     def k_values(self) -> tuple[int, ...]:
@@ -67,27 +77,39 @@ class SpecConfig:
 
 
 def vanilla() -> SpecConfig:
+    """No speculation (async scheduling)."""
     return SpecConfig("vanilla")
 
 
-def suffix(k: int = SUFFIX_DEFAULT_K) -> SpecConfig:
-    return SpecConfig("suffix" if k == SUFFIX_DEFAULT_K else f"suffix-{k}", "suffix", k)
+def drafted(drafter: str, k: int | None = None) -> SpecConfig:
+    """`drafter`'s drafts at cap K, unpadded (default: the drafter's own default K)."""
+    d = get_drafter(drafter)
+    k = d.default_k if k is None else k
+    return SpecConfig(d.label(k), d.name, k)
+
+
+def suffix(k: int | None = None) -> SpecConfig:
+    """Suffix decoding at cap K (default 24, vLLM's when num_speculative_tokens is unset)."""
+    return drafted("suffix", k)
+
+
+def ngram(k: int | None = None) -> SpecConfig:
+    """n-gram prompt lookup at cap K (default 4)."""
+    return drafted("ngram", k)
 
 
 def kpad(k: int, drafter: str = "suffix") -> SpecConfig:
-    prefix = "kpad" if drafter == "suffix" else f"{drafter}-kpad"
-    return SpecConfig(f"{prefix}-{k}", drafter, k, pad=True)
-
-
-def ngram(k: int = NGRAM_DEFAULT_K) -> SpecConfig:
-    return SpecConfig("ngram" if k == NGRAM_DEFAULT_K else f"ngram-{k}", "ngram", k)
+    """`drafter`'s drafts padded to exactly K per decode request (uniform FULL-graph batches)."""
+    return SpecConfig(get_drafter(drafter).kpad_row_label(k), drafter, k, pad=True)
 
 
 def dynamic(policy: str, ks: tuple[int, ...] = DYNAMIC_DEFAULT_KS, **params) -> SpecConfig:
+    """A dynamic-K policy choosing one K of `ks` per step for the whole (padded) batch."""
+    policy = KPolicyName(policy)
     ks = tuple(sorted(set(ks)))
     label = f"dynamic-{policy}" if ks == DYNAMIC_DEFAULT_KS else \
         f"dynamic-{policy}-{'.'.join(map(str, ks))}"
-    return SpecConfig(label, "suffix", max(ks), pad=True, ks=ks, policy=policy,
+    return SpecConfig(label, DYNAMIC_DRAFTER, max(ks), pad=True, ks=ks, policy=policy,
                       policy_params=dict(params))
 
 
@@ -114,6 +136,9 @@ def _group(text: str) -> list[tuple[str, list[int]]]:
 
 def parse_configs(text: str) -> list[SpecConfig]:
     """Parse a config list; 'dynamic' expands to its three policies. Raises InputError on bad text."""
+    drafters = [get_drafter(n) for n in drafter_names()]
+    padded = {d.kpad_label: d.name for d in drafters}
+    policies = [p.value for p in KPolicyName]
     out: list[SpecConfig] = []
     for name, ks in _group(text):
         base = name.rstrip(":")
@@ -121,27 +146,19 @@ def parse_configs(text: str) -> list[SpecConfig]:
             raise InputError(f"K must be in 1..64 in '{name}{ks}'", field="configs")
         if base == "vanilla":
             out.append(vanilla())
-        elif base == "suffix":
-            out.extend(suffix(k) for k in ks) if ks else out.append(suffix())
-        elif base in ("kpad", "ngram-kpad"):
-            drafter = "suffix" if base == "kpad" else "ngram"
-            out.extend(kpad(k, drafter) for k in (ks or KPAD_DEFAULT_KS))
-        elif base == "ngram":
-            out.extend(ngram(k) for k in ks) if ks else out.append(ngram())
+        elif base in padded:
+            out.extend(kpad(k, padded[base]) for k in (ks or KPAD_DEFAULT_KS))
+        elif any(base == d.name for d in drafters):
+            out.extend(drafted(base, k) for k in ks) if ks else out.append(drafted(base))
         elif base == "dynamic" or base.startswith("dynamic-"):
-            policies = DYNAMIC_POLICIES if base == "dynamic" else (base.split("-", 1)[1],)
-            for policy in policies:
-                if policy not in DYNAMIC_POLICIES:
-                    from simkit.errors import UnknownNameError
-
-                    raise UnknownNameError("dynamic policy", policy, list(DYNAMIC_POLICIES))
+            for policy in policies if base == "dynamic" else (base.split("-", 1)[1],):
+                if policy not in policies:
+                    raise UnknownNameError("dynamic policy", policy, policies)
                 out.append(dynamic(policy, tuple(ks) or DYNAMIC_DEFAULT_KS))
         else:
-            from simkit.errors import UnknownNameError
-
             raise UnknownNameError("config", base,
-                                   ["vanilla", "suffix", "kpad", "ngram", "ngram-kpad", "dynamic",
-                                    *(f"dynamic-{p}" for p in DYNAMIC_POLICIES)])
+                                   ["vanilla", *(x for d in drafters for x in (d.name, d.kpad_label)),
+                                    "dynamic", *(f"dynamic-{p}" for p in policies)])
     seen: set[str] = set()
     unique = []
     for cfg in out:
@@ -153,6 +170,9 @@ def parse_configs(text: str) -> list[SpecConfig]:
     return unique
 
 
-def with_k(cfg: SpecConfig, k: int) -> SpecConfig:
-    """The same config at another fixed K (used by policies to price alternatives)."""
-    return replace(cfg, k=k)
+def recorded_config(config: str, k: int) -> str:
+    """The config string of a measured run's (config, K) (calibrate/data runs*.parquet):
+    vanilla, suffix (K 0 or unset: vLLM's default cap) or suffix:K, kpad:K; other names as they
+    are (dynamic-<policy> runs are built by the caller)."""
+    return {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
+            "kpad": f"kpad:{k}"}.get(config, config)

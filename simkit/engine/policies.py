@@ -6,11 +6,20 @@ stays uniform and graphs are captured per K). They are called after each step, b
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Callable, Protocol, Sequence
 
 # price(k, num_decode_reqs, context_tokens, real_drafts) -> predicted step seconds of a uniform
 # decode batch at that K (the engine builds it from the cost model and the K's capture list).
 PriceFn = Callable[[int, int, int, int], float]
+
+
+class KPolicyName(StrEnum):
+    """The dynamic-K policies a configuration can name (dynamic-table, -feedback, -goodput)."""
+
+    TABLE = "table"            # BatchSizeTable
+    FEEDBACK = "feedback"      # FeedbackK
+    GOODPUT = "goodput"        # GoodputK
 
 
 class KPolicy(Protocol):

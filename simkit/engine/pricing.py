@@ -43,6 +43,7 @@ def uniform_decode_price(cost_model: Any, dispatcher: Dispatcher, k: int, n: int
 def price_fn_for(run: dict[str, Any], ks: list[int], graphs: str = "kmax") -> PriceFn:
     """The price simkit's validation of a measured run uses (its cost model under the run's
     conditions, its cudagraph mode and limits); `run` holds the runs.parquet fields it needs."""
+    from simkit.engine.config import DYNAMIC_DRAFTER
     from simkit.validation.predict import run_cost
 
     cost = run_cost(run)
@@ -51,6 +52,6 @@ def price_fn_for(run: dict[str, Any], ks: list[int], graphs: str = "kmax") -> Pr
                            int(run["max_num_batched_tokens"]), graphs)
 
     def price(k: int, n: int, context: int, real_drafts: int) -> float:
-        return uniform_decode_price(cost, disp[k], k, n, context, real_drafts, "suffix")
+        return uniform_decode_price(cost, disp[k], k, n, context, real_drafts, DYNAMIC_DRAFTER)
 
     return price

@@ -9,11 +9,13 @@ dispatch, and `update()` applies acceptance from the tables and proposes the nex
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from enum import IntEnum
+from typing import Callable, NamedTuple
 
-from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCostModel
+from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy
+from simkit.engine.policies import (BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy,
+                                    KPolicyName)
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.pricing import dispatchers_for, uniform_decode_price
 from simkit.engine.workload import Workload
@@ -69,15 +71,35 @@ class Req:
 _NO_KEYS: list = []
 
 
+class EntryKind(IntEnum):
+    """What a scheduled request does in a step."""
+
+    PREFILL_CHUNK = 0      # a prefill chunk that does not reach the prompt's end: no token
+    LAST_PREFILL = 1       # the chunk that completes the prompt: samples the first token
+    DECODE = 2             # one token plus its spec (draft or padding) tokens
+
+
+PREFILL_CHUNK, LAST_PREFILL, DECODE = EntryKind
+
+
+class PlanEntry(NamedTuple):
+    """One scheduled request of a step: tokens scheduled, spec tokens among them (drafts plus
+    padding up to K), real drafts among those, and what the request does (EntryKind)."""
+
+    req: Req
+    tokens: int
+    spec: int
+    real: int
+    kind: EntryKind
+
+
 class Plan:
     """What one step scheduled: one entry per scheduled request, plus its BatchDescriptor."""
 
     __slots__ = ("entries", "k", "desc", "preempted")
 
     def __init__(self, k: int) -> None:
-        # (request, tokens scheduled, spec tokens, real drafts among them, kind) with kind
-        # 0 = partial prefill chunk, 1 = last prefill chunk (samples a token), 2 = decode
-        self.entries: list[tuple[Req, int, int, int, int]] = []
+        self.entries: list[PlanEntry] = []
         self.k = k
         self.desc: BatchDescriptor | None = None
         self.preempted = 0
@@ -99,11 +121,12 @@ class Scheduler:
         self.free_blocks = cfg.num_blocks
         self.total_blocks = cfg.num_blocks
         self.drafter = spec.drafter
+        self.speculative = spec.speculative
         self.async_scheduling = spec.async_scheduling
         self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
                                            cfg.max_num_batched_tokens, spec.graphs)
         self.cols: dict[int, tuple[list[int], list[int]]] = {}
-        if spec.drafter != "none":
+        if spec.speculative:
             for k in spec.k_values:
                 acc, dr, _ = workload.columns(spec.drafter, k)
                 self.cols[k] = (acc, dr)
@@ -120,23 +143,25 @@ class Scheduler:
     def _make_policy(self, workload: Workload) -> KPolicy:
         spec = self.spec
         if spec.policy is None:
-            return FixedK(spec.k if spec.drafter != "none" else 0)
+            return FixedK(spec.k if spec.speculative else 0)
         params = dict(spec.policy_params)
-        if spec.policy == "table":
+        if spec.policy is KPolicyName.TABLE:
             mean_acc = {k: mean_accepted_per_step(workload, spec.drafter, k) for k in spec.ks}
             ctx = float((workload.prompt_len + workload.output_len / 2).mean())
             return BatchSizeTable(spec.ks, mean_acc, ctx, self.price)
-        if spec.policy == "feedback":
+        if spec.policy is KPolicyName.FEEDBACK:
             return FeedbackK(spec.ks, **params)
-        if spec.policy == "goodput":
+        if spec.policy is KPolicyName.GOODPUT:
             return GoodputK(spec.ks, self.price, **params)
         raise ValueError(f"unknown dynamic policy {spec.policy}")
 
     # -- admission ----------------------------------------------------------------------------
     def add(self, req: Req) -> None:
+        """Queue an arrived request (admitted by a later schedule())."""
         self.waiting.append(req)
 
     def has_work(self) -> bool:
+        """True while a request is running or waiting."""
         return bool(self.running) or bool(self.waiting)
 
     def _preempt(self, req: Req) -> None:
@@ -162,6 +187,8 @@ class Scheduler:
         max_len_1 = cfg.max_model_len - 1
         plan = Plan(self.k_cur)
         entries = plan.entries
+        new, entry = tuple.__new__, PlanEntry      # PlanEntry(...) without its Python __new__
+        decode, last, chunk = DECODE, LAST_PREFILL, PREFILL_CHUNK
         running = self.running
         free = self.free_blocks
         pc = self.pc
@@ -206,7 +233,7 @@ class Scheduler:
             if gap == 1:                                  # decode (+ drafts)
                 spec = n_new - 1
                 real = req.draft if req.draft < spec else spec
-                entries.append((req, n_new, spec, real, 2))
+                entries.append(new(entry, (req, n_new, spec, real, decode)))
                 spec_tokens += spec
                 real_total += real
                 if real > 0:                              # what update() will accept (replayed)
@@ -218,9 +245,9 @@ class Scheduler:
                 prefill_reqs += 1
                 if computed + n_new >= n_tokens:
                     drafting += 1
-                    entries.append((req, n_new, 0, 0, 1))
+                    entries.append(new(entry, (req, n_new, 0, 0, last)))
                 else:
-                    entries.append((req, n_new, 0, 0, 0))
+                    entries.append(new(entry, (req, n_new, 0, 0, chunk)))
             num_tokens += n_new
             if n_new > max_q:
                 max_q = n_new
@@ -264,9 +291,9 @@ class Scheduler:
                 req.blocks += need
                 if req.computed + n_new >= n_tokens:
                     drafting += 1
-                    entries.append((req, n_new, 0, 0, 1))
+                    entries.append(new(entry, (req, n_new, 0, 0, last)))
                 else:
-                    entries.append((req, n_new, 0, 0, 0))
+                    entries.append(new(entry, (req, n_new, 0, 0, chunk)))
                 prefill_tokens += n_new
                 prefill_reqs += 1
                 num_tokens += n_new
@@ -286,7 +313,7 @@ class Scheduler:
             num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
             num_decode_reqs=n - prefill_reqs, num_spec_tokens=spec_tokens,
             num_pad_drafts=spec_tokens - real_total,
-            num_drafting_reqs=drafting if self.drafter != "none" else 0,
+            num_drafting_reqs=drafting if self.speculative else 0,
             context_tokens=ctx, graph_mode=mode, async_scheduling=self.async_scheduling,
             drafter=self.drafter, num_accepted_tokens=accepted)
         return plan
@@ -305,8 +332,9 @@ class Scheduler:
         candidates: list[Req] = []
         finished = False
         observe = self.policy.needs_observation
+        chunk, decode = PREFILL_CHUNK, DECODE
         for req, n_new, s, real, kind in plan.entries:
-            if kind == 0:                                # partial prefill: no token, no draft
+            if kind is chunk:                             # partial prefill: no token, no draft
                 req.computed += n_new
                 continue
             t = req.t
@@ -319,7 +347,7 @@ class Scheduler:
             rem = req.out_len - t
             if e > rem:
                 e = rem
-            if kind == 2:
+            if kind is decode:
                 decodes += 1
                 accepted += a
                 decode_tokens += e
@@ -355,7 +383,7 @@ class Scheduler:
     def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req],
                  n_scheduled: int) -> None:
         """Choose K for the next step and give each request that just sampled its next draft."""
-        if self.drafter == "none":
+        if not self.speculative:
             return
         policy = self.policy
         if policy.needs_observation:
@@ -396,7 +424,5 @@ class Scheduler:
         return list(req.keys) + [(req.seq, i) for i in range(len(req.keys), n_full)]
 
     def kv_used_frac(self) -> float:
+        """Share of the KV blocks in use."""
         return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 0.0
-
-
-GRAPH_MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)

@@ -34,6 +34,19 @@ class OpenLoop:
     timestamps: tuple[float, ...] | None = None
 
 
+@dataclass(slots=True)
+class _Progress:
+    """Where a run stands: next request to submit (index into the order), the engine's pending
+    wake-up while idle, the last arrival, completions so far and when the warm-up (the
+    window_start_completion-th completion) ended."""
+
+    next: int = 0
+    wake: simpy.Event | None = None
+    last_arrival: float = 0.0
+    done: int = 0
+    warm_done_at: float | None = None
+
+
 @dataclass
 class RunResult:
     """Metrics of one run plus what was skipped and why (nothing is dropped silently)."""
@@ -116,16 +129,16 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     rec = Recorder()
     log: list | None = [] if keep_steps else None
     env = simpy.Environment()
-    state = {"next": 0, "wake": None, "last_arrival": 0.0, "done": 0, "warm_done_at": None}
+    state = _Progress()
     warm_count = None
     if isinstance(load, ClosedLoop):
         warm_count = window_start_completion or load.concurrency
 
     def submit() -> Req | None:
-        j = state["next"]
+        j = state.next
         if j >= len(order):
             return None
-        state["next"] = j + 1
+        state.next = j + 1
         idx = order[j]
         req = Req(j, idx, plen[idx], olen[idx], offsets[idx], env.now)
         if chains is not None:
@@ -136,18 +149,18 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
                 keys = chains[idx]
                 s = shared[idx]
                 req.keys = keys[:s] + [(copy, idx, i) for i in range(s, len(keys))]
-        state["last_arrival"] = env.now
+        state.last_arrival = env.now
         sched.add(req)
-        wake = state["wake"]
+        wake = state.wake
         if wake is not None and not wake.triggered:
             wake.succeed()
         return req
 
     def on_finish(req: Req, now: float) -> None:
         rec.finish(req, now)
-        state["done"] += 1
-        if warm_count is not None and state["done"] == warm_count:
-            state["warm_done_at"] = now
+        state.done += 1
+        if warm_count is not None and state.done == warm_count:
+            state.warm_done_at = now
         if req.event is not None:
             req.event.succeed()
 
@@ -171,10 +184,10 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         cm = cost_model
         while True:
             if not sched.has_work():
-                if state["next"] >= len(order):
+                if state.next >= len(order):
                     return
-                state["wake"] = env.event()
-                yield state["wake"]
+                state.wake = env.event()
+                yield state.wake
                 continue
             plan = sched.schedule()
             cost = cm.step_cost(plan.desc)
@@ -195,8 +208,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     env.run()
 
     if isinstance(load, ClosedLoop):
-        start = state["warm_done_at"]
-        window = None if start is None else (start, state["last_arrival"])
+        start = state.warm_done_at
+        window = None if start is None else (start, state.last_arrival)
     else:
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None

@@ -12,40 +12,35 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-SWEEP_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "config", "k",
-                 "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla", "full_graph_frac",
-                 "mean_accepted", "tokens_per_step", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
-                 "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k",
-                 "steady_window")
+from simkit.engine.summary import FIELDS
+from simkit.engine.verdict import is_kpad
+
+# the cell's identity, then the row figures the sweep keeps (simkit.engine.summary.FIELDS)
+CELL_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history")
+ROW_COLUMNS = tuple(f.key for f in FIELDS if f.sweep)
+SWEEP_COLUMNS = CELL_COLUMNS + ROW_COLUMNS
 
 
 def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Run one cell in this process; returns its rows, or the reason it could not run."""
-    from simkit.engine import predict as P
+    from simkit.engine.predict import predict
+    from simkit.engine.runner import clear_loaded
     from simkit.errors import SimkitError
 
     try:
-        pred = P.predict(model, corpus, workers=1, **kwargs)
+        pred = predict(model, corpus, workers=1, **kwargs)
     except (SimkitError, FileNotFoundError, LookupError) as exc:
         return {"model": model, "corpus": corpus, "error": str(exc), "rows": []}
     finally:
-        P._CONTEXT.clear()
+        clear_loaded()
+    ident = dict(zip(CELL_COLUMNS, (model, corpus, pred.hardware, pred.tp, pred.cost_label,
+                                    pred.origin, pred.history)))
     rows = []
     for r in pred.rows:
-        rows.append({
-            "model": model, "corpus": corpus, "hardware": pred.hardware, "tp": pred.tp,
-            "cost_label": pred.cost_label, "origin": pred.origin, "history": pred.history,
-            "config": r.config, "k": r.k,
-            "output_tok_s": r.output_tok_s, "output_tok_s_std": r.output_tok_s_std,
-            "speedup_vs_vanilla": r.speedup_vs_vanilla, "full_graph_frac": r.full_graph_frac,
-            "mean_accepted": r.mean_accepted, "tokens_per_step": r.details["tokens_per_step"],
-            "host_frac": r.host_frac, "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
-            "itl_ms_p99": r.details["itl_ms_p99"],
-            "padded_token_waste": r.details["padded_token_waste"],
-            "preemptions": r.details["preemptions"],
-            "is_best": r.config == pred.best_config,
-            "is_best_k": r.config.startswith("kpad-") and r.k == pred.best_k,
-            "steady_window": r.steady_window})
+        flags = {"is_best": r.config == pred.best_config,
+                 "is_best_k": is_kpad(r.config) and r.k == pred.best_k}
+        rows.append({**ident, **{key: flags[key] if key in flags else getattr(r, key)
+                                 for key in ROW_COLUMNS}})
     return {"model": model, "corpus": corpus, "error": None, "rows": rows,
             "unavailable": pred.unavailable}
 
@@ -87,11 +82,9 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: in
 
 def plot_speedup_per_k(frame, path: str | Path) -> None:
     """One panel per corpus: K-pad speedup over vanilla against K, one line per model."""
-    import matplotlib
+    from simkit.plotting import plt_agg, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plt_agg()
     kp = frame[frame["config"].str.startswith("kpad-")]
     corpora = sorted(kp["corpus"].unique()) if len(kp) else []
     n = max(1, len(corpora))
@@ -115,5 +108,4 @@ def plot_speedup_per_k(frame, path: str | Path) -> None:
         fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
     fig.suptitle("simkit sweep: predicted speedup per K per corpus")
     fig.tight_layout(rect=(0, 0.08, 1, 0.96))
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, path)

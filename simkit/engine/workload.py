@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.drafters.base import NO_DRAFTER
 
 
 class DrafterUnavailable(LookupError):
@@ -35,6 +36,7 @@ class Workload:
 
     @classmethod
     def from_table(cls, table: AcceptanceTable, **kw) -> "Workload":
+        """A workload of one drafter's table (its requests' lengths)."""
         return cls(np.asarray(table.prompt_len, np.int32), np.asarray(table.output_len, np.int32),
                    {table.drafter: table}, **kw)
 
@@ -57,12 +59,15 @@ class Workload:
 
     @property
     def num_requests(self) -> int:
+        """Requests in the workload."""
         return int(self.prompt_len.shape[0])
 
     def has_drafter(self, drafter: str) -> bool:
-        return drafter == "none" or drafter in self.tables
+        """True when the workload has `drafter`'s acceptance table (vanilla needs none)."""
+        return drafter == NO_DRAFTER or drafter in self.tables
 
     def table(self, drafter: str) -> AcceptanceTable:
+        """`drafter`'s acceptance table; DrafterUnavailable naming the ones it has otherwise."""
         if drafter not in self.tables:
             raise DrafterUnavailable(
                 f"{drafter} is unavailable for {self.name or 'this workload'}: it has only "

@@ -12,6 +12,8 @@ from simkit.whatif.common import WhatIfResult
 
 BEST_K_COLUMNS = ["model", "corpus", "best_k", "kpad_4", "kpad_6", "kpad_8", "kpad_12",
                   "dynamic_vs_best_k", "dynamic_verdict"]
+# the study's K ladder without unpadded suffix (its best-K and assumption figures need no more)
+LADDER = "vanilla,kpad:4,6,8,12,dynamic"
 SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "final_pred",
                  "final_err", "ratio_pred", "ratio_err"]
 
@@ -26,7 +28,7 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
     for m in models:
         for c in corpora:
             p = predict_model(m, hardware=hardware, corpus=c, seeds=seeds,
-                              configs="vanilla,kpad:4,6,8,12,dynamic",
+                              configs=LADDER,
                               num_requests=num_requests, workers=workers, source=source)
             van = p["van_pred"] or float("nan")
             row = {"model": m, "corpus": c, "best_k": p["best_k"],
@@ -67,27 +69,17 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
     rows: list[dict[str, Any]] = []
     for m in models:
         base_tp = choose_tp(m, hardware)
-        for f in host_factors:
-            r = with_published(predict_model(m, hardware=hardware, host_factor=f, seeds=seeds,
-                                             configs="vanilla,kpad:4,6,8,12,dynamic",
+
+        def point(assumption: str, value: Any, **changed: Any) -> dict[str, Any]:
+            r = with_published(predict_model(m, hardware=hardware, seeds=seeds, configs=LADDER,
                                              num_requests=num_requests, workers=workers,
-                                             source=source))
-            rows.append(_sweep_row(r, "host_factor", f))
-        for mult in tp_multipliers:
-            tp = base_tp * mult
-            if tp > 8:
-                continue
-            r = with_published(predict_model(m, hardware=hardware, tp=tp, seeds=seeds,
-                                             configs="vanilla,kpad:4,6,8,12,dynamic",
-                                             num_requests=num_requests, workers=workers,
-                                             source=source))
-            rows.append(_sweep_row(r, "tp", tp))
-        for prof in cost_profiles:
-            r = with_published(predict_model(m, hardware=hardware, seeds=seeds,
-                                             configs="vanilla,kpad:4,6,8,12,dynamic",
-                                             num_requests=num_requests, workers=workers,
-                                             cost_profile=prof, source=source))
-            rows.append(_sweep_row(r, "cost_profile", prof))
+                                             source=source, **changed))
+            return _sweep_row(r, assumption, value)
+
+        rows += [point("host_factor", f, host_factor=f) for f in host_factors]
+        rows += [point("tp", base_tp * mult, tp=base_tp * mult) for mult in tp_multipliers
+                 if base_tp * mult <= 8]
+        rows += [point("cost_profile", prof, cost_profile=prof) for prof in cost_profiles]
     notes = ["error = predicted / published - 1; host_factor multiplies the B200 host's assumed "
              "speed (1.0); tp rows use that TP instead of simkit's choice; cost_profile rows use "
              "that calibrated profile transferred to this hardware instead of its default "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from simkit.whatif.common import WhatIfResult, plot_setup, save_fig
+from pathlib import Path
+
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: tok/s, predicted bars with published markers; right: final/van ratio."""
-    plt = plot_setup()
+    plt = plt_agg()
     rows = result.rows
     names = [r["model"] for r in rows]
     xs = list(range(len(rows)))
@@ -34,4 +37,4 @@ def plot(result: WhatIfResult, path) -> None:
     fig.suptitle(result.question + " (black: published; models without a mark are held out)",
                  fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -12,12 +12,15 @@ import math
 from typing import Any
 
 from simkit.catalog.models import list_models
+from simkit.engine.config import DEFAULT_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.summary import Row
+from simkit.engine.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
+from simkit.engine.workload import Workload
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
-from simkit.whatif.common import WhatIfResult, load_workload, run_ladder, specs_of
-
-LADDER = "vanilla,suffix,kpad:4,6,8,12,dynamic"
+from simkit.whatif.common import WhatIfResult
 MAIN_COLUMNS = ["model", "tp", "van_pred", "van_pub", "van_err", "final_pred", "final_lever",
                 "final_pub", "final_err", "ratio_pred", "ratio_pub", "ratio_err", "best_k",
                 "dynamic_verdict", "suffix_speedup", "tokens_per_step_final", "host_frac_final"]
@@ -40,16 +43,13 @@ def _err(pred: float | None, pub: float | None) -> float | None:
     return pred / pub - 1
 
 
-def ladder_summary(rows) -> dict[str, Any]:
+def ladder_summary(rows: list[Row]) -> dict[str, Any]:
     """van(OFF), suffix, best K-pad, best dynamic and the final lever from a ladder's Rows."""
     by = {r.config: r for r in rows}
     van = by.get("vanilla")
     kp = [r for r in rows if r.config.startswith("kpad-")]
-    dyn = [r for r in rows if r.config.startswith("dynamic")]
-    best_kp = max(kp, key=lambda r: r.output_tok_s) if kp else None
-    best_dyn = max(dyn, key=lambda r: r.output_tok_s) if dyn else None
-    cands = [r for r in (best_kp, best_dyn) if r is not None]
-    final = max(cands, key=lambda r: r.output_tok_s) if cands else None
+    best_kp, best_dyn = best_kpad(rows), best_dynamic(rows)
+    final = fastest([r for r in (best_kp, best_dyn) if r is not None])
     v = van.output_tok_s if van else None
     out = {"van_pred": v,
            "final_pred": final.output_tok_s if final else None,
@@ -60,33 +60,21 @@ def ladder_summary(rows) -> dict[str, Any]:
            "best_dynamic_tok_s": best_dyn.output_tok_s if best_dyn else None,
            "suffix_speedup": (by["suffix"].output_tok_s / v) if "suffix" in by and v else None,
            "host_frac_final": final.host_frac if final else None,
-           "tokens_per_step_final": final.details.get("tokens_per_step") if final else None,
+           "tokens_per_step_final": final.tokens_per_step if final else None,
            "kpad_tok_s": {r.k: r.output_tok_s for r in kp}}
     out["ratio_pred"] = (out["final_pred"] / v) if v and out["final_pred"] else None
     out["dynamic_vs_best_k"] = (best_dyn.output_tok_s / best_kp.output_tok_s - 1
                                 if best_dyn and best_kp else None)
-    out["dynamic_verdict"] = dynamic_verdict(best_dyn, best_kp)
+    verdict = dynamic_verdict(best_dyn, best_kp)
+    out["dynamic_verdict"] = str(verdict) if verdict else None
     return out
 
 
-DRIFT = 0.01   # differences under 1 % (or under the seed spread) count as ties
-
-
-def dynamic_verdict(dyn, kp) -> str | None:
-    """'beats', 'ties' or 'loses': the best dynamic-K row against the best K-pad row. A gap
-    within the seed spread or under DRIFT is a tie (the study saw a few % drift between runs)."""
-    if dyn is None or kp is None or kp.output_tok_s <= 0:
-        return None
-    gap = dyn.output_tok_s - kp.output_tok_s
-    tol = max(dyn.output_tok_s_std, kp.output_tok_s_std, DRIFT * kp.output_tok_s)
-    return "ties" if abs(gap) <= tol else ("beats" if gap > 0 else "loses")
-
-
 def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
-                  tp: int | None = None, host_factor: float = 1.0, configs: str = LADDER,
+                  tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
                   cost_profile: str | None = None, source: str = "auto", history: str | None = None,
-                  workload=None) -> dict[str, Any]:
+                  workload: Workload | None = None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
@@ -96,8 +84,9 @@ def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
     if host_factor != 1.0:
         cost = with_host_factor(cost, host_factor)
     n = num_requests or max(workload.num_requests, 4 * CONDITIONS["concurrency"])
-    rows = run_ladder(workload, cost, specs_of(configs), seeds=seeds, num_requests=n,
-                      load=ClosedLoop(CONDITIONS["concurrency"]), workers=workers)
+    rows = run_ladder(Cell(workload, cost, engine_config(cost)), parse_configs(configs),
+                      seeds=seeds, num_requests=n, load=ClosedLoop(CONDITIONS["concurrency"]),
+                      workers=workers).rows
     out = {"model": model, "corpus": corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
            "cost": cost.describe(), "cost_label": str(cost.label), "num_requests": n, "origin": workload.origin,
            "proxy_note": workload.proxy_note, **ladder_summary(rows)}
@@ -119,6 +108,7 @@ def with_published(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def geomean(values: list[float]) -> float:
+    """Geometric mean of the positive values (NaN when there is none)."""
     vals = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
 
@@ -184,7 +174,7 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
                         MAIN_COLUMNS, rows,
                         {"models": models, "hardware": hardware, "corpus": corpus,
                          "host_factor": host_factor, "seeds": seeds,
-                         "num_requests": num_requests, "configs": LADDER,
+                         "num_requests": num_requests, "configs": DEFAULT_CONFIGS,
                          "history": history}, notes,
                         {"summary": summary, "proxies": proxies})
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from simkit.drafters.base import get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
-from simkit.engine.config import SUFFIX_DEFAULT_K
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.engine.predict import Prediction
@@ -101,7 +101,7 @@ def _graphs(pred: Prediction) -> dict[str, Any]:
     mode = eng.cudagraph_mode if isinstance(eng.cudagraph_mode, CudagraphMode) else \
         CudagraphMode.parse(str(eng.cudagraph_mode))
     ks = sorted({0, *(int(k) for r in pred.rows for k in
-                      (r.details.get("ks").split(",") if r.details.get("ks") else [r.k]))})
+                      (r.ks.split(",") if r.ks else [r.k]))})
     sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode)
              for k in ks}
     if mode is CudagraphMode.NONE:
@@ -131,11 +131,12 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["cost_model"] = _cost_model(pred)
     out["history"] = _history(pred)
     out["suffix_tree"] = _tree(prov)
+    suffix_k = get_drafter("suffix").default_k
     out["drafter"] = _entry(drafter or None,
                             (f"suffix decoding, vLLM defaults: tree depth "
                              f"{drafter.get('max_tree_depth')}, spec factor "
                              f"{drafter.get('max_spec_factor')}, min token prob "
-                             f"{drafter.get('min_token_prob')}; 'suffix' runs K={SUFFIX_DEFAULT_K}"
+                             f"{drafter.get('min_token_prob')}; 'suffix' runs K={suffix_k}"
                              " (num_speculative_tokens unset = the tree depth)") if drafter else
                             "not recorded in the workload profile")
     if eng is not None:

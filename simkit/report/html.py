@@ -23,7 +23,7 @@ if TYPE_CHECKING:                    # type hints only (no import cycle at run t
 
 def plot_png(pred: Prediction) -> bytes:
     """The predict bar chart as PNG bytes (same figure as --plot)."""
-    from simkit.commands.predict import plot_prediction
+    from simkit.report.chart import plot_prediction
 
     buf = io.BytesIO()
     plot_prediction(pred, buf)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from simkit.engine.verdict import DRIFT, best_kpad, dynamic_verdict, fastest, is_dynamic
+
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.engine.predict import Prediction
 
@@ -64,9 +66,8 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None) -> di
             reasons.append(f"{best.config} leads {second.config} by {margin:.1%}, less than the "
                            f"cost model's held-out error ({model_error_pct:.1f} %)")
     reasons.append(_why(best, van, ranked))
-    kpads = [r for r in rows if r.config.startswith("kpad-")]
-    if kpads:
-        bk = max(kpads, key=lambda r: r.output_tok_s)
+    bk = best_kpad(rows)
+    if bk is not None:
         text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"
         text += f", {_pct(bk.output_tok_s, van.output_tok_s)} vs vanilla)" if van else ")"
         parts.append(text)
@@ -78,11 +79,11 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None) -> di
 
 def _simplicity(config: str) -> int:
     """0 vanilla, 1 a fixed K (suffix, kpad, ngram), 2 a dynamic-K policy."""
-    return 0 if config == "vanilla" else (2 if config.startswith("dynamic") else 1)
+    return 0 if config == "vanilla" else (2 if is_dynamic(config) else 1)
 
 
 def _step_ms(r) -> float:
-    return float(r.details.get("mean_step_ms", float("nan")))
+    return float(r.mean_step_ms)
 
 
 def _why(best, van, ranked) -> str:
@@ -93,37 +94,35 @@ def _why(best, van, ranked) -> str:
     """
     spec = best if best is not van else next((r for r in ranked if r is not van), None)
     if van is None or spec is None:
-        d = best.details
-        return (f"{best.config}: {d.get('tokens_per_step', 0):.2f} tokens per request-step, "
+        return (f"{best.config}: {best.tokens_per_step:.2f} tokens per request-step, "
                 f"host {best.host_frac:.0%} of step time")
-    tps = spec.details.get("tokens_per_step", 0.0)
-    tv = van.details.get("tokens_per_step", 1.0) or 1.0
+    tps = spec.tokens_per_step
+    tv = van.tokens_per_step or 1.0
     text = (f"{spec.config} accepts {spec.mean_accepted:.2f} drafts per step, so a request "
             f"gains {tps:.2f} tokens per step against vanilla's {tv:.2f} (x{tps / tv:.2f}), "
             f"but its step takes {_step_ms(spec):.2f} ms against {_step_ms(van):.2f} ms "
             f"(x{_step_ms(spec) / _step_ms(van):.2f}): the GPU waits on the host "
             f"{spec.host_frac:.0%} of the step (vanilla {van.host_frac:.0%}, async scheduling)")
-    if spec.details.get("padded_token_waste", 0) >= 0.005:
-        text += f" and {spec.details['padded_token_waste']:.0%} of the tokens run are padding"
+    if spec.padded_token_waste >= 0.005:
+        text += f" and {spec.padded_token_waste:.0%} of the tokens run are padding"
     return text
 
 
 def _dynamic(rows, bk) -> str:
     """How the best dynamic policy compares with the best fixed K, and why it may equal one."""
-    from simkit.reference.reproduce import DRIFT, dynamic_verdict
-
-    dyn = [r for r in rows if r.config.startswith("dynamic")]
+    dyn = [r for r in rows if is_dynamic(r.config)]
     if not dyn:
         return ""
-    top = max(dyn, key=lambda r: r.output_tok_s)
-    how = {"loses": "trails"}.get(dynamic_verdict(top, bk), dynamic_verdict(top, bk))
+    top = fastest(dyn)
+    verdict = dynamic_verdict(top, bk)
+    how = {"loses": "trails"}.get(verdict, verdict)
     text = (f"dynamic-K: {top.config} {how} K={bk.k} ({top.output_tok_s:,.0f} tok/s, "
             f"{_pct(top.output_tok_s, bk.output_tok_s)}; ties = within the seed spread or "
             f"{DRIFT:.0%})")
     settled: dict[int, list[str]] = {}
     twins = []
     for r in dyn:
-        mk = r.details.get("mean_k")
+        mk = r.mean_k
         if mk is None or mk != mk or abs(mk - round(mk)) > _SAME_K_TOL:
             continue
         settled.setdefault(round(mk), []).append(r.config)

@@ -13,7 +13,8 @@ from simkit.report.legend import columns, key_meanings, legend_lines
 from simkit.report.recommend import recommendation
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
-    from simkit.engine.predict import Prediction, Row
+    from simkit.engine.predict import Prediction
+    from simkit.engine.summary import Row
 
 WRAP = 110          # header and legend lines wrap here, at word boundaries
 TABLE_WIDTH = 190   # the ladder table is never wrapped
@@ -52,7 +53,7 @@ def cell(row: Row, key: str) -> str:
     d = row.result_dict()
     v = d.get(key)
     if key == "k":
-        return row.details.get("ks") or str(row.k)
+        return row.ks or str(row.k)
     if key == "config":
         return row.config + ("" if row.steady_window else " *")
     if key == "prefix_hit_rate":
@@ -134,7 +135,7 @@ def document(pred: Prediction) -> dict[str, Any]:
 def render_csv(pred: Prediction) -> str:
     """CSV of every row and column, after '# ' comment lines with the assumptions and the
     recommendation (read with pandas.read_csv(path, comment='#'))."""
-    from simkit.engine.predict import DETAIL_KEYS, RESULT_KEYS
+    from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS
 
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
@@ -148,8 +149,6 @@ def render_csv(pred: Prediction) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     keys = [*RESULT_KEYS, *DETAIL_KEYS]
     if _prefix_on(pred):
-        from simkit.engine.predict import PREFIX_KEY
-
         keys.append(PREFIX_KEY)
     writer.writerow(["model", "corpus", "hardware", "tp", *keys])
     for r in pred.rows:

@@ -54,16 +54,12 @@ DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runn
 def spec_of(run: dict[str, Any]):
     """The SpecConfig of a run's (config, k). Measured dynamic-K runs (config dynamic-<policy>)
     ran vLLM 0.26's single FULL capture list at Kmax: graphs="kmax"."""
-    import dataclasses as dc
-
-    from simkit.engine.config import dynamic, parse_configs
+    from simkit.engine.config import dynamic, parse_configs, recorded_config
 
     cfg, k = str(run["config"]), int(run["k"] or 0)
     if cfg.startswith("dynamic-"):
-        return dc.replace(dynamic(cfg.split("-", 1)[1], DYNAMIC_KS), graphs="kmax")
-    text = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
-            "kpad": f"kpad:{k}"}.get(cfg, cfg)
-    return parse_configs(text)[0]
+        return dataclasses.replace(dynamic(cfg.split("-", 1)[1], DYNAMIC_KS), graphs="kmax")
+    return parse_configs(recorded_config(cfg, k))[0]
 
 
 def run_history(run: dict[str, Any]) -> str:
@@ -162,8 +158,8 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
     `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
     history; simkit.validation.prefix.history_prefixes)."""
-    from simkit.engine.predict import engine_config
-    from simkit.engine.sim import ClosedLoop, simulate
+    from simkit.engine.runner import Cell, Job, engine_config, run_jobs
+    from simkit.engine.sim import ClosedLoop
 
     cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, profile=profile)
     base = cost.base
@@ -183,10 +179,9 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
         from simkit.engine.prefix_cache import history_prefixes
 
         cached_prefixes = history_prefixes(unpack(*workload.block_hashes), hist) or None
-    res = simulate(workload, cost, cfg, spec_of(run), load=ClosedLoop(int(run["concurrency"])),
-                   seed=seed, num_requests=len(reqs), shuffle=False,
-                   window_start_completion=window_start_completion,
-                   cached_prefixes=cached_prefixes)
+    job = Job(spec_of(run), seed, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
+              window_start_completion=window_start_completion)
+    res, = run_jobs(Cell(workload, cost, cfg, cached_prefixes), [job], workers=1)
     m = res.metrics
     return RunPrediction(m.output_tok_s, m.mean_accepted, m.window_end_s - m.window_start_s,
                          m.mean_step_ms, m.window_kind, res.prefix)

@@ -295,11 +295,9 @@ def _clean(obj: Any) -> Any:
 def plot(cells: list[dict[str, Any]], path: str | Path) -> None:
     """Predicted vs measured tok/s, log axes, y=x line, colour per config, hollow markers for
     calibration runs (the fit saw them)."""
-    import matplotlib
+    from simkit.plotting import plt_agg, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 6))
     configs = sorted({c["config"] for c in cells})
     cmap = plt.get_cmap("tab10")
@@ -328,5 +326,4 @@ def plot(cells: list[dict[str, Any]], path: str | Path) -> None:
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, path, dpi=120)

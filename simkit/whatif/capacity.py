@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from simkit.engine.sim import OpenLoop
+from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
+from simkit.engine.runner import Cell, Job, engine_config, load_workload, prepare, run_jobs
+from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, engine_for, mean_output_tokens, plot_setup,
-                                  register, release, run_metrics, save_fig, specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult, mean_output_tokens
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -42,10 +46,10 @@ class Goals:
     tpot_ms_p99: float = 50.0
 
 
-def _check(metrics: list[dict[str, Any]], goals: Goals) -> tuple[bool, float, float, str]:
+def _check(runs: list[RunResult], goals: Goals) -> tuple[bool, float, float, str]:
     """(meets, worst p99 TTFT, worst p99 TPOT, binding goal) over the seeds of one rate."""
-    ttft = max(m["ttft_ms_p99"] for m in metrics)
-    tpot = max(m["tpot_ms_p99"] for m in metrics)
+    ttft = max(r.metrics.ttft_ms_p99 for r in runs)
+    tpot = max(r.metrics.tpot_ms_p99 for r in runs)
     bad_ttft = not ttft <= goals.ttft_ms_p99        # NaN (no request in window) fails
     bad_tpot = not tpot <= goals.tpot_ms_p99
     binding = "ttft" if bad_ttft else ("tpot" if bad_tpot else "")
@@ -60,77 +64,66 @@ def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: flo
     return min(need, max_requests), need <= max_requests
 
 
-def pilot_rates(workload, cost, specs, *, cfg, workers: int | None,
+def pilot_rates(cell: Cell, specs: list[SpecConfig], *, workers: int | None,
                 concurrency: int = 32) -> list[float]:
     """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
-    from simkit.engine.sim import ClosedLoop
-
-    key = register(workload, cost)
-    try:
-        jobs = [(key, cfg, s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
-        flat = run_metrics(jobs, workers)
-    finally:
-        release(key)
-    return [m["request_throughput"] if m["request_throughput"] > 0 else 1.0 for m in flat]
+    jobs = [Job(s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
+    flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
+    return [t if t > 0 else 1.0 for t in flat]
 
 
-def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, min_requests: int,
+def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig], goals: Goals, *, seeds: int, min_requests: int,
                           max_requests: int, workers: int | None, span_factor: float = 3.0,
-                          rel_tol: float = 0.05, max_iter: int = 40, cfg=None,
+                          rel_tol: float = 0.05, max_iter: int = 40,
+                          cfg: EngineConfig | None = None,
                           start_rates: list[float] | None = None) -> list[dict[str, Any]]:
     """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
     advance together so that every iteration fills the worker pool)."""
     if rel_tol <= 0 or span_factor <= 0 or min_requests < 1 or max_requests < min_requests:
         raise InputError("need rel_tol > 0, span_factor > 0, 1 <= min_requests <= max_requests",
                          field="search")
-    cfg = cfg or engine_for(cost)
-    for spec in specs:
-        for k in spec.k_values if spec.drafter != "none" else ():
-            workload.columns(spec.drafter, k)
-    mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
-    starts = start_rates or pilot_rates(workload, cost, specs, cfg=cfg, workers=workers)
+    cell = Cell(workload, cost, cfg or engine_config(cost))
+    prepare(cell, specs)
+    mean_out = mean_output_tokens(workload, cell.engine.max_tokens, cell.engine.max_model_len)
+    starts = start_rates or pilot_rates(cell, specs, workers=workers)
     state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
               "hi_bind": "", "it": 0, "done": False} for s, r0 in zip(specs, starts)]
-    key = register(workload, cost)
-    try:
-        for _ in range(max_iter):
-            live = [st for st in state if not st["done"]]
-            if not live:
-                break
-            jobs, sims = [], []
-            for st in live:
-                n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
-                                       min_requests=min_requests, max_requests=max_requests)
-                st["n_next"] = n
-                if fits:
-                    sims.append(st)
-                    jobs += [(key, cfg, st["spec"], seed, OpenLoop(rate=st["next"]), n)
-                             for seed in range(seeds)]
-            flat = run_metrics(jobs, workers) if jobs else []
-            for st in live:
-                if st in sims:
-                    i = sims.index(st)
-                    ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
-                else:
-                    ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
-                r = st["next"]
-                st["it"] += 1
-                if ok:
-                    st["lo"], st["lo_m"] = r, (ttft, tpot, st["n_next"])
-                else:
-                    st["hi"], st["hi_bind"] = r, bind
-                if st["hi"] == math.inf:
-                    st["next"] = r * 2.0
-                elif st["lo"] == 0.0:
-                    st["next"] = r / 2.0
-                    if r < st["start"] * 2.0 ** -10:          # fails even at a trickle
-                        st["done"] = True
-                else:
-                    st["next"] = math.sqrt(st["lo"] * st["hi"])
-                if st["lo"] > 0 and st["hi"] < math.inf and st["hi"] / st["lo"] <= 1 + rel_tol:
+    for _ in range(max_iter):
+        live = [st for st in state if not st["done"]]
+        if not live:
+            break
+        jobs, sims = [], []
+        for st in live:
+            n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
+                                   min_requests=min_requests, max_requests=max_requests)
+            st["n_next"] = n
+            if fits:
+                sims.append(st)
+                jobs += [Job(st["spec"], seed, OpenLoop(rate=st["next"]), n)
+                         for seed in range(seeds)]
+        flat = run_jobs(cell, jobs, workers) if jobs else []
+        for st in live:
+            if st in sims:
+                i = sims.index(st)
+                ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
+            else:
+                ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
+            r = st["next"]
+            st["it"] += 1
+            if ok:
+                st["lo"], st["lo_m"] = r, (ttft, tpot, st["n_next"])
+            else:
+                st["hi"], st["hi_bind"] = r, bind
+            if st["hi"] == math.inf:
+                st["next"] = r * 2.0
+            elif st["lo"] == 0.0:
+                st["next"] = r / 2.0
+                if r < st["start"] * 2.0 ** -10:          # fails even at a trickle
                     st["done"] = True
-    finally:
-        release(key)
+            else:
+                st["next"] = math.sqrt(st["lo"] * st["hi"])
+            if st["lo"] > 0 and st["hi"] < math.inf and st["hi"] / st["lo"] <= 1 + rel_tol:
+                st["done"] = True
     out = []
     for st in state:
         ttft, tpot, n = st["lo_m"] or (math.nan, math.nan, 0)
@@ -145,14 +138,14 @@ def max_sustainable_rates(workload, cost, specs, goals: Goals, *, seeds: int, mi
 def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
              tp: int | None = None, target_rate: float | None = None,
              target_tok_s: float | None = None, goals: Goals = Goals(),
-             configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
+             configs: str = WHATIF_CONFIGS, seeds: int = 1,
              min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
              workers: int | None = None, cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
-             rel_tol: float = 0.05, workload=None, cost=None) -> WhatIfResult:
+             rel_tol: float = 0.05, workload: Workload | None = None,
+             cost: Any = None) -> WhatIfResult:
     """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
     from simkit.costmodel import load_cost_model
-    from simkit.whatif.common import load_workload
 
     if (target_rate is None) == (target_tok_s is None):
         raise InputError("give exactly one of a request-rate target and an output tok/s target",
@@ -163,7 +156,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
     cost = cost or load_cost_model(model, hardware, tp=tp, profile=cost_profile)
     mean_out = mean_output_tokens(workload)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
-    rows = max_sustainable_rates(workload, cost, specs_of(configs), goals, seeds=seeds,
+    rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,
                                  min_requests=min_requests, max_requests=max_requests,
                                  span_factor=span_factor, workers=workers, rel_tol=rel_tol)
     for r in rows:
@@ -205,9 +198,9 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
                          "mean_output_tokens": mean_out}, notes)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Bars: GPUs needed per configuration, annotated with the per-replica max rate."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     names = [r["config"] for r in result.rows]
     gpus = [r["gpus"] or 0 for r in result.rows]
@@ -220,4 +213,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.set_title(result.question, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

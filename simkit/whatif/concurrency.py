@@ -4,10 +4,15 @@ falls to or below vanilla's at the same concurrency)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -28,11 +33,11 @@ def stops_paying(rows: list[dict], name: str) -> int | None:
 
 def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
                 tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
-                configs: str = "vanilla,suffix,kpad:4,12", seeds: int = 1,
+                configs: str = WHATIF_CONFIGS, seeds: int = 1,
                 min_requests: int = 32, workers: int | None = None,
                 cost_profile: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
-                workload=None) -> WhatIfResult:
+                workload: Workload | None = None) -> WhatIfResult:
     """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
     from simkit.costmodel import load_cost_model
 
@@ -43,22 +48,23 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          field="levels") from None
     if not cs or cs[0] < 1:
         raise InputError("concurrency levels must be >= 1", field="levels")
-    specs = specs_of(configs)
-    if not any(s.drafter == "none" for s in specs):
+    specs = parse_configs(configs)
+    if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
+    cell = Cell(workload, cost, engine_config(cost))
     rows = []
     for c in cs:
         n = max(min_requests, 4 * c)
-        for r in run_ladder(workload, cost, specs, seeds=seeds, num_requests=n,
-                            load=ClosedLoop(c), workers=workers):
+        for r in run_ladder(cell, specs, seeds=seeds, num_requests=n, load=ClosedLoop(c),
+                            workers=workers).rows:
             rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,
                          "speedup_vs_vanilla": r.speedup_vs_vanilla,
                          "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
-                         "tpot_ms_p99": r.details["tpot_ms_p99"], "num_requests": n})
-    spec_names = [s.name for s in specs if s.drafter != "none"]
+                         "tpot_ms_p99": r.tpot_ms_p99, "num_requests": n})
+    spec_names = [s.name for s in specs if s.speculative]
     verdicts = {name: stops_paying(rows, name) for name in spec_names}
     best_per_c = {}
     for c in cs:
@@ -93,9 +99,9 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          "best_per_concurrency": {str(c): list(v) for c, v in best_per_c.items()}})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: output tok/s vs concurrency; right: speedup over vanilla (1.0 line)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [r for r in result.rows if r["config"] == name]
@@ -113,4 +119,4 @@ def plot(result: WhatIfResult, path) -> None:
     a1.legend(fontsize=8)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

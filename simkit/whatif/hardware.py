@@ -4,10 +4,15 @@ capacity; throughput is reported per replica and per GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
@@ -15,10 +20,10 @@ COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup
 
 def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
              targets: str = "h100,h200,b200", tps: str | None = None,
-             configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
+             configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
              num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
              source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
     `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP)."""
     from simkit.costmodel import load_cost_model
@@ -33,7 +38,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
         except ValueError:
             raise InputError(f"TP degrees must be integers, got {tps!r}", field="tps") from None
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     rows, notes, first, failures = [], [], {}, []
     for hw in hws:
         for tp in tp_list:
@@ -43,8 +48,9 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                 failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue
             notes.append(cost.describe())
-            ladder = run_ladder(workload, cost, specs, seeds=seeds, num_requests=num_requests,
-                                load=ClosedLoop(concurrency), workers=workers)
+            ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
+                                num_requests=num_requests, load=ClosedLoop(concurrency),
+                                workers=workers).rows
             for r in ladder:
                 first.setdefault(r.config, r.output_tok_s)
                 rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
@@ -67,9 +73,9 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                          "num_requests": num_requests}, notes, failures=failures)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Grouped bars: output tok/s per configuration, one bar per (hardware, TP)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(8, 3.8))
     configs = list(dict.fromkeys(r["config"] for r in result.rows))
     setups = list(dict.fromkeys((r["hardware"], r["tp"]) for r in result.rows))
@@ -85,4 +91,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -5,17 +5,20 @@ from which speculative decoding starts to pay, and the best K at each share."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.verdict import best_kpad, fastest
 from simkit.errors import InputError
 from simkit.history import parse_history
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
 DEFAULT_SHARES = "0,0.1,0.25,0.5,0.75,1"
-DEFAULT_CONFIGS = "vanilla,suffix,kpad:4,6,8,12"
 
 
 def parse_shares(text: str) -> list[float]:
@@ -44,7 +47,7 @@ def crossover(points: list[tuple[float, float]]) -> float | None:
 
 
 def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
-            tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = DEFAULT_CONFIGS,
+            tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = FIXED_K_CONFIGS,
             concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
             workers: int | None = None, cost_profile: str | None = None, source: str = "auto",
             warm: bool = True) -> WhatIfResult:
@@ -52,8 +55,8 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
     from simkit.costmodel import load_cost_model
 
     ps = parse_shares(shares)
-    specs = specs_of(configs)
-    if not any(s.drafter == "none" for s in specs):
+    specs = parse_configs(configs)
+    if all(s.speculative for s in specs):
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
@@ -63,24 +66,23 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
     for label, p in labels:
         workload = load_workload(model, corpus, source, label)
         origin = origin or (workload.origin or "")
-        ladder = run_ladder(workload, cost, specs, seeds=seeds,
+        ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
                             num_requests=max(num_requests, workload.num_requests),
-                            load=ClosedLoop(concurrency), workers=workers)
-        top = max(ladder, key=lambda r: r.output_tok_s)
-        spec_rows = [r for r in ladder if r.config != "vanilla"]
-        kpads = [r for r in ladder if r.config.startswith("kpad-")]
-        best_spec = max(spec_rows, key=lambda r: r.output_tok_s) if spec_rows else None
+                            load=ClosedLoop(concurrency), workers=workers).rows
+        top = fastest(ladder)
+        best_spec = fastest([r for r in ladder if r.config != "vanilla"])
+        kpad = best_kpad(ladder)
         best_by[label] = {
             "repeat_share": p, "best_config": top.config,
             "best_speculative": best_spec.config if best_spec else None,
             "best_speculative_speedup": best_spec.speedup_vs_vanilla if best_spec else None,
-            "best_k": max(kpads, key=lambda r: r.output_tok_s).k if kpads else None}
+            "best_k": kpad.k if kpad else None}
         for r in ladder:
             rows.append({"history": label, "repeat_share": p, "config": r.config,
                          "output_tok_s": r.output_tok_s,
                          "speedup_vs_vanilla": r.speedup_vs_vanilla,
                          "mean_accepted": r.mean_accepted,
-                         "tokens_per_step": r.details.get("tokens_per_step"),
+                         "tokens_per_step": r.tokens_per_step,
                          "is_best": r.config == top.config})
     cross = crossover([(v["repeat_share"], v["best_speculative_speedup"])
                        for v in best_by.values()
@@ -106,9 +108,9 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
                         {"crossover_share": cross, "per_history": best_by})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Left: tok/s against P per config (warm as dashed levels); right: best K against P."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     rep = [r for r in result.rows if r["repeat_share"] is not None]
     for i, name in enumerate(dict.fromkeys(r["config"] for r in rep)):
@@ -136,4 +138,4 @@ def plot(result: WhatIfResult, path) -> None:
     a2.grid(alpha=0.3)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -6,11 +6,16 @@ HOST_BOUND_ELASTICITY; the share of step time the device waits for the host is p
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+from simkit.costmodel import CostModel
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -18,10 +23,8 @@ COLUMNS = ["config", "host_factor", "output_tok_s", "vs_factor_1", "speedup_vs_v
            "host_frac"]
 
 
-def with_host_factor(cost, factor: float):
+def with_host_factor(cost: CostModel, factor: float) -> CostModel:
     """The same cost model on a host `factor` times the hardware's host speed."""
-    from simkit.costmodel import CostModel
-
     if not factor > 0:
         raise InputError(f"host factor must be > 0, got {factor}", field="host_factor")
     label = cost.label if factor == 1 else f"{cost.label}, host x{factor:g}"
@@ -38,10 +41,10 @@ def elasticity(t1: float, t2: float, f1: float, f2: float) -> float:
 
 def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b200",
          tp: int | None = None, factors: str = "0.5,0.75,1,1.5,2,4",
-         configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
+         configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
          num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
          source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per host factor; the summary says which configurations are host-bound."""
     from simkit.costmodel import load_cost_model
 
@@ -51,14 +54,15 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     base = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     rows = []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}
     for f in fs:
-        ladder = run_ladder(workload, with_host_factor(base, f), specs, seeds=seeds,
+        cost = with_host_factor(base, f)
+        ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
                             num_requests=num_requests, load=ClosedLoop(concurrency),
-                            workers=workers)
+                            workers=workers).rows
         for r in ladder:
             by[(r.config, f)] = r.output_tok_s
             frac[(r.config, f)] = r.host_frac
@@ -91,9 +95,9 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
                          "num_requests": num_requests}, notes, {"summary": summary})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Throughput against host factor (log x), one line per configuration."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [(r["host_factor"], r["output_tok_s"]) for r in result.rows if r["config"] == name]
@@ -105,4 +109,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

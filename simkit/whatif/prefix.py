@@ -12,12 +12,17 @@ are the corpus's own; a real preamble also enters suffix decoding's per-prompt t
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import WhatIfResult, engine_for, plot_setup, run_ladder, save_fig, specs_of
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -29,7 +34,7 @@ def preamble_ids(n: int) -> np.ndarray:
     return np.random.default_rng(PREAMBLE_SEED).integers(1000, 30000, n).astype(np.int32)
 
 
-def with_preamble(workload, prompts: list[np.ndarray], n: int):
+def with_preamble(workload: Workload, prompts: list[np.ndarray], n: int) -> Workload:
     """The workload with the preamble in front of every prompt: lengths + n, hashes recomputed."""
     from simkit.engine.block_hash import pack, prompt_block_hashes
 
@@ -55,36 +60,35 @@ def parse_levels(text: str) -> list[int]:
 
 def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
            tp: int | None = None, preamble: str = "0,500,2000",
-           configs: str = "vanilla,suffix,kpad:4,12", concurrency: int = 32, seeds: int = 1,
+           configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
            num_requests: int = 128, workers: int | None = None, cost_profile: str | None = None,
            source: str = "auto") -> WhatIfResult:
     """The ladder at each preamble length, prefix caching on and off."""
     from simkit.costmodel import load_cost_model
-    from simkit.engine.workload import Workload
     from simkit.profiles import load_profile, sampled_prompts
 
     levels = parse_levels(preamble)
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     prof = load_profile(model, corpus, source=source)
     base = Workload.from_profile(prof)
     base.name = base.name or f"{model}/{corpus}"
     prompts = sampled_prompts(prof)
     cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile)
-    on = engine_for(cost)
+    on = engine_config(cost)
     off = dataclasses.replace(on, prefix_caching=False)
     load = ClosedLoop(concurrency)
     rows, first = [], {}
     for n in levels:
         w = with_preamble(base, prompts, n)
-        cached = run_ladder(w, cost, specs, seeds=seeds, num_requests=num_requests, load=load,
-                            workers=workers, cfg=on)
-        plain = run_ladder(w, cost, specs, seeds=seeds, num_requests=num_requests, load=load,
-                           workers=workers, cfg=off)
+        cached = run_ladder(Cell(w, cost, on), specs, seeds=seeds, num_requests=num_requests,
+                            load=load, workers=workers).rows
+        plain = run_ladder(Cell(w, cost, off), specs, seeds=seeds, num_requests=num_requests,
+                           load=load, workers=workers).rows
         for r, p in zip(cached, plain):
             first.setdefault(r.config, r.output_tok_s)
             rows.append({"preamble": n, "config": r.config, "output_tok_s": r.output_tok_s,
                          "vs_first": r.output_tok_s / first[r.config] if first[r.config] else None,
-                         "prefix_hit_rate": r.details.get("prefix_hit_rate"),
+                         "prefix_hit_rate": r.prefix_hit_rate,
                          "no_cache_tok_s": p.output_tok_s,
                          "cache_gain": r.output_tok_s / p.output_tok_s - 1 if p.output_tok_s else None,
                          "ttft_ms_p50": r.ttft_ms_p50, "no_cache_ttft_ms_p50": p.ttft_ms_p50})
@@ -106,9 +110,9 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
                          "num_requests": num_requests}, notes)
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Output tok/s against preamble length per config, caching on (solid) and off (dashed)."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for name in dict.fromkeys(r["config"] for r in result.rows):
         pts = [r for r in result.rows if r["config"] == name]
@@ -121,4 +125,4 @@ def plot(result: WhatIfResult, path) -> None:
     ax.legend(fontsize=8)
     fig.suptitle(result.question, fontsize=9)
     fig.tight_layout()
-    save_fig(fig, path)
+    save_png(fig, path)

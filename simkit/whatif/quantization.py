@@ -17,15 +17,19 @@ That knob is a parametric stand-in, not a model of how quantization changes text
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from simkit.costmodel import CostModel
+from simkit.engine.config import WHATIF_CONFIGS, parse_configs
+from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
+from simkit.engine.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
-from simkit.whatif.common import (WhatIfResult, load_workload, plot_setup, run_ladder, save_fig,
-                                  specs_of)
+from simkit.plotting import plt_agg, save_png
+from simkit.whatif.common import WhatIfResult
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -108,11 +112,11 @@ def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workloa
 def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware: str = "b200",
                  tp: int | None = None, weight_bytes_factor: float | None = None,
                  flop_speedup: float | None = None, acceptance_scale: float = 0.9,
-                 quant_corpus: str | None = None, configs: str = "vanilla,suffix,kpad:4,12",
+                 quant_corpus: str | None = None, configs: str = WHATIF_CONFIGS,
                  concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
                  workers: int | None = None, cost_profile: str | None = None,
                  source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload=None) -> WhatIfResult:
+                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config."""
     from simkit.costmodel import load_cost_model
 
@@ -126,12 +130,12 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
         qwork = scale_acceptance(workload, acceptance_scale)
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
-    specs = specs_of(configs)
+    specs = parse_configs(configs)
     kw = dict(seeds=seeds, num_requests=num_requests, load=ClosedLoop(concurrency),
               workers=workers)
-    r_base = run_ladder(workload, base, specs, **kw)
-    r_arith = run_ladder(workload, quant, specs, **kw)
-    r_quant = run_ladder(qwork, quant, specs, **kw)
+    r_base = run_ladder(Cell(workload, base, engine_config(base)), specs, **kw).rows
+    r_arith = run_ladder(Cell(workload, quant, engine_config(quant)), specs, **kw).rows
+    r_quant = run_ladder(Cell(qwork, quant, engine_config(quant)), specs, **kw).rows
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):
         rows.append({"config": a.config, "base_tok_s": a.output_tok_s,
@@ -139,8 +143,8 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                      "gain_arithmetic": b.output_tok_s / a.output_tok_s - 1,
                      "gain_total": c.output_tok_s / a.output_tok_s - 1,
                      "mean_accepted_base": a.mean_accepted, "mean_accepted_w4a4": c.mean_accepted})
-    best_base = max(r_base, key=lambda r: r.output_tok_s)
-    best_q = max(r_quant, key=lambda r: r.output_tok_s)
+    best_base = fastest(r_base)
+    best_q = fastest(r_quant)
     notes = [CAUTION, base.describe(), quant.describe(), how,
              f"best base {best_base.config} {best_base.output_tok_s:,.0f} tok/s -> best W4A4 "
              f"{best_q.config} {best_q.output_tok_s:,.0f} tok/s "
@@ -164,9 +168,9 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                         {"caution": CAUTION})
 
 
-def plot(result: WhatIfResult, path) -> None:
+def plot(result: WhatIfResult, path: str | Path) -> None:
     """Bars per config: base, W4A4 with the same acceptance, W4A4 with the changed acceptance."""
-    plt = plot_setup()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(7.5, 4))
     names = [r["config"] for r in result.rows]
     keys = (("base_tok_s", "base"), ("w4a4_same_acceptance_tok_s", "W4A4, same acceptance"),
@@ -182,4 +186,4 @@ def plot(result: WhatIfResult, path) -> None:
     fig.text(0.01, 0.01, "W4A4 changes outputs: only behind an output-equivalence gate",
              fontsize=7, color="darkred")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    save_fig(fig, path)
+    save_png(fig, path)

@@ -86,16 +86,14 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
     the requests are the profile's, in simkit's seeded order, not the run's own files)."""
     import pandas as pd
 
+    from simkit.engine.config import recorded_config
     from simkit.engine.predict import predict
 
     out = []
     for row in runs.to_dict("records"):
         if purposes and row.get("purpose") not in purposes:
             continue
-        cfg = str(row["config"])
-        k = int(row.get("k") or 0)
-        config = {"vanilla": "vanilla", "suffix": f"suffix:{k}" if k else "suffix",
-                  "kpad": f"kpad:{k}"}.get(cfg, cfg)
+        config = recorded_config(str(row["config"]), int(row.get("k") or 0))
         hw = hardware_of(row.get("gpu", "")) or "h200"
         try:
             cap = row.get("max_tokens_cap")

@@ -54,13 +54,15 @@ def main() -> None:
     args = ap.parse_args()
 
     from simkit.engine.config import parse_configs
-    from simkit.engine.predict import DEFAULT_CONFIGS, engine_config, load_context, predict
+    from simkit.engine.config import DEFAULT_CONFIGS
+    from simkit.engine.predict import predict
+    from simkit.engine.runner import engine_config, load_cell
     from simkit.engine.sim import ClosedLoop, simulate
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
     gpu_recipe_scenario(args.hardware)
     t0 = time.perf_counter()
-    _, workload, cost = load_context(args.model, args.corpus, args.hardware, None, None)
+    workload, cost = load_cell(args.model, args.corpus, args.hardware, None, None)
     print(f"load profile + cost model ({args.model}/{args.corpus}): "
           f"{time.perf_counter() - t0:.2f} s; {workload.num_requests} requests, "
           f"{int(workload.output_len.sum()):,} output tokens, origin {workload.origin}")

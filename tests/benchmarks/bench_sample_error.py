@@ -41,10 +41,8 @@ def main() -> None:
     full_prof = profile_from_raw(args.model, args.corpus, sample_size=n, tree="warm")
     full = Workload.from_profile(full_prof)
     cost = load_cost_model(args.model, "h200")
-    P._CONTEXT.clear()
-    P.with_workload(args.model, args.corpus, "h200", None, None, full, cost, source="raw")
     t2 = time.time()
-    whole = P.predict(args.model, args.corpus, **kw)
+    whole = P.predict(args.model, args.corpus, workload=full, cost=cost, **kw)
     t3 = time.time()
     n_sample = len(sample.workload_provenance["sample_indices"])
     print(f"{args.model}/{args.corpus}: sample {n_sample} of {n} requests vs all {full.num_requests}; {args.num_requests} requests per run, "
@@ -62,10 +60,8 @@ def main() -> None:
           f"(K {sample.best_k}), full {whole.best_config} (K {whole.best_k})")
     for size in [int(x) for x in args.sample_sizes.split(",") if x.strip()]:
         prof = profile_from_raw(args.model, args.corpus, sample_size=size, tree="warm")
-        P._CONTEXT.clear()
-        P.with_workload(args.model, args.corpus, "h200", None, None, Workload.from_profile(prof),
-                        cost, source="raw")
-        other = P.predict(args.model, args.corpus, **kw)
+        other = P.predict(args.model, args.corpus, workload=Workload.from_profile(prof),
+                          cost=cost, **kw)
         rels = [a.output_tok_s / b.output_tok_s - 1 for a, b in zip(other.rows, whole.rows)]
         print(f"sample {size}: " + ", ".join(f"{a.config} {r:+.1%}" for a, r in
                                             zip(other.rows, rels))

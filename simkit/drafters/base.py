@@ -1,0 +1,92 @@
+"""The drafter interface and the registry of drafters, in the spirit of vLLM's proposers.
+
+vLLM runs one proposer per speculative method (NgramProposer, SuffixDecodingProposer, ...), each
+turning a request's context into draft tokens. simkit never proposes while it simulates: it
+replays every request through the drafter once, ahead of time, and records per output position t
+how many tokens the drafter proposed at cap K (d(t, K)) and how many of them greedy verification
+accepted (a(t, K)); the engine then reads those acceptance tables. So a Drafter here is what
+builds those two columns for every K = 1..kmax.
+
+A new drafter is one module: subclass Drafter, decorate it with @register, and add the module
+to BUILTIN below (the registry imports it on first use). Its name is the configuration keyword
+(`--configs NAME[:K]`, `NAME-kpad:K`), the key of its acceptance table in a workload and the
+`drafter` a BatchDescriptor carries; `NO_DRAFTER` ("none") is vanilla's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+
+if TYPE_CHECKING:                    # type hints only (keeps this module free of NumPy)
+    import numpy as np
+
+NO_DRAFTER = "none"
+
+# the modules that define the built-in drafters, imported on first use of the registry
+BUILTIN = ("simkit.drafters.suffix_replay", "simkit.drafters.ngram")
+
+_REGISTRY: dict[str, "Drafter"] = {}
+
+
+class Drafter(ABC):
+    """One speculative method: how its acceptance tables are built, and its defaults."""
+
+    name: ClassVar[str]               # configuration keyword and table key, e.g. "suffix"
+    default_k: ClassVar[int]          # K of the bare keyword ("suffix" = suffix:24)
+    kpad_label: ClassVar[str]         # keyword of its padded configs ("kpad" -> kpad-8)
+    remembers_history: ClassVar[bool]  # drafts depend on what the server served before
+
+    @abstractmethod
+    def default_params(self) -> Any:
+        """The drafter's settings at vLLM's defaults (a frozen dataclass with as_dict())."""
+
+    @abstractmethod
+    def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
+               accepted: np.ndarray, drafted: np.ndarray, *, ordering: str, concurrency: int,
+               progress: Callable[[int], None] | None, engine: str | None,
+               prelude: Sequence) -> str:
+        """Fill `drafted[row, K-1]` = d(t, K) and `accepted[row, K-1]` = a(t, K) for every
+        request (rows offsets[r] + t) and K = 1..kmax, replaying the requests in `ordering`
+        ("sequential" or "concurrent" at `concurrency`) after the `prelude` responses; call
+        `progress(n)` with each request's output tokens. Returns the ordering it used (a drafter
+        whose drafts depend on the request alone replays "sequential" whatever is asked)."""
+
+    def label(self, k: int) -> str:
+        """Row label of the unpadded config at cap K: the name at its default K, else name-K."""
+        return self.name if k == self.default_k else f"{self.name}-{k}"
+
+    def kpad_row_label(self, k: int) -> str:
+        """Row label of the config padded to exactly K drafts."""
+        return f"{self.kpad_label}-{k}"
+
+
+def register(cls: type[Drafter]) -> type[Drafter]:
+    """Class decorator: make the drafter known under its name (a second one of a name fails)."""
+    if cls.name in _REGISTRY or cls.name == NO_DRAFTER:
+        raise ValueError(f"a drafter named {cls.name!r} is already registered")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def _load_builtin() -> None:
+    for module in BUILTIN:
+        importlib.import_module(module)
+
+
+def drafter_names() -> tuple[str, ...]:
+    """Every registered drafter's name, in registration order (suffix, ngram, ...)."""
+    _load_builtin()
+    return tuple(_REGISTRY)
+
+
+def get_drafter(name: str) -> Drafter:
+    """The registered drafter `name`; ValueError naming the known ones otherwise."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown drafter {name!r} ({', '.join(_REGISTRY)})")
+    return _REGISTRY[name]
+
+
+__all__ = ["BUILTIN", "Drafter", "NO_DRAFTER", "drafter_names", "get_drafter", "register"]

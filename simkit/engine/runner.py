@@ -1,0 +1,233 @@
+"""The one ladder runner: simulate (configuration, seed) jobs on one Cell on local processes.
+
+A Cell is what every run of a ladder shares: the workload (requests and acceptance tables), the
+step-cost model and the engine limits. `run_jobs` puts the cell in this process's table of cells
+before forking its workers (they inherit it, so only the small Job is sent to them), collects
+the results in job order (so the output is byte-identical whatever the number of workers) and
+drops the cell afterwards. Nothing else reads or writes that table.
+
+`load_cell` loads a (model, corpus) workload profile and its cost model once per process (the
+same arguments give the same objects); `clear_loaded` frees them (a sweep does after each cell).
+predict, sweep, every what-if, the reference reproduction and validate run through here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.cudagraph import CudagraphMode
+from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult, simulate
+from simkit.engine.summary import Row, summarize_rows
+from simkit.engine.workload import DrafterUnavailable, Workload
+
+Progress = Callable[[int], None]                # advance by n finished jobs
+ProgressFactory = Callable[[int], Progress]     # total jobs -> advance callback
+
+
+@dataclass(frozen=True, eq=False)
+class Cell:
+    """What the runs of a ladder share: workload, step-cost model and engine limits.
+    `cached_prefixes`: prompt block-hash chains already in the prefix cache when each run starts
+    (simulate's argument); None = what the workload's own request history left there (a repeat
+    history's prompts, simkit.history; nothing for warm or cold)."""
+
+    workload: Workload
+    cost: Any                        # a simkit.costmodel.batch.StepCostModel
+    engine: EngineConfig
+    cached_prefixes: Sequence | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One simulation of a cell: configuration, seed, load and request count. `shuffle` False
+    keeps the workload's request order (a measured run replayed request by request);
+    `window_start_completion` as simulate's (None: the concurrency-th completion)."""
+
+    spec: SpecConfig
+    seed: int
+    load: ClosedLoop | OpenLoop
+    num_requests: int | None
+    shuffle: bool = True
+    window_start_completion: int | None = None
+
+
+@dataclass
+class Ladder:
+    """Every configuration of a ladder over seeds: per-config Rows, the configurations the
+    workload has no table for (name -> why), and every run in job order (config-major)."""
+
+    rows: list[Row]
+    unavailable: dict[str, str] = field(default_factory=dict)
+    runs: list[RunResult] = field(default_factory=list)
+
+
+# -- the cells of the running ladders (filled in the parent before forking) --------------------
+_CELLS: dict[int, tuple[Cell, Sequence | None]] = {}
+_KEYS = itertools.count()
+
+
+def history_cached_prefixes(workload: Workload, engine: EngineConfig) -> list | None:
+    """The prompts a repeat history (hot, repeat:P) left in the prefix cache before the run, in
+    the order they were served (the workload's tables assume the same history); None otherwise."""
+    label = str(workload.provenance.get("tree") or "")
+    if not label or not engine.prefix_caching or workload.block_hashes is None:
+        return None
+    from simkit.history import parse_history
+
+    if not parse_history(label).is_repeat:
+        return None
+    from simkit.engine.block_hash import unpack
+    from simkit.engine.prefix_cache import history_prefixes
+
+    return history_prefixes(unpack(*workload.block_hashes), label) or None
+
+
+def _simulate(cell: Cell, prefixes: Sequence | None, job: Job) -> RunResult:
+    return simulate(cell.workload, cell.cost, cell.engine, job.spec, load=job.load, seed=job.seed,
+                    num_requests=job.num_requests, shuffle=job.shuffle,
+                    window_start_completion=job.window_start_completion,
+                    cached_prefixes=prefixes)
+
+
+def _run_registered(key: int, job: Job) -> RunResult:
+    """A worker's job: the cell it inherited from the parent, under `key`."""
+    cell, prefixes = _CELLS[key]
+    return _simulate(cell, prefixes, job)
+
+
+def prepare(cell: Cell, specs: Sequence[SpecConfig]) -> None:
+    """Build the acceptance-table columns every spec reads, in the parent (once, before the
+    workers fork, so that each does not build its own)."""
+    for spec in specs:
+        for k in spec.k_values if spec.speculative else ():
+            cell.workload.columns(spec.drafter, k)
+
+
+def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
+             progress: Progress | None = None) -> list[RunResult]:
+    """Simulate every job on `cell`, on up to `workers` forked processes (default: all cores);
+    results in job order, the same whatever `workers` is. `progress(1)` after each job."""
+    prefixes = (cell.cached_prefixes if cell.cached_prefixes is not None
+                else history_cached_prefixes(cell.workload, cell.engine))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    if workers == 1:
+        out = []
+        for job in jobs:
+            out.append(_simulate(cell, prefixes, job))
+            if progress:
+                progress(1)
+        return out
+    fork = "fork" in mp.get_all_start_methods()
+    key = next(_KEYS)
+    _CELLS[key] = (cell, prefixes)
+    try:
+        with ProcessPoolExecutor(max_workers=workers,
+                                 mp_context=mp.get_context("fork") if fork else None) as pool:
+            futures = [pool.submit(_run_registered, key, job) if fork else
+                       pool.submit(_simulate, cell, prefixes, job) for job in jobs]
+            out = []
+            for fut in futures:
+                out.append(fut.result())
+                if progress:
+                    progress(1)
+            return out
+    finally:
+        del _CELLS[key]
+
+
+def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
+               num_requests: int | None, load: ClosedLoop | OpenLoop,
+               workers: int | None = None, progress: ProgressFactory | None = None) -> Ladder:
+    """Every spec the workload has a table for, over `seeds` seeds: per-config Rows (means over
+    seeds), the specs it cannot run (named with the reason) and the runs. `progress(total)`
+    returns the per-job callback."""
+    runnable, unavailable = [], {}
+    for spec in specs:
+        if cell.workload.has_drafter(spec.drafter):
+            runnable.append(spec)
+        else:
+            try:
+                cell.workload.table(spec.drafter)
+            except DrafterUnavailable as exc:
+                unavailable[spec.name] = str(exc)
+    prepare(cell, runnable)
+    jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
+    flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
+    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
+    return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+
+
+def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 16384,
+                  max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
+                  cudagraph_mode: str | CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE,
+                  prefix_caching: bool = True) -> EngineConfig:
+    """Server limits (vLLM defaults) with the KV capacity of the cost model
+    (gpu_memory_utilization inside it)."""
+    mode = cudagraph_mode if isinstance(cudagraph_mode, CudagraphMode) else \
+        CudagraphMode.parse(cudagraph_mode)
+    return EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        max_model_len=max_model_len, max_tokens=max_tokens,
+                        kv_capacity_tokens=int(cost.kv_capacity_tokens), cudagraph_mode=mode,
+                        prefix_caching=prefix_caching)
+
+
+# -- loading (once per process) ----------------------------------------------------------------
+_LOADED: dict[tuple, tuple[Workload, Any]] = {}
+
+
+def load_workload(model: str, corpus: str, source: str = "auto", history: str | None = None,
+                  capped_outputs: str = "keep", max_tokens: int = 8192) -> Workload:
+    """The acceptance-replay workload of one (model, corpus) under a request history
+    (simkit.history; None = the profile's own): simkit.profiles.load_profile; capped outputs
+    kept or extended to max_tokens (simkit.engine.capped)."""
+    from simkit.engine.capped import apply_capped_outputs, check_mode
+    from simkit.profiles import load_profile
+
+    check_mode(capped_outputs)
+    prof = load_profile(model, corpus, source=source, tree=history)
+    workload = Workload.from_profile(prof)
+    if not workload.name:
+        workload.name = f"{model}/{corpus}"
+    return apply_capped_outputs(workload, capped_outputs, max_tokens)
+
+
+def load_cell(model: str, corpus: str, hardware: str, tp: int | None, cost_profile: str | None,
+              source: str = "auto", max_model_len: int = 16384,
+              max_num_batched_tokens: int = 8192, history: str | None = None,
+              capped_outputs: str = "keep", max_tokens: int = 8192) -> tuple[Workload, Any]:
+    """(workload, cost model) of a (model, corpus, hardware) cell, loaded once per process:
+    load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
+    from simkit.engine.capped import check_mode
+
+    key = (model, corpus, hardware, tp, cost_profile, source, max_model_len,
+           max_num_batched_tokens)
+    if history is not None:
+        from simkit.history import parse_history
+
+        key = key + (parse_history(history).label,)
+    if check_mode(capped_outputs) != "keep":
+        key = key + (capped_outputs, max_tokens)
+    if key not in _LOADED:
+        from simkit.costmodel import load_cost_model
+
+        workload = load_workload(model, corpus, source, history, capped_outputs, max_tokens)
+        cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile,
+                               max_model_len=max_model_len,
+                               max_num_batched_tokens=max_num_batched_tokens)
+        _LOADED[key] = (workload, cost)
+    return _LOADED[key]
+
+
+def clear_loaded() -> None:
+    """Forget every workload and cost model load_cell kept (frees their memory)."""
+    _LOADED.clear()
+
+
+__all__ = ["Cell", "Job", "Ladder", "clear_loaded", "engine_config", "history_cached_prefixes",
+           "load_cell", "load_workload", "prepare", "run_jobs", "run_ladder"]

@@ -1,0 +1,121 @@
+"""The golden commands: a fixed set of `simkit` command lines whose stdout (and, for `sweep`, the
+CSV it writes) is compared byte for byte with the files beside this module.
+
+They pin the user-visible output of predict, sweep, the what-ifs, the reference reproduction and
+validate, so that a refactor can show it changed nothing. Regenerate after a legitimate change
+with `python3 tests/golden/regen.py [NAME ...]` (see regen.py) and commit the diff with the
+change that caused it.
+
+Every case runs `python3 -m simkit` in a fresh process with PYTHONPATH = this checkout, from a
+temporary folder (so relative output paths such as sweep's --out never differ). Nothing printed
+depends on the clock or on absolute paths; the cases that read the raw traces (every what-if
+and validate: their profile source is `auto`, or a request history needs the traces) are
+skipped where ../shared/traces-src (SIMKIT_TRACES_SRC) is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+SMALL = ["--num-requests", "64"]
+VALIDATE_RUNS = ("llama-3.1-8b_vanilla-s3_chat_c32_n128", "llama-3.1-8b_kpad4-s3_chat_c32_n128",
+                 "llama-3.1-8b_kpad8-s3_chat_c32_n128", "llama-3.1-8b_kpad12-s3_chat_c32_n128",
+                 "llama-3.1-8b_dynamic-table12-s3_chat_c32_n128",
+                 "llama-3.1-8b_dynamic-goodput12-s3_chat_c32_n128",
+                 "llama-3.1-8b_suffix24_math_c32_n128", "qwen2.5-7b_kpad8-s3_code_c32_n128_rep0.5",
+                 "qwen2.5-7b_vanilla-s3_code_c32_n128_hot", "llama-3.1-70b_kpad4-tp2_chat_c32_n64")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden command: its name (= golden file stem), argv after `simkit`, whether it needs
+    the raw traces, and files it writes (relative to its folder) that are compared too."""
+
+    name: str
+    argv: tuple[str, ...]
+    needs_traces: bool = True
+    files: tuple[str, ...] = field(default=())
+
+
+def _validate_args() -> tuple[str, ...]:
+    out: list[str] = ["validate"]
+    for run in VALIDATE_RUNS:
+        out += ["--run-id", run]
+    return tuple(out)
+
+
+PREDICT = ("predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--source", "shipped")
+
+CASES: tuple[Case, ...] = (
+    # the README's first command, in every format (the default ladder, 3 seeds)
+    Case("predict", PREDICT, needs_traces=False),
+    Case("predict-json", (*PREDICT, "--format", "json"), needs_traces=False),
+    Case("predict-csv", (*PREDICT, "--format", "csv"), needs_traces=False),
+    # ngram drafters, a non-default suffix K, a dynamic K set, prefix caching off and too few
+    # requests for a steady window (rows marked *)
+    Case("predict-ngram-short", ("predict", "--model", "llama-3.1-8b", "--corpus", "code",
+                                 "--source", "shipped", "--configs",
+                                 "vanilla,suffix:8,ngram,ngram-kpad:4,dynamic-goodput:4,8",
+                                 "--seeds", "2", "--num-requests", "40", "--no-prefix-caching",
+                                 "--no-legend"), needs_traces=False),
+    # open loop, capped outputs extended, every dynamic policy, CSV
+    Case("predict-open-loop-csv", ("predict", "--model", "qwen2.5-7b", "--corpus", "chat",
+                                   "--source", "shipped", "--configs", "vanilla,kpad:4,dynamic",
+                                   "--seeds", "2", "--num-requests", "96", "--request-rate", "6",
+                                   "--capped-outputs", "extend", "--format", "csv"),
+         needs_traces=False),
+    Case("sweep", ("sweep", "--out", "sweep-out", "--models", "llama-3.1-8b,qwen2.5-7b",
+                   "--corpora", "chat,code", "--source", "shipped", "--configs",
+                   "vanilla,suffix,kpad:4,dynamic-goodput", *SMALL),
+         needs_traces=False, files=("sweep-out/sweep.csv",)),
+    Case("whatif-capacity", ("whatif", "capacity", "--configs", "vanilla,kpad:4",
+                             "--max-requests", "400")),
+    Case("whatif-history", ("whatif", "history", "--shares", "0,1", "--configs",
+                            "vanilla,kpad:4,8", *SMALL)),
+    Case("whatif-concurrency-json", ("whatif", "concurrency", "--levels", "4,16,64",
+                                     "--format", "json")),
+    Case("whatif-hardware", ("whatif", "hardware", "--model", "llama-3.1-8b", "--targets",
+                             "h100,b200", "--configs", "vanilla,kpad:4", *SMALL)),
+    Case("whatif-host", ("whatif", "host", "--factors", "1,2", "--configs", "vanilla,kpad:4",
+                         *SMALL)),
+    Case("whatif-quantization", ("whatif", "quantization", "--model", "llama-3.1-8b",
+                                 "--configs", "vanilla,kpad:4", *SMALL)),
+    Case("whatif-prefix", ("whatif", "prefix", "--preamble", "0,1000", "--configs",
+                           "vanilla,kpad:4", *SMALL)),
+    Case("whatif-reference", ("whatif", "reference", "--models", "llama-3.1-8b,qwen2.5-7b",
+                              "--best-k", "--assumptions", *SMALL)),
+    Case("whatif-reference-history", ("whatif", "reference", "--models", "llama-3.1-8b",
+                                      "--history", "cold,warm", "--format", "json", *SMALL)),
+    Case("validate", _validate_args()),
+)
+
+
+def traces_present() -> bool:
+    """The raw traces the what-ifs and validate read are here (SIMKIT_TRACES_SRC or beside)."""
+    sys.path.insert(0, str(ROOT))
+    from simkit.paths import traces_src_dir
+
+    return traces_src_dir() is not None
+
+
+def run_case(case: Case, workdir: Path) -> dict[str, bytes]:
+    """Run one case in `workdir`; {golden file name: bytes}: stdout, then each written file.
+    Raises RuntimeError (with stderr) when the command exits non-zero."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    env.pop("SIMKIT_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-m", "simkit", *case.argv], cwd=workdir, env=env,
+                          capture_output=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"simkit {' '.join(case.argv)} exited {proc.returncode}:\n"
+                           f"{proc.stderr.decode(errors='replace')}")
+    out = {f"{case.name}.out": proc.stdout}
+    for rel in case.files:
+        out[f"{case.name}.{Path(rel).name}"] = (workdir / rel).read_bytes()
+    return out
