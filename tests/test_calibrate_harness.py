@@ -5,6 +5,7 @@ recorder's step rows, held against the committed records in calibrate/data."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,8 +18,8 @@ from calibrate.kpad import PLACEHOLDER
 from calibrate.passes import history_suffix
 from calibrate.recorder import StepRecorder, _Step, accepted_in_output, batch_stats
 from calibrate.records import Window, step_summary, window_throughput
-from calibrate.runner import (RunSpec, requests_for, run_row, run_tag, speculative_config,
-                              table_file_name)
+from calibrate.runner import (DEFAULT_CAP, RunSpec, requests_for, run_row, run_tag,
+                              speculative_config, table_file_name)
 from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
 from simkit.errors import InputError
 from simkit.history import parse_history
@@ -86,9 +87,12 @@ def test_every_recorded_run_id_is_built_from_its_settings(runs):
                       bool(run["forced"]))
         rid = run["run_id"]
         assert rid.startswith(tag), (rid, tag)
-        cell = f"_{run['corpus']}_c{run['concurrency']}_n{run['num_requests']}"
+        cap = int(run["max_tokens_cap"])
+        cell = (f"_{run['corpus']}_c{run['concurrency']}_n{run['num_requests']}"
+                + (f"_cap{cap}" if cap != DEFAULT_CAP else ""))
         suffix = history_suffix(parse_history(run["history"]))
-        assert rid.endswith(cell + (f"_{suffix}" if suffix else "")), rid
+        # -againN: a second run of one id on one engine (calibrate.runner.unique_id)
+        assert re.sub(r"-again\d+$", "", rid).endswith(cell + (f"_{suffix}" if suffix else "")), rid
 
 
 def test_requests_for_names_what_is_missing(tmp_path):
