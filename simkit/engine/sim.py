@@ -57,6 +57,7 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
                   shuffle: bool = True) -> tuple[list[int], dict[str, int]]:
     """Seeded order of profile request indices (fresh permutations, cycled) and skip counts.
     shuffle=False keeps the workload's own order (replaying a measured run request by request).
+    A weighted workload (Workload.weights) is drawn by weight instead (weighted_order).
 
     Skipped: prompts with no room for one output token under max_model_len, empty outputs, and
     requests whose prompt + output cannot fit the whole KV cache.
@@ -77,10 +78,33 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
         raise InputError(f"no usable request in {workload.name or 'the workload'} ({skipped})")
     n = usable.size if num_requests is None else num_requests
     rng = np.random.default_rng(seed)
+    if workload.weights is not None and shuffle:
+        return weighted_order(usable, workload.weights[usable], n, rng, olen[usable]), skipped
     order: list[int] = []
     while len(order) < n:
         order.extend((usable[rng.permutation(usable.size)] if shuffle else usable).tolist())
     return order[:n], skipped
+
+
+def weighted_order(usable: np.ndarray, weights: np.ndarray, n: int, rng: np.random.Generator,
+                   key: np.ndarray | None = None) -> list[int]:
+    """n request indices drawn in proportion to their weights, in a seeded random order.
+
+    Systematic draw over the requests sorted by `key` (stable; the output lengths in the engine):
+    points (u + j) * W / n, j < n, u ~ U[0, 1), fall in the requests' cumulative-weight
+    intervals, so request i is drawn floor or ceil of n * w_i / W times (exactly n * w_i / W in
+    expectation, and exactly w_i times when n = W and the weights are integers), and a run
+    shorter than the sample still spans the length distribution evenly; then shuffled. A
+    stratified sample thus runs in the mix of the corpus it stands for, not in its own
+    (deliberately uneven) mix."""
+    if key is not None:
+        perm = np.argsort(key, kind="stable")
+        usable, weights = usable[perm], weights[perm]
+    cum = np.cumsum(weights)
+    total = float(cum[-1])
+    points = (rng.random() + np.arange(n, dtype=np.float64)) * (total / n)
+    pick = np.minimum(np.searchsorted(cum, points, side="right"), usable.size - 1)
+    return usable[pick][rng.permutation(n)].tolist()
 
 
 def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, spec: SpecConfig,
