@@ -148,3 +148,35 @@ def test_bad_weights_are_named():
         check_weights([1.0, 0.0], 2)
     with pytest.raises(InputError, match="weights"):
         check_weights([1.0], 2)
+
+
+def test_repeat_history_draws_of_repeated_requests_repeat_their_prompts():
+    """On a weighted sample under hot / repeat:P every draw of a repeated request stands for a
+    corpus request served before: it repeats its prompt (frozenset form of repeat_prompts)."""
+    from simkit.engine.block_hash import pack
+    from simkit.engine.predict import history_repeated
+    from simkit.engine.sim import simulate
+    from simkit.history import repeat_indices
+    from tests.engine_doubles import LinearCost
+
+    w = _workload(np.array([1.0, 2.0, 3.0, 4.0]))
+    w.block_hashes = pack([np.arange(p // 16, dtype=np.uint64) + np.uint64(1000 * (i + 1))
+                           for i, p in enumerate(w.prompt_len.tolist())])
+    cfg = EngineConfig(kv_capacity_tokens=1 << 20)
+    for label, want in (("hot", {0, 1, 2, 3}), ("cold", False), ("warm", False),
+                        ("repeat:1,evicted", False)):
+        w.provenance = {"tree": label}
+        got = history_repeated(w, cfg)
+        assert (set(got) if want else got) == want
+    w.provenance = {"tree": "repeat:0.5"}
+    assert history_repeated(w, cfg) == frozenset(int(i) for i in repeat_indices(4, 0.5))
+    w.weights, w.provenance = None, {"tree": "hot"}
+    assert history_repeated(w, cfg) is False
+    w.weights = np.array([1.0, 2.0, 3.0, 4.0])
+    from simkit.engine.config import SpecConfig
+
+    spec = SpecConfig("vanilla")
+    runs = {key: simulate(w, LinearCost(), cfg, spec, seed=1, num_requests=40,
+                          repeat_prompts=key).prefix["hit_rate"]
+            for key in (False, True, frozenset(range(4)))}
+    assert runs[True] == runs[frozenset(range(4))] > runs[False]

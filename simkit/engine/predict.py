@@ -162,7 +162,8 @@ def _run(key: tuple, cfg: EngineConfig, spec: SpecConfig, seed: int, load: Close
          num_requests: int | None) -> dict[str, Any]:
     workload, cost = _CONTEXT[key]
     res = simulate(workload, cost, cfg, spec, load=load, seed=seed, num_requests=num_requests,
-                   cached_prefixes=history_cached_prefixes(workload, cfg))
+                   cached_prefixes=history_cached_prefixes(workload, cfg),
+                   repeat_prompts=history_repeated(workload, cfg))
     out = res.metrics.to_dict()
     out["_skipped"] = res.skipped
     if res.prefix is not None:
@@ -185,6 +186,23 @@ def history_cached_prefixes(workload: Workload, cfg: EngineConfig) -> list | Non
     from simkit.engine.prefix_cache import history_prefixes
 
     return history_prefixes(unpack(*workload.block_hashes), label) or None
+
+
+def history_repeated(workload: Workload, cfg: EngineConfig) -> frozenset[int] | bool:
+    """On a weighted sample under a repeat history whose prompts are cached (hot, repeat:P): the
+    requests it repeated, whose every draw stands for a corpus request served before, so a draw
+    again repeats the prompt (hits it whole if still cached); else False (draws past the first
+    are new prompts behind the shared prefix, as for cycled requests)."""
+    label = str(workload.provenance.get("tree") or "")
+    if workload.weights is None or not label or not cfg.prefix_caching:
+        return False
+    from simkit.history import parse_history, repeat_indices
+
+    h = parse_history(label)
+    if not h.is_repeat or not h.prompts_cached:
+        return False
+    n = workload.num_requests
+    return frozenset(range(n) if h.share == 1.0 else (int(i) for i in repeat_indices(n, h.share)))
 
 
 def run_jobs(jobs: list[tuple], workers: int | None,

@@ -112,7 +112,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
              num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
              window_start_completion: int | None = None,
              cached_prefixes: Sequence[Sequence[int]] | None = None,
-             repeat_prompts: bool = False) -> RunResult:
+             repeat_prompts: bool | frozenset[int] = False) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
@@ -127,14 +127,16 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     workload and requests are cycled, a later copy of a request is a NEW prompt that keeps only
     the prefix its prompt shares with another request of the workload (Workload.shared_blocks:
     template header, common system prompt), unless `repeat_prompts` (the copy repeats the prompt
-    exactly and hits it whole, as a repeated request would)."""
+    exactly and hits it whole, as a repeated request would): True for every request, or the set
+    of request indices it holds for (a repeat history's repeated requests)."""
     order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
     olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
                       cfg.max_model_len - workload.prompt_len).tolist()
     chains, pc, prefix = _prefix_setup(workload, cfg, cached_prefixes)
-    shared = workload.shared_blocks() if chains is not None and not repeat_prompts else None
+    shared = workload.shared_blocks() if chains is not None and repeat_prompts is not True else None
+    exact = repeat_prompts if isinstance(repeat_prompts, frozenset) else frozenset()
     seen: dict[int, int] = {}
     sched = Scheduler(cfg, spec, workload, cost_model, pc)
     rec = Recorder()
@@ -156,9 +158,9 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             req.keys = chains[idx]
             copy = seen.get(idx, 0)
             seen[idx] = copy + 1
-            if copy and shared is not None:      # a new prompt behind the shared prefix
+            if copy and shared is not None and idx not in exact:   # a new prompt behind
                 keys = chains[idx]
-                s = shared[idx]
+                s = shared[idx]                                    # the shared prefix
                 req.keys = keys[:s] + [(copy, idx, i) for i in range(s, len(keys))]
         state["last_arrival"] = env.now
         sched.add(req)
