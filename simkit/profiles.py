@@ -5,11 +5,16 @@ acceptance table under vLLM's default suffix parameters (K = 1..16, sequential o
 plus the n-gram (prompt lookup 5/5) table of the same requests in `.tables["ngram"]`.
 No token ids or text. Built from the raw traces when they are here (cached), else read from the
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
-Sample rule: SAMPLE_SIZE requests at indices floor(i * n / SAMPLE_SIZE), i = 0..SAMPLE_SIZE-1, of the
-corpus order of traces.corpora.load_corpus (all requests when n <= SAMPLE_SIZE); the table is built
-over the sample with the global suffix tree of a sequential replay of the WHOLE corpus ("warm", the
-default: exactly the sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old
-rule); docs/acceptance.md says what each approximates.
+Sample rule ("stratified", simkit.sampling): the whole corpus (unweighted) when its outputs total
+at most sampling.POSITION_BUDGET positions or n <= SAMPLE_SIZE; else as many requests as fit that
+budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus, stratified on the
+capped outputs and the output length and weighted (each sampled request stands for `weights[i]`
+corpus requests, calibrated to the corpus totals of the throughput drivers of a warm whole-corpus
+replay). The older "even" rule (indices floor(i * n / size), unweighted) stays for
+comparison (tests/benchmarks/bench_sample_error.py). The table is built over the sample with the
+global suffix tree of a sequential replay of the WHOLE corpus ("warm", the default: exactly the
+sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old rule);
+docs/acceptance.md says what each approximates.
 Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
 per request the earliest earlier sampled request with its longest common prefix of whole 16-token
 blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
@@ -28,6 +33,7 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.errors import InputError, UnknownNameError
+from simkit.sampling import SAMPLE_RULES, choose_sample, rule_is_current
 
 SAMPLE_SIZE = 128
 KMAX = 16
@@ -53,6 +59,8 @@ class CorpusProfile:
     # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
     # only an old shipped profile is at hand (caching then reported as not modelled).
     block_hashes: tuple | None = None
+    # corpus requests each sampled request stands for (simkit.sampling); None = unweighted
+    weights: np.ndarray | None = None
 
 
 def shipped_dir() -> Path:
@@ -145,9 +153,21 @@ def _tree_text(tree: str) -> str:
                              if h.diverge is not None else ""))
 
 
+def _sample_text(info: dict) -> str:
+    from simkit.sampling import rule_text
+
+    if info["rule"] == "even":
+        size = info["size"]
+        return (f"even: indices floor(i*n/{size}) for i < {size} of the load_corpus order, "
+                "unweighted")
+    return rule_text(info)
+
+
 def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
-                     progress: bool = False, tree: str = DEFAULT_TREE) -> CorpusProfile:
-    """Build (or fetch from the cache) the profile from the raw traces (`tree`: warm | cold)."""
+                     progress: bool = False, tree: str = DEFAULT_TREE,
+                     rule: str = "stratified") -> CorpusProfile:
+    """Build (or fetch from the cache) the profile from the raw traces (`tree`: warm | cold |
+    a history; `rule`: SAMPLE_RULES)."""
     from simkit import __version__
     from simkit.acceptance.cache import BUILD_VERSION, cached_table, cached_warm_table
     from simkit.drafters.suffix import SuffixParams
@@ -157,12 +177,14 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
 
     tree = check_tree(tree)
     corp = load_corpus(corpus, model, progress=progress)
-    idx = sample_indices(len(corp.requests), sample_size)
-    reqs = [corp.requests[i] for i in idx]
     params = SuffixParams()
+    sample, whole = choose_sample(corp.requests, sample_size, rule, params=params, model=model,
+                                  corpus=corpus, progress=progress, kmax=KMAX)
+    idx = sample.indices
+    reqs = [corp.requests[i] for i in idx]
     if tree == "warm":
         table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
-                                  corpus=corpus, progress=progress)
+                                  corpus=corpus, progress=progress, whole=whole)
     elif tree == "cold":
         table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
                              model=model, corpus=corpus, progress=progress)
@@ -183,10 +205,12 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         "tree": tree,                     # the request-history label (simkit.history)
         "history": tree,
         "tree_rule": _tree_text(tree),
-        "sample_rule": (f"indices floor(i*n/{sample_size}) for i < {sample_size} of the "
-                        f"load_corpus order (all when n <= {sample_size})"),
+        "sample_rule": _sample_text(sample.info),
+        "sample": sample.info,
         "corpus_requests": len(corp.requests),
         "sample_indices": [int(i) for i in idx],
+        **({"sample_weights": [float(w) for w in sample.weights]}
+           if sample.weights is not None else {}),
         **_cap_entries(corp, reqs),
         "command": f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}",
         "simkit_version": __version__,
@@ -200,7 +224,8 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     if any(e.get("imported_from") for e in prov["sources"].values()):
         origin = "imported (simkit traces import)"
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram}, hashes)
+                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram}, hashes,
+                         sample.weights)
 
 
 PREFIX_RULE = ("prompt prefix sharing for prefix caching: per sampled request, ref = the earliest "
@@ -327,8 +352,13 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
         tables["ngram"] = load_table(ngram_npz)
     prefix = _prefix_path(model, corpus)
     hashes = _load_prefix(prefix, table.prompt_len) if prefix.is_file() else None
+    weights = prov.get("sample_weights")
+    if weights is not None and len(weights) != table.num_requests:
+        raise InputError(f"{len(weights)} sample weights for {table.num_requests} requests",
+                         path=str(js), field="sample_weights")
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         prov.get("proxy_note", ""), "shipped", tables, hashes)
+                         prov.get("proxy_note", ""), "shipped", tables, hashes,
+                         None if weights is None else np.asarray(weights, np.float64))
 
 
 def shipped_tree(model: str, corpus: str) -> str | None:
@@ -391,6 +421,8 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
     if tree is not None and tree != prov.get("tree", "cold"):
         return None
     if prov.get("table_build_version") != BUILD_VERSION or not prov.get("sources"):
+        return None
+    if not rule_is_current(prov.get("sample") or {}, SAMPLE_SIZE):
         return None
     src = traces_src_dir()
     for entry in prov["sources"].values():

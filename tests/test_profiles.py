@@ -39,9 +39,7 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
         prov = prof.provenance
         assert prov["tree"] in profiles.TREES and t.params.get("tree", "cold") == prov["tree"]
         assert prov["command"].endswith(f"--tree {prov['tree']}")
-        n = prov["corpus_requests"]
-        assert prov["sample_indices"] == profiles.sample_indices(n).tolist()
-        assert t.num_requests == min(n, profiles.SAMPLE_SIZE)
+        _check_sample(prof)
         assert prof.proxy_note == prov["proxy_note"] != ""
         for src in prov["sources"].values():
             assert src["files"] and all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) for f in src["files"])
@@ -54,13 +52,44 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
         assert hashlib.sha256(ngz.read_bytes()).hexdigest() == prov["ngram_npz_sha256"]
 
 
+def _check_sample(prof) -> None:
+    """The shipped sample is what its provenance says: the whole corpus unweighted, or a
+    stratified sample whose weights sum to the corpus, with the capped stratum as recorded."""
+    from simkit import sampling
+
+    prov, t = prof.provenance, prof.table
+    n, info, idx = prov["corpus_requests"], prov["sample"], prov["sample_indices"]
+    assert len(idx) == t.num_requests and idx == sorted(set(idx)) and 0 <= idx[0] <= idx[-1] < n
+    assert sampling.rule_is_current(info, profiles.SAMPLE_SIZE)
+    assert prov["sample_rule"] == sampling.rule_text(info)
+    if info["rule"] == "all":
+        assert idx == list(range(n)) and prof.weights is None and "sample_weights" not in prov
+        assert n <= profiles.SAMPLE_SIZE or info["corpus_positions"] <= info["position_budget"]
+        return
+    w = prof.weights
+    assert info["rule"] == sampling.RULE and np.array_equal(w, prov["sample_weights"])
+    assert (w > 0).all() and w.sum() == pytest.approx(n, rel=1e-6)
+    assert t.num_requests >= profiles.SAMPLE_SIZE and t.num_requests < n
+    assert t.num_requests == profiles.SAMPLE_SIZE or int(t.output_len.sum()) <= info["position_budget"]
+    strata = info["strata"]
+    assert strata["capped"]["corpus"] == prov["capped_corpus"]
+    assert strata["capped"]["sample"] == len(prov["capped_sample"])
+    assert strata["capped"]["sample"] + strata["uncapped"]["sample"] == t.num_requests
+    if "capped_requests" in info["calibrated_on"]:
+        assert w[prov["capped_sample"]].sum() == pytest.approx(prov["capped_corpus"], rel=1e-6)
+    for name in ("requests", "output_tokens", "prompt_tokens"):
+        assert name in info["calibrated_on"]
+    assert w @ t.output_len == pytest.approx(prov["sample"]["corpus_positions"], rel=1e-6)
+
+
 def test_shipped_set_is_small_and_holds_no_token_ids():
     files = list(profiles.shipped_dir().glob("*/*"))
-    # 12 MiB: the four full-thinking reasoning profiles (the R1 distills' KORGym and R1's
+    # 20 MiB: the four full-thinking reasoning profiles (the R1 distills' KORGym and R1's
     # IntegralBench outputs, 8-10 k tokens each, so ~1 M positions per 128-request sample) take
-    # 0.8-1.3 MB each (suffix) + 0.2-0.3 MB (n-gram), 5.3 MB together; the other 106 profiles
-    # total 5.5 MB (measured 2026-12-01)
-    assert sum(f.stat().st_size for f in files) < 12 * 2**20
+    # 6.3 MB together; the other 106 profiles 13.1 MB, since the stratified rule ships up to
+    # 160,000 output positions per corpus (simkit.sampling.POSITION_BUDGET; whole corpora that
+    # fit it). 18.6 MiB in all (measured 2026-12-01; 10.4 MiB under the old 128-request rule)
+    assert sum(f.stat().st_size for f in files) < 20 * 2**20
     for npz in profiles.shipped_dir().glob("*/*.npz"):
         if npz.name.endswith(".prefix.npz"):         # prefix table: two int32 per request
             with np.load(npz) as z:
@@ -86,6 +115,27 @@ def test_sample_rule():
     assert profiles.sample_indices(5).tolist() == [0, 1, 2, 3, 4]
     idx = profiles.sample_indices(1000, 128)
     assert len(idx) == 128 and idx[0] == 0 and len(set(idx.tolist())) == 128 and idx[-1] == 992
+
+
+def test_stratified_sample_is_reproduced_from_the_raw_traces():
+    """The rule is deterministic: recomputed (whole-corpus stats cached or not) it gives the
+    shipped indices and weights, and its weights reproduce the corpus's totals."""
+    _need_raw()
+    from simkit import sampling
+    from traces.corpora import load_corpus
+
+    corp = load_corpus("code", "llama-3.1-8b")
+    shipped = profiles.load_shipped("llama-3.1-8b", "code").provenance
+    first, _ = sampling.choose_sample(corp.requests, profiles.SAMPLE_SIZE)
+    again, whole = sampling.choose_sample(corp.requests, profiles.SAMPLE_SIZE)
+    assert whole is None                                  # the second came from the cache
+    for s in (first, again):
+        assert s.indices.tolist() == shipped["sample_indices"]
+        assert s.weights.tolist() == shipped["sample_weights"] and s.info == shipped["sample"]
+    out = np.array([len(r.output_ids) for r in corp.requests])
+    assert first.weights @ out[first.indices] == pytest.approx(out.sum(), rel=1e-6)
+    even, _ = sampling.choose_sample(corp.requests, 128, "even")
+    assert even.weights is None and even.indices.tolist() == profiles.sample_indices(len(out)).tolist()
 
 
 def test_source_files_are_the_ones_here():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 MODEL, CORPUS = "llama-3.1-8b", "mix"
 BIG = "llama-3.1-70b"
-SEARCH = dict(seeds=1, min_requests=64, max_requests=600, workers=2, rel_tol=0.15)
+SEARCH = dict(seeds=1, min_requests=64, max_requests=900, workers=2, rel_tol=0.15)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_capacity_answer_meets_goals_and_next_step_fails(capacity_search, worklo
     for spec, row in zip(specs, loose):
         r = row["max_rate_per_replica"]
         n, fits = requests_for(r, goals, mean_out, span_factor=3.0, min_requests=64,
-                               max_requests=600)
+                               max_requests=SEARCH["max_requests"])
         assert fits and n == row["requests"]
         m = simulate(workload, cost, cfg, spec, load=OpenLoop(rate=r), seed=0,
                      num_requests=n).metrics
@@ -77,7 +77,7 @@ def test_capacity_answer_meets_goals_and_next_step_fails(capacity_search, worklo
         hi = row["failed_rate"]
         assert r < hi <= r * (1 + SEARCH["rel_tol"]) * 1.0001
         n2, fits2 = requests_for(hi, goals, mean_out, span_factor=3.0, min_requests=64,
-                                 max_requests=600)
+                                 max_requests=SEARCH["max_requests"])
         assert fits2
         m2 = simulate(workload, cost, cfg, spec, load=OpenLoop(rate=hi), seed=0,
                       num_requests=n2).metrics

@@ -101,23 +101,38 @@ def _load_or_build(path: Path, build, *, total: int, label: str, model: str, cor
     return table
 
 
+def warm_path(requests: Sequence, sample: Sequence[int], params, kmax: int) -> Path:
+    """Where cached_warm_table keeps the warm table of `sample` (SuffixParams `params`)."""
+    spec = {**params.as_dict(), "tree": "warm", "sample": [int(i) for i in sample]}
+    return store_dir() / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
+
+
 def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None, kmax: int = 16,
                       model: str = "", corpus: str = "", progress: bool = False,
-                      use_cache: bool = True) -> AcceptanceTable:
+                      use_cache: bool = True, whole: AcceptanceTable | None = None) -> AcceptanceTable:
     """build_warm_table(requests, sample) from the cache when present, else built (and stored).
 
     Key: every request's tokens (the whole corpus decides the tree), the sample indices, the suffix
-    parameters, kmax and BUILD_VERSION."""
+    parameters, kmax and BUILD_VERSION. `whole`: the warm table of EVERY request (same params,
+    kmax), already in memory: the sample's rows are taken from it (they are the rows a replay
+    gives) instead of replaying."""
     from simkit.acceptance.build import build_warm_table
     from simkit.drafters.suffix import SuffixParams
 
     params = params or SuffixParams()
     idx = [int(i) for i in sample]
-    spec = {**params.as_dict(), "tree": "warm", "sample": idx}
-    path = store_dir() / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
+    path = warm_path(requests, idx, params, kmax)
     total = int(sum(len(requests[i].output_ids) for i in range(idx[-1] + 1))) if idx else 0
 
     def build(step):
+        if whole is not None:
+            from simkit.acceptance.table import take_requests
+
+            if whole.num_requests != len(requests) or whole.kmax != kmax:
+                raise ValueError("whole must be the warm table of every request at this kmax")
+            table = take_requests(whole, idx)
+            table.params = {**params.as_dict(), "tree": "warm"}
+            return table
         return build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
                                 progress=step)
 

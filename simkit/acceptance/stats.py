@@ -29,10 +29,15 @@ def replay_positions(table: AcceptanceTable, k: int, requests: np.ndarray | None
         live = t < n
 
 
-def summarize(table: AcceptanceTable, k: int, requests: np.ndarray | None = None) -> dict:
+def summarize(table: AcceptanceTable, k: int, requests: np.ndarray | None = None,
+              weights: np.ndarray | None = None) -> dict:
     """Steps, mean accepted/draft per step, tokens per step (bonus included, capped at the output's
     end), zero-draft fraction, accepted-length histogram (index = accepted tokens, 0..K) and
-    per-position acceptance rates as vLLM reports them (accepted at position i / steps with a draft)."""
+    per-position acceptance rates as vLLM reports them (accepted at position i / steps with a draft).
+    `weights` (one per table request, a weighted profile sample): every step of request r counts
+    weights[r] times, so the figures estimate the corpus; counts are then rounded to integers."""
+    if weights is not None:
+        return _weighted(table, k, requests, np.asarray(weights, np.float64))
     steps = 0
     sum_a = sum_d = sum_adv = zero = drafts = 0
     hist = np.zeros(k + 1, np.int64)
@@ -48,6 +53,39 @@ def summarize(table: AcceptanceTable, k: int, requests: np.ndarray | None = None
         drafts += int((d > 0).sum())
         hist += np.bincount(a, minlength=k + 1)[:k + 1]
         per_pos += np.bincount(np.minimum(a, k), minlength=k + 1)[::-1].cumsum()[::-1][1:]
+    return _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos)
+
+
+def _weighted(table: AcceptanceTable, k: int, requests: np.ndarray | None,
+              weights: np.ndarray) -> dict:
+    """summarize with every row of request r weighted by weights[r]."""
+    if weights.shape != (table.num_requests,):
+        raise ValueError(f"{weights.size} weights for {table.num_requests} requests")
+    row_w = np.repeat(weights, np.diff(np.asarray(table.offsets, np.int64)))
+    steps = sum_a = sum_d = sum_adv = zero = drafts = 0.0
+    hist = np.zeros(k + 1)
+    per_pos = np.zeros(k)
+    for rows, rem in replay_positions(table, k, requests):
+        w = row_w[rows]
+        a = table.accepted[rows, k - 1].astype(np.int64)
+        d = table.drafted[rows, k - 1].astype(np.int64)
+        steps += float(w.sum())
+        sum_a += float(w @ a)
+        sum_d += float(w @ d)
+        sum_adv += float(w @ np.minimum(a + 1, rem))
+        zero += float(w[d == 0].sum())
+        drafts += float(w[d > 0].sum())
+        h = np.bincount(a, weights=w, minlength=k + 1)[:k + 1]
+        hist += h
+        per_pos += h[::-1].cumsum()[::-1][1:]
+    out = _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos)
+    for key in ("steps", "num_drafts", "decode_tokens"):
+        out[key] = int(round(out[key]))
+    out["accept_hist"] = [int(round(x)) for x in hist]
+    return out
+
+
+def _result(k: int, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos) -> dict:
     safe = max(steps, 1)
     return {
         "k": k,

@@ -39,6 +39,21 @@ class AcceptanceTable:
         return int(self.offsets[request]) + t
 
 
+def take_requests(table: AcceptanceTable, requests) -> AcceptanceTable:
+    """The table of the given requests only (in that order): their rows, re-based offsets."""
+    idx = np.asarray(requests, np.int64)
+    offs = np.asarray(table.offsets, np.int64)
+    lens = offs[idx + 1] - offs[idx]
+    new_offs = np.zeros(idx.size + 1, np.int64)
+    np.cumsum(lens, out=new_offs[1:])
+    rows = np.repeat(offs[idx] - new_offs[:-1], lens) + np.arange(int(new_offs[-1]), dtype=np.int64)
+    return AcceptanceTable(model=table.model, corpus=table.corpus, drafter=table.drafter,
+                           params=dict(table.params), kmax=table.kmax, ordering=table.ordering,
+                           prompt_len=np.asarray(table.prompt_len)[idx].copy(),
+                           output_len=np.asarray(table.output_len)[idx].copy(), offsets=new_offs,
+                           accepted=np.asarray(table.accepted)[rows], drafted=np.asarray(table.drafted)[rows])
+
+
 # -- deterministic npz I/O ------------------------------------------------------------------------
 _ARRAYS = ("prompt_len", "output_len", "offsets", "accepted", "drafted")
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)

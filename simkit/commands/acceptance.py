@@ -20,9 +20,14 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
+def _weighted_note(weights) -> str:
+    return "" if weights is None else ", stratified sample weighted to the corpus"
+
+
 def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str, tree: str | None):
-    """(table, origin line, proxy note, tree mode) for the request sample, from raw traces or the
-    shipped profile."""
+    """(table, origin line, proxy note, tree mode, weights or None) for the request sample, from
+    raw traces or the shipped profile: the profile's own sample (weighted) at --max-requests
+    SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all)."""
     from simkit import profiles
     from simkit.paths import traces_src_dir
 
@@ -41,8 +46,9 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
         n = prof.table.num_requests
         suffix = ".ngram" if drafter == "ngram" else ""
         return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
-                            f"({n} of {prof.provenance.get('corpus_requests', '?')} requests)"), \
-            prof.proxy_note, prof.provenance.get("tree", "cold")
+                            f"({n} of {prof.provenance.get('corpus_requests', '?')} requests"
+                            f"{_weighted_note(prof.weights)})"), \
+            prof.proxy_note, prof.provenance.get("tree", "cold"), prof.weights
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
     from simkit.acceptance.cache import cached_table, cached_warm_table
@@ -50,6 +56,12 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     from traces.corpora import load_corpus
 
     tree = tree or profiles.shipped_tree(model, corpus) or profiles.DEFAULT_TREE
+    if max_requests == profiles.SAMPLE_SIZE:           # the profiles' own (stratified) sample
+        prof = profiles.profile_from_raw(model, corpus, progress=True, tree=tree)
+        n = prof.table.num_requests
+        return prof.tables[drafter], (f"raw traces ({n} of {prof.provenance['corpus_requests']} "
+                                      f"requests{_weighted_note(prof.weights)})"), \
+            prof.proxy_note, tree, prof.weights
     corp = load_corpus(corpus, model, progress=True)
     idx = profiles.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
@@ -64,7 +76,8 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
         table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
                              corpus=corpus, progress=True)
-    return table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests)", corp.proxy_note, tree
+    return (table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests, evenly spaced)",
+            corp.proxy_note, tree, None)
 
 
 def acceptance(
@@ -74,7 +87,9 @@ def acceptance(
     drafter: str = typer.Option("suffix", "--drafter", help="suffix | ngram"),
     fmt: str = typer.Option("table", "--format", help="table | json"),
     max_requests: int = typer.Option(128, "--max-requests",
-                                     help="evenly spaced request sample (0 = all); 128 = the shipped profiles' sample"),
+                                     help="128 = the shipped profiles' sample (stratified, "
+                                          "figures weighted to the corpus); other values: an "
+                                          "evenly spaced unweighted sample (0 = all)"),
     source: str = typer.Option("auto", "--source", help="auto | raw | shipped"),
     tree: Optional[str] = typer.Option(None, "--tree", help="warm (sampled requests see the global tree of "
                                        "the whole corpus replayed before them) | cold (sample alone); "
@@ -99,13 +114,14 @@ def acceptance(
     if history is not None and tree is not None and history != tree:
         raise InputError(f"--tree {tree} and --history {history} disagree; give one",
                          field="history")
-    table, origin, note, tree = _load(model, corpus, drafter, max_requests, source,
-                                      history or tree)
-    results = [summarize(table, kk) for kk in ks]
+    table, origin, note, tree, weights = _load(model, corpus, drafter, max_requests, source,
+                                               history or tree)
+    results = [summarize(table, kk, weights=weights) for kk in ks]
     if fmt == "json":
         typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
                                "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": tree, "history": tree,
-                               "requests": table.num_requests, "results": results}, indent=1))
+                               "requests": table.num_requests, "weighted": weights is not None,
+                               "results": results}, indent=1))
         return
     from rich.console import Console
     from rich.table import Table

@@ -103,7 +103,7 @@ def extend_capped(workload: Workload, max_tokens: int) -> Workload:
     prov["capped_outputs"] = "extend"
     return Workload(np.asarray(workload.prompt_len, np.int32).copy(), out_len, tables,
                     name=workload.name, proxy_note=workload.proxy_note, origin=workload.origin,
-                    provenance=prov)
+                    provenance=prov, weights=workload.weights)
 
 
 def apply_capped_outputs(workload: Workload, mode: str, max_tokens: int) -> Workload:
@@ -121,8 +121,12 @@ def describe(mode: str, workload: Workload, max_tokens: int) -> str:
     caps = workload.provenance.get("output_caps") or {}
     where = ", ".join(f"{s} {c['tokens']:,}" for s, c in sorted(caps.items()) if c)
     unknown = ", ".join(sorted(src for src, c in caps.items() if not c))
-    counted = (f"{len(positions)} of the {n} requests stopped at their source's generation cap"
-               + (f" ({where})" if where else "")
+    share = ""
+    if positions is not None and workload.weights is not None:
+        w = workload.weights
+        share = f" (weighted: {w[positions].sum() / w.sum():.1%} of the corpus's requests)"
+    counted = (f"{len(positions)} of the {n} requests{share} stopped at their source's "
+               "generation cap" + (f" ({where})" if where else "")
                + (f"; no cap is known for {unknown}, whose requests are never counted"
                   if unknown else "")) if positions is not None else \
         "which requests hit a generation cap is not recorded in this profile"

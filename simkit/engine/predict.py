@@ -12,7 +12,8 @@ from typing import Any
 
 from simkit.engine.capped import describe as capped_describe
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
-from simkit.engine.runner import (Cell, ProgressFactory, engine_config, load_cell,
+from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config,
+                                  load_cell,
                                   run_ladder)
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
@@ -106,9 +107,10 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     `capped_outputs` (keep | extend) is how requests whose trace output stopped at a generation
     cap are replayed (simkit.engine.capped; keep = as the traces end).
 
-    `num_requests` defaults to the profile's request count, at least 4 x concurrency (cycling),
-    so that the steady window exists. `request_rate` (req/s) switches from the closed loop to
-    seeded Poisson arrivals (capacity planning). `progress(total)` returns a per-job callback.
+    `num_requests` defaults to default_num_requests (the profile's request count, at least
+    4 x concurrency so that the steady window exists; 1,024 for a weighted profile sample).
+    `request_rate` (req/s) switches from the closed loop to seeded Poisson arrivals (capacity
+    planning). `progress(total)` returns a per-job callback.
     `prefix_caching` (vLLM's default, on) needs the profile's prompt block hashes; without them
     the rows say the hit rate is n/a. Off reproduces the output from before it was modelled.
     `workload` and `cost`, when given together, are used as they are instead of loading the
@@ -135,7 +137,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         cudagraph_mode=cudagraph_mode, prefix_caching=prefix_caching)
-    n_req = num_requests or max(workload.num_requests, 4 * concurrency)
+    n_req = num_requests or default_num_requests(workload, concurrency)
     load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
     ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n_req,
                         load=load, workers=workers, progress=progress)

@@ -27,17 +27,26 @@ class SimulationError(RuntimeError):
 
 def mean_accepted_per_step(workload: Workload, drafter: str, k: int) -> float:
     """Mean accepted drafts per decode step when every request runs alone from t=1 at cap K
-    (what an operator reads from vLLM's acceptance metrics when tuning a K table offline)."""
+    (what an operator reads from vLLM's acceptance metrics when tuning a K table offline).
+    A weighted workload counts each request's steps and drafts `weights[r]` times."""
     acc, _, offs = workload.columns(drafter, k)
+    weights = None if workload.weights is None else workload.weights.tolist()
     steps = total = 0
     for r, length in enumerate(workload.output_len.tolist()):
         base, end = offs[r], min(length, offs[r + 1] - offs[r])
         t = 1
+        r_steps = r_total = 0
         while t < end:
             a = acc[base + t]
-            total += a
-            steps += 1
+            r_total += a
+            r_steps += 1
             t += a + 1
+        if weights is None:
+            steps += r_steps
+            total += r_total
+        else:
+            steps += weights[r] * r_steps
+            total += weights[r] * r_total
     return total / steps if steps else 0.0
 
 
@@ -147,7 +156,9 @@ class Scheduler:
         params = dict(spec.policy_params)
         if spec.policy is KPolicyName.TABLE:
             mean_acc = {k: mean_accepted_per_step(workload, spec.drafter, k) for k in spec.ks}
-            ctx = float((workload.prompt_len + workload.output_len / 2).mean())
+            per_req = workload.prompt_len + workload.output_len / 2
+            ctx = float(per_req.mean() if workload.weights is None else
+                        (per_req * workload.weights).sum() / workload.weights.sum())
             return BatchSizeTable(spec.ks, mean_acc, ctx, self.price)
         if spec.policy is KPolicyName.FEEDBACK:
             return FeedbackK(spec.ks, **params)

@@ -70,6 +70,7 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
                   shuffle: bool = True) -> tuple[list[int], dict[str, int]]:
     """Seeded order of profile request indices (fresh permutations, cycled) and skip counts.
     shuffle=False keeps the workload's own order (replaying a measured run request by request).
+    A weighted workload (Workload.weights) is drawn by weight instead (weighted_order).
 
     Skipped: prompts with no room for one output token under max_model_len, empty outputs, and
     requests whose prompt + output cannot fit the whole KV cache.
@@ -90,10 +91,33 @@ def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | Non
         raise InputError(f"no usable request in {workload.name or 'the workload'} ({skipped})")
     n = usable.size if num_requests is None else num_requests
     rng = np.random.default_rng(seed)
+    if workload.weights is not None and shuffle:
+        return weighted_order(usable, workload.weights[usable], n, rng, olen[usable]), skipped
     order: list[int] = []
     while len(order) < n:
         order.extend((usable[rng.permutation(usable.size)] if shuffle else usable).tolist())
     return order[:n], skipped
+
+
+def weighted_order(usable: np.ndarray, weights: np.ndarray, n: int, rng: np.random.Generator,
+                   key: np.ndarray | None = None) -> list[int]:
+    """n request indices drawn in proportion to their weights, in a seeded random order.
+
+    Systematic draw over the requests sorted by `key` (stable; the output lengths in the engine):
+    points (u + j) * W / n, j < n, u ~ U[0, 1), fall in the requests' cumulative-weight
+    intervals, so request i is drawn floor or ceil of n * w_i / W times (exactly n * w_i / W in
+    expectation, and exactly w_i times when n = W and the weights are integers), and a run
+    shorter than the sample still spans the length distribution evenly; then shuffled. A
+    stratified sample thus runs in the mix of the corpus it stands for, not in its own
+    (deliberately uneven) mix."""
+    if key is not None:
+        perm = np.argsort(key, kind="stable")
+        usable, weights = usable[perm], weights[perm]
+    cum = np.cumsum(weights)
+    total = float(cum[-1])
+    points = (rng.random() + np.arange(n, dtype=np.float64)) * (total / n)
+    pick = np.minimum(np.searchsorted(cum, points, side="right"), usable.size - 1)
+    return usable[pick][rng.permutation(n)].tolist()
 
 
 def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, spec: SpecConfig,
@@ -101,7 +125,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
              num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
              window_start_completion: int | None = None,
              cached_prefixes: Sequence[Sequence[int]] | None = None,
-             repeat_prompts: bool = False) -> RunResult:
+             repeat_prompts: bool | frozenset[int] = False) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
@@ -116,14 +140,16 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     workload and requests are cycled, a later copy of a request is a NEW prompt that keeps only
     the prefix its prompt shares with another request of the workload (Workload.shared_blocks:
     template header, common system prompt), unless `repeat_prompts` (the copy repeats the prompt
-    exactly and hits it whole, as a repeated request would)."""
+    exactly and hits it whole, as a repeated request would): True for every request, or the set
+    of request indices it holds for (a repeat history's repeated requests)."""
     order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
     olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
                       cfg.max_model_len - workload.prompt_len).tolist()
     chains, pc, prefix = _prefix_setup(workload, cfg, cached_prefixes)
-    shared = workload.shared_blocks() if chains is not None and not repeat_prompts else None
+    shared = workload.shared_blocks() if chains is not None and repeat_prompts is not True else None
+    exact = repeat_prompts if isinstance(repeat_prompts, frozenset) else frozenset()
     seen: dict[int, int] = {}
     sched = Scheduler(cfg, spec, workload, cost_model, pc)
     rec = Recorder()
@@ -145,9 +171,9 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             req.keys = chains[idx]
             copy = seen.get(idx, 0)
             seen[idx] = copy + 1
-            if copy and shared is not None:      # a new prompt behind the shared prefix
+            if copy and shared is not None and idx not in exact:   # a new prompt behind
                 keys = chains[idx]
-                s = shared[idx]
+                s = shared[idx]                                    # the shared prefix
                 req.keys = keys[:s] + [(copy, idx, i) for i in range(s, len(keys))]
         state.last_arrival = env.now
         sched.add(req)

@@ -14,6 +14,19 @@ from simkit.acceptance.table import AcceptanceTable
 from simkit.drafters.base import NO_DRAFTER
 
 
+def check_weights(weights, n: int) -> np.ndarray | None:
+    """Per-request weights as float64 (None stays None); InputError unless n finite values > 0."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w <= 0).any():
+        from simkit.errors import InputError
+
+        raise InputError(f"request weights must be {n} finite values > 0 (got shape {w.shape})",
+                         field="weights")
+    return w
+
+
 class DrafterUnavailable(LookupError):
     """The workload has no acceptance table for the drafter a config needs."""
 
@@ -32,6 +45,9 @@ class Workload:
     # prompt block hashes (simkit.engine.block_hash, CSR: flat uint64 + int64 offsets, n+1);
     # None when the source has none (old shipped profiles): prefix caching cannot be modelled
     block_hashes: tuple[np.ndarray, np.ndarray] | None = None
+    # how many corpus requests each request stands for (a stratified profile sample: inverse
+    # inclusion probability; simkit.profiles); None = each stands for itself (equal draws)
+    weights: np.ndarray | None = None
     _columns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -55,7 +71,8 @@ class Workload:
                    tables, name=name, proxy_note=getattr(profile, "proxy_note", "") or "",
                    origin=getattr(profile, "origin", "") or "",
                    provenance=dict(getattr(profile, "provenance", None) or {}),
-                   block_hashes=getattr(profile, "block_hashes", None))
+                   block_hashes=getattr(profile, "block_hashes", None),
+                   weights=check_weights(getattr(profile, "weights", None), len(profile.prompt_len)))
 
     @property
     def num_requests(self) -> int:

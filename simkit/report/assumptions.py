@@ -193,9 +193,10 @@ def _prefix(pred: Prediction) -> dict[str, Any]:
                   f"on (vLLM default): prompt blocks of {pred.engine.block_size} tokens hit when "
                   "the same prefix is cached (whole blocks; the last prompt token is always "
                   "computed); freed blocks stay hittable until evicted least-recently-freed "
-                  "first; the server starts with an empty cache; requests cycled past the "
-                  "profile's sample count as new prompts that share only the prefix their prompt "
-                  "shares with another sampled prompt (template header, system prompt); output "
+                  "first; the server starts with an empty cache; a sampled request run again "
+                  "(cycled past the sample, or drawn again by its weight) is a new prompt that "
+                  "shares only the prefix its prompt shares with another sampled prompt "
+                  "(template header, system prompt); output "
                   "tokens are never hit by another request (--no-prefix-caching: off)")
 
 
@@ -211,6 +212,9 @@ def _workload(pred: Prediction, prov: dict[str, Any]) -> dict[str, Any]:
     if n_sample and prov.get("corpus_requests"):
         text += (f"; acceptance measured on {n_sample} of its {prov['corpus_requests']:,} "
                  "requests")
+        if prov.get("sample_weights"):
+            text += (" (a stratified sample; each request weighted by the corpus requests it "
+                     "stands for, and runs draw requests in proportion to the weights)")
     if sources:
         text += f"; {len(sources)} trace sources"
     note = pred.proxy_note or ""

@@ -51,8 +51,14 @@ def clean(v: Any) -> Any:
 def mean_output_tokens(workload: Workload, max_tokens: int = 8192,
                        max_model_len: int = 16384) -> float:
     """Mean output tokens of the requests the engine would replay (same skip rules as the
-    engine's request order, without the KV-capacity rule which depends on the cost model)."""
+    engine's request order, without the KV-capacity rule which depends on the cost model);
+    weighted by the workload's request weights when it has them."""
     plen, olen = workload.prompt_len, workload.output_len
     ok = (plen < max_model_len) & (olen > 0)
     eff = np.minimum(np.minimum(olen, max_tokens), max_model_len - plen)
-    return float(eff[ok].mean()) if ok.any() else float("nan")
+    if not ok.any():
+        return float("nan")
+    if workload.weights is None:
+        return float(eff[ok].mean())
+    w = workload.weights[ok]
+    return float((eff[ok] * w).sum() / w.sum())

@@ -106,7 +106,8 @@ def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workloa
     return Workload(workload.prompt_len, workload.output_len, tables,
                     name=f"{workload.name} (acceptance x{scale:g})",
                     proxy_note=workload.proxy_note, origin=workload.origin,
-                    block_hashes=workload.block_hashes)     # same prompts: same prefix sharing
+                    block_hashes=workload.block_hashes,     # same prompts: same prefix sharing
+                    weights=workload.weights)
 
 
 def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware: str = "b200",
