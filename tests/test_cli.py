@@ -84,6 +84,12 @@ def _one_error_line(err: str) -> str:
     (["whatif", "capacity", "--format", "xml"], "unknown format 'xml'; use table or json"),
     (["validate", "--run-id", "no-such-run"], "unknown run id"),
     (["traces", "list", "--format", "xml"], "unknown format 'xml'"),
+    (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--calibration", "nope"],
+     "unknown calibration 'nope'"),
+    (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--calibration", "analytic",
+      "--cost-profile", "analytic"], "give --calibration only"),
+    (["whatif", "host", "--calibration", "analytic", "--cost-profile", "analytic"],
+     "give --calibration only"),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(argv, says, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -126,6 +132,25 @@ def test_predict_json_keys(capsys):
                          "shipped", "--configs", "vanilla", "--format", "json",
                          "--no-prefix-caching", *SMALL], capsys)
     assert list(json.loads(out)["results"][0]) == ROW_KEYS      # no prefix column when off
+
+
+@pytest.mark.parametrize("cmd", [
+    ["predict", "--model", "llama-3.1-8b", "--corpus", "chat", "--source", "shipped",
+     "--configs", "vanilla", "--format", "json", *SMALL],
+    ["whatif", "host", "--factors", "1", "--configs", "vanilla", "--num-requests", "48",
+     "--format", "json"],
+])
+def test_cost_profile_is_a_deprecated_alias_of_calibration(cmd, capsys):
+    """--cost-profile (the old name) gives what --calibration gives, and warns on stderr only;
+    it is hidden from --help, --calibration is listed."""
+    code, new, err = _run([*cmd, "--calibration", "analytic"], capsys)
+    assert code == 0 and "deprecated" not in err
+    code, old, err = _run([*cmd, "--cost-profile", "analytic"], capsys)
+    assert code == 0 and old == new
+    assert "--cost-profile is deprecated" in err and "use --calibration" in err
+    assert "analytic" in json.dumps(json.loads(old))            # the analytic model was used
+    _, helptext, _ = _run([*cmd[:2 if cmd[0] == "whatif" else 1], "--help"], capsys)
+    assert "--calibration" in helptext and "--cost-profile" not in helptext
 
 
 WHATIF_KEYS = ["whatif", "question", "params", "columns", "rows", "notes", "extra", "failures"]

@@ -13,7 +13,7 @@ from simkit.catalog.hardware import get_hardware
 from simkit.costmodel import CostModel, load_cost_model
 from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCost
 from simkit.costmodel.coefficients import Coefficients
-from simkit.costmodel.profiles import PROFILE_KIND, write_profile
+from simkit.costmodel.calibrations import CALIBRATION_KIND, write_calibration
 from simkit.errors import InputError, UnknownNameError
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "deepseek-r1", "k-exaone-236b", "llama-3.1-405b-fp8"]
@@ -40,13 +40,13 @@ batches = st.builds(
 
 
 def test_labels_tp_and_capacity_are_exposed():
-    from simkit.costmodel.profiles import default_profile
+    from simkit.costmodel.calibrations import default_calibration
 
     cm = load_cost_model("llama-3.1-70b", "h200")
-    default = default_profile("h200")
+    default = default_calibration("h200")
     assert (cm.tp, cm.tp_chosen) == (2, True)
     assert cm.label == (f"calibrated {default}" if default else "analytic")
-    assert load_cost_model("llama-3.1-70b", "h200", profile="analytic").label == "analytic"
+    assert load_cost_model("llama-3.1-70b", "h200", calibration="analytic").label == "analytic"
     assert cm.kv_capacity_tokens > 131072
     assert "TP=2 (chosen)" in cm.describe() and cm.label in cm.describe()
     given_tp = load_cost_model("llama-3.1-70b", "h200", tp=4)
@@ -56,7 +56,7 @@ def test_labels_tp_and_capacity_are_exposed():
 
 def test_weight_bound_decode_reads_the_weights_once():
     # one request, tiny context: the step is the weight read at 80 % of 4.8 TB/s plus small terms
-    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration="analytic")
     m = cm.model
     terms = cm.device_breakdown(decode(1, ctx=16))
     weights_read = m.weight_bytes() - m.vocab * m.hidden * 2 - m.hidden * 2   # all but the input embedding
@@ -65,7 +65,7 @@ def test_weight_bound_decode_reads_the_weights_once():
 
 
 def test_compute_bound_prefill_costs_its_flops():
-    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration="analytic")
     n = 16384
     b = BatchDescriptor(16, n, n, n, 16, 0, 0, 0, 0, n, GraphMode.NONE, False)
     gemm = cm.device_breakdown(b)["gemm"]
@@ -87,11 +87,11 @@ def test_moe_distinct_experts_follow_top_k_occupancy():
 
 def test_tp_adds_all_reduce_and_splits_weights():
     b = decode(32, ctx=2000)
-    tp2 = load_cost_model("llama-3.1-70b", "h200", tp=2, profile="analytic")
-    tp4 = load_cost_model("llama-3.1-70b", "h200", tp=4, profile="analytic")
+    tp2 = load_cost_model("llama-3.1-70b", "h200", tp=2, calibration="analytic")
+    tp4 = load_cost_model("llama-3.1-70b", "h200", tp=4, calibration="analytic")
     t2, t4 = tp2.device_breakdown(b), tp4.device_breakdown(b)
     assert t4["gemm"] < t2["gemm"] and t2["comm"] > 0 and t2["allreduce"] == 2 * 80 * 8e-6
-    assert load_cost_model("llama-3.1-8b", "h200", tp=1, profile="analytic").device_breakdown(b)["allreduce"] == 0
+    assert load_cost_model("llama-3.1-8b", "h200", tp=1, calibration="analytic").device_breakdown(b)["allreduce"] == 0
 
 
 def test_mla_kv_cache_is_read_whole_on_every_rank():
@@ -137,7 +137,7 @@ def test_graph_modes_order_full_piecewise_none(cms, b, model):
 
 
 def test_padding_costs_its_padded_tokens_when_compute_bound():
-    cm = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration="analytic")
     b = BatchDescriptor(8, 3000, 3000, 3000, 8, 0, 0, 0, 0, 3000, GraphMode.PIECEWISE, False)
     padded = dataclasses.replace(b, num_padded_tokens=3500)
     ratio = cm.device_breakdown(padded)["gemm"] / cm.device_breakdown(b)["gemm"]
@@ -199,7 +199,7 @@ def test_gpu_recipe_sanity_check_not_fitted():
     tokens, max_tokens 256, max_num_seqs 32): vanilla 5,576 tok/s (async, FULL decode graphs),
     suffix K=4 with every draft accepted 12,270 tok/s (synchronous V1). The analytic coefficients
     were set before this comparison and not tuned to it; the band only catches gross errors."""
-    cm = load_cost_model("llama-3.1-8b", "h200", tp=1, profile="analytic", max_num_batched_tokens=16384,
+    cm = load_cost_model("llama-3.1-8b", "h200", tp=1, calibration="analytic", max_num_batched_tokens=16384,
                          max_num_seqs=32)
 
     def tok_s(k, async_, drafter):
@@ -219,42 +219,60 @@ def test_gpu_recipe_sanity_check_not_fitted():
     assert 1.5 < suffix / vanilla < 3.0
 
 
-def test_profiles_load_with_calibrated_label(tmp_path):
+def test_calibrations_load_with_calibrated_label(tmp_path):
     coefs = dataclasses.replace(Coefficients(), gemm_scale=1.2, sched_req_s=9e-6)
-    doc = {"kind": PROFILE_KIND, "version": 1, "name": "h200-test", "hardware": "h200",
+    doc = {"kind": CALIBRATION_KIND, "version": 1, "name": "h200-test", "hardware": "h200",
            "coefficients": coefs.to_dict(), "default_for": []}
-    path = write_profile(doc, tmp_path / "h200-test.json")
-    cm = load_cost_model("llama-3.1-8b", "h200", profile=str(path))
+    path = write_calibration(doc, tmp_path / "h200-test.json")
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration=str(path))
     assert cm.label == "calibrated h200-test"
     assert cm.coefs == coefs
-    moved = load_cost_model("llama-3.1-8b", "b200", profile=str(path))
+    moved = load_cost_model("llama-3.1-8b", "b200", calibration=str(path))
     assert moved.label == "calibrated h200-test (fitted on h200, transferred to b200)"
-    analytic = load_cost_model("llama-3.1-8b", "h200", profile="analytic")
+    analytic = load_cost_model("llama-3.1-8b", "h200", calibration="analytic")
     assert cm.step_cost(decode(8)).device_s > analytic.step_cost(decode(8)).device_s
 
 
-def test_bad_profiles_are_clear_errors(tmp_path):
-    with pytest.raises(UnknownNameError, match="unknown profile"):
-        load_cost_model("llama-3.1-8b", profile="no-such-profile")
+def test_bad_calibrations_are_clear_errors(tmp_path):
+    with pytest.raises(UnknownNameError, match="unknown calibration"):
+        load_cost_model("llama-3.1-8b", calibration="no-such-profile")
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"kind": PROFILE_KIND, "name": "x", "hardware": "h200",
+    bad.write_text(json.dumps({"kind": CALIBRATION_KIND, "name": "x", "hardware": "h200",
                                "coefficients": {"gemm_scale": -1}}))
     with pytest.raises(InputError, match="coefficients.gemm_scale"):
-        load_cost_model("llama-3.1-8b", profile=str(bad))
-    bad.write_text(json.dumps({"kind": PROFILE_KIND, "name": "x", "hardware": "h200",
+        load_cost_model("llama-3.1-8b", calibration=str(bad))
+    bad.write_text(json.dumps({"kind": CALIBRATION_KIND, "name": "x", "hardware": "h200",
                                "coefficients": {"gemm_speed": 1}}))
     with pytest.raises(InputError, match="unknown coefficient"):
-        load_cost_model("llama-3.1-8b", profile=str(bad))
+        load_cost_model("llama-3.1-8b", calibration=str(bad))
     bad.write_text("{\n\n  nope")
     with pytest.raises(InputError, match="line 3"):
-        load_cost_model("llama-3.1-8b", profile=str(bad))
+        load_cost_model("llama-3.1-8b", calibration=str(bad))
+    bad.write_text(json.dumps({"kind": "something-else", "name": "x", "hardware": "h200",
+                               "coefficients": {}}))
+    with pytest.raises(InputError, match="not a calibration"):
+        load_cost_model("llama-3.1-8b", calibration=str(bad))
 
 
-def test_default_is_analytic_until_a_profile_is_marked_default():
-    from simkit.costmodel.profiles import default_profile
+def test_calibrations_written_before_the_rename_still_load():
+    """A file of the old kind (cost-model "profile", tests/data/h200-vllm026-410e447.json) is
+    read as a calibration; new files carry the new kind."""
+    from pathlib import Path
+
+    from simkit.costmodel.calibrations import LEGACY_KINDS, read_calibration
+
+    old = Path(__file__).parent / "data" / "h200-vllm026-410e447.json"
+    assert json.loads(old.read_text())["kind"] in LEGACY_KINDS
+    assert load_cost_model("llama-3.1-8b", "h200", calibration=str(old)).label == \
+        "calibrated h200-vllm026"
+    assert read_calibration("h200-vllm026")["kind"] == CALIBRATION_KIND
+
+
+def test_default_is_analytic_until_a_calibration_is_marked_default():
+    from simkit.costmodel.calibrations import default_calibration
 
     for hw in ("h200", "b200", "h100"):
-        name = default_profile(hw)
+        name = default_calibration(hw)
         cm = load_cost_model("llama-3.1-8b", hw)
         assert cm.label == ("analytic" if name is None else f"calibrated {name}")
 

@@ -96,16 +96,16 @@ def test_sklearn_api_and_determinism(exact, tmp_path):
     assert clone(est).get_params() == {"model": None, "hardware": "h200", "tp": None, "prior_weight": 1e-6,
                                        "balance_runs": True,
                                        "relative": True, "pinned": ("device_fixed_s",)}
-    a = est.fit(exact).save_profile(tmp_path / "a.json", name="same")
-    b = clone(est).fit(exact).save_profile(tmp_path / "b.json", name="same")
+    a = est.fit(exact).save_calibration(tmp_path / "a.json", name="same")
+    b = clone(est).fit(exact).save_calibration(tmp_path / "b.json", name="same")
     assert Path(a).read_bytes() == Path(b).read_bytes()
 
 
-def test_profile_round_trip_gives_the_same_step_times(exact, tmp_path):
+def test_calibration_round_trip_gives_the_same_step_times(exact, tmp_path):
     est = StepTimeEstimator(hardware="h200").fit(exact)
     est.cross_validate_report(exact, n_splits=2)
-    path = est.save_profile(tmp_path / "h200-synthetic.json")
-    cm = load_cost_model("llama-3.1-8b", "h200", profile=path)
+    path = est.save_calibration(tmp_path / "h200-synthetic.json")
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration=path)
     assert cm.label == "calibrated h200-synthetic"
     rows = exact[exact.model == "llama-3.1-8b"].head(50)
     pred = est.predict(rows)
@@ -175,8 +175,8 @@ def test_fit_on_real_h200_records_when_present():
     assert rep["mean"]["step"] is not None and np.isfinite(rep["mean"]["step"])
 
 
-def test_fit_profile_from_a_record_folder(tmp_path):
-    from simkit.costmodel.fit import fit_profile, main
+def test_fit_calibration_from_a_record_folder(tmp_path):
+    from simkit.costmodel.fit import fit_calibration, main
 
     runs_spec = [("c0", "llama-3.1-8b", 1, "suffix", 8, "calibration", "NVIDIA H200"),
                  ("c1", "llama-3.1-8b", 1, "none", 0, "calibration", "NVIDIA H200"),
@@ -193,30 +193,30 @@ def test_fit_profile_from_a_record_folder(tmp_path):
     steps.to_parquet(tmp_path / "rec" / "steps.parquet")
     runs.to_parquet(tmp_path / "rec" / "runs.parquet")
     out = tmp_path / "h200-test.json"
-    doc = fit_profile(tmp_path / "rec", "h200-test", "h200", out, default_for=("h200",), n_splits=3)
+    doc = fit_calibration(tmp_path / "rec", "h200-test", "h200", out, default_for=("h200",), n_splits=3)
     assert doc["left_out"] == {"runs not on h200": 150, "validation runs (held out of the fit)": 150}
     assert doc["n_steps"] == 450 and doc["runs"] == ["c0", "c1", "c2"] and doc["default_for"] == ["h200"]
     assert doc["cv"]["mean"]["step"] < 3.0
-    cm = load_cost_model("llama-3.1-8b", "h200", profile=str(out))
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration=str(out))
     assert cm.label == "calibrated h200-test"
     assert main(["--records", str(tmp_path / "nothing"), "--name", "x"]) == 2
 
 
-def test_embedded_h200_profile_predicts_held_out_validation_runs():
+def test_embedded_h200_calibration_predicts_held_out_validation_runs():
     """The default H200 profile was fitted without the validation runs; they (other corpora, and
     Qwen2.5-32B and Llama-3.1-70B at TP=2, models it never saw) check it. Mean step time per
     (model, config) within 20 % -- measured: -8.3 % .. +14.8 % (70B vanilla, whose TP term is
     analytic; docs/costmodel.md). Session C added Qwen2.5-7B held-out runs and the dynamic-K
     configs (-4.7 % .. +4.4 %), hot and repeat runs included: 16 groups."""
-    from simkit.costmodel.profiles import default_profile, read_profile
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
 
     root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
     if not root.is_dir() or not list(root.glob("**/steps*.parquet")):
         pytest.skip("no measured step records under calibrate/data/")
-    name = default_profile("h200")
+    name = default_calibration("h200")
     if name is None:
         pytest.skip("no embedded H200 profile")
-    prof = read_profile(name)
+    prof = read_calibration(name)
     S = pd.read_parquet(root / "steps.parquet")
     R = pd.read_parquet(root / "runs.parquet")
     X = join_runs(S, R)

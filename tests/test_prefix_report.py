@@ -22,7 +22,7 @@ from simkit.cli import app
 DATA = Path(__file__).parent / "data"
 ARGS = ["predict", "--model", "llama-3.1-8b", "--corpus", "code", "--configs", "vanilla,kpad:4",
         "--seeds", "2", "--num-requests", "96", "--source", "shipped", "--workers", "1",
-        "--cost-profile", str(DATA / "h200-vllm026-410e447.json")]
+        "--calibration", str(DATA / "h200-vllm026-410e447.json")]
 
 
 def _run(*extra: str) -> str:

@@ -37,7 +37,7 @@ def _row(name, k, tput, std, *, acc=0.0, host=0.0, step_ms=6.0, mean_k=None, ks=
                ttft_ms_p99=80.0, mean_step_ms=step_ms)
 
 
-def _pred(rows, *, tree="warm", profile="h200-vllm026"):
+def _pred(rows, *, tree="warm", calibration="h200-vllm026"):
     van = next(r for r in rows if r.config == "vanilla")
     for r in rows:
         r.speedup_vs_vanilla = r.output_tok_s / van.output_tok_s
@@ -50,7 +50,7 @@ def _pred(rows, *, tree="warm", profile="h200-vllm026"):
                       engine=EngineConfig(max_tokens=4096, max_num_seqs=256,
                                           max_num_batched_tokens=2048, kv_capacity_tokens=800_000,
                                           cudagraph_mode=CudagraphMode.PIECEWISE),
-                      cost_profile=profile, tp_chosen=True, workload_provenance=prov)
+                      calibration=calibration, tp_chosen=True, workload_provenance=prov)
 
 
 def _spec_wins():
@@ -84,25 +84,25 @@ def test_assumptions_state_what_decides_the_answer_from_the_inputs():
     assert "128 of its 1,000 requests" in a["workload"]["text"]
 
 
-def test_cost_model_error_is_the_profiles_recorded_figure():
-    from simkit.costmodel.profiles import read_profile
+def test_cost_model_error_is_the_calibrations_recorded_figure():
+    from simkit.costmodel.calibrations import read_calibration
 
-    val = read_profile("h200-vllm026")["validation"]
+    val = read_calibration("h200-vllm026")["validation"]
     cost = build_assumptions(_spec_wins())["cost_model"]
     assert cost["value"]["validation"] == val
     assert f"MAPE {val['held_out_mape_pct']:.1f} %" in cost["text"]
     assert f"{val['held_out_runs']} held-out runs" in cost["text"]
-    analytic = build_assumptions(_pred(_spec_wins().rows, profile="analytic"))["cost_model"]
+    analytic = build_assumptions(_pred(_spec_wins().rows, calibration="analytic"))["cost_model"]
     assert analytic["value"]["validation"] is None and "never measured" in analytic["text"]
 
 
-def test_profile_validation_figures_are_the_ones_docs_validation_quotes():
+def test_calibration_validation_figures_are_the_ones_docs_validation_quotes():
     """The machine-readable copy must not drift from the committed validation report."""
     from pathlib import Path
 
-    from simkit.costmodel.profiles import read_profile
+    from simkit.costmodel.calibrations import read_calibration
 
-    val = read_profile("h200-vllm026")["validation"]
+    val = read_calibration("h200-vllm026")["validation"]
     doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
     assert f"MAPE held-out ({val['held_out_runs']} validation runs): " \
            f"{val['held_out_mape_pct']:.1f} %** ({val['held_out_mape_pct']:.2f} %)" in doc
@@ -314,7 +314,7 @@ def test_workload_line_reads_the_proxy_note_without_repeating_its_label():
     assert text.endswith("; own outputs") and "another model" not in text
 
 
-def test_a_transferred_profile_says_its_error_was_measured_elsewhere_and_none_mode_says_eager():
+def test_a_transferred_calibration_says_its_error_was_measured_elsewhere_and_none_mode_says_eager():
     pred = _spec_wins()
     pred.hardware = "b200"
     text = build_assumptions(pred)["cost_model"]["text"]

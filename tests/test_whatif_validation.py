@@ -40,6 +40,6 @@ def test_step_comparison_is_exact_on_records_drawn_from_the_model(tmp_path):
     runs.to_parquet(tmp_path / "runs_x.parquet")
     joined, runs_back = V.load_records(tmp_path)
     assert len(runs_back) == 2 and len(joined) == 400
-    cmp_ = V.step_comparison(joined, profile="analytic")   # the records' own coefficients
+    cmp_ = V.step_comparison(joined, calibration="analytic")   # the records' own coefficients
     assert len(cmp_) == 400 and set(cmp_["hardware"]) == {"h200"}
     assert cmp_["error"].abs().max() < 1e-9

@@ -87,12 +87,12 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
 @calibrate_app.command("fit")
 def fit_cmd(
     records: Path = typer.Option(Path("calibrate/data"), help="folder with steps*.parquet / runs*.parquet"),
-    name: str = typer.Option("h200-vllm026", help="profile name"),
-    out: Optional[Path] = typer.Option(None, help="write the profile JSON here (default: print "
+    name: str = typer.Option("h200-vllm026", help="calibration name"),
+    out: Optional[Path] = typer.Option(None, help="write the calibration JSON here (default: print "
                                                 "the summary only)"),
     hardware: str = typer.Option("h200", help="catalogue hardware the records were measured on"),
     folds: int = typer.Option(5, help="cross-validation folds (grouped by run)"),
-    default_for: list[str] = typer.Option([], help="hardware this profile becomes the default for "
+    default_for: list[str] = typer.Option([], help="hardware this calibration becomes the default for "
                                           "(the shipped h200-vllm026 has h200)"),
 ) -> None:
     """Fit the step-time cost model to measured records (calibration runs only; validation runs are
@@ -100,7 +100,7 @@ def fit_cmd(
     import json
 
     from simkit.checks import output_file
-    from simkit.costmodel.fit import fit_profile
+    from simkit.costmodel.fit import fit_calibration
     from simkit.errors import InputError
 
     if folds < 2:
@@ -108,14 +108,14 @@ def fit_cmd(
     if not records.is_dir():
         raise InputError("no such folder", path=str(records), field="records")
     output_file(out, "out", (".json",))
-    doc = fit_profile(records, name, hardware, out, tuple(default_for), folds)
+    doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out",
                                                "skipped")}, indent=1))
     typer.echo(f"not fitted (analytic defaults kept): {', '.join(doc['not_fitted'])}")
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
     if out:
-        typer.echo(f"profile written to {out}")
+        typer.echo(f"calibration written to {out}")
 
 
 def validate(

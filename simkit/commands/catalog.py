@@ -122,13 +122,12 @@ def _hardware_list(fmt: Format) -> None:
     from rich.table import Table
 
     from simkit.catalog.hardware import get_hardware, list_hardware
-
-    from simkit.costmodel.profiles import default_profile
+    from simkit.costmodel.calibrations import default_calibration
 
     rows = [get_hardware(n).summary() for n in list_hardware()]
     for r in rows:
-        prof = default_profile(r["name"])
-        r["cost_model"] = f"calibrated {prof}" if prof else "analytic"
+        name = default_calibration(r["name"])
+        r["cost_model"] = f"calibrated {name}" if name else "analytic"
     if fmt is Format.json:
         _emit_json(rows)
         return
@@ -145,11 +144,11 @@ def _hardware_list(fmt: Format) -> None:
 
 def _hardware_show(name: str, fmt: Format) -> None:
     from simkit.catalog.hardware import get_hardware
-    from simkit.costmodel.profiles import default_profile
+    from simkit.costmodel.calibrations import default_calibration
 
     doc = get_hardware(name).summary()
-    prof = default_profile(doc["name"])
-    doc["default_cost_model"] = f"calibrated {prof}" if prof else "analytic"
+    calibration = default_calibration(doc["name"])
+    doc["default_cost_model"] = f"calibrated {calibration}" if calibration else "analytic"
     if fmt is Format.json:
         _emit_json(doc)
         return
@@ -186,7 +185,7 @@ def register(app: typer.Typer) -> None:
     @hardware.command("show")
     def hardware_show(name: str = typer.Argument(..., help="hardware id: b200, h200, h100"),
                       fmt: Format = FORMAT_OPT) -> None:
-        """One GPU: memory, bandwidth, peaks, NVLink, host speed factor, source, cost profile."""
+        """One GPU: memory, bandwidth, peaks, NVLink, host speed factor, source, calibration."""
         _hardware_show(name, fmt)
 
     app.add_typer(models, name="models")

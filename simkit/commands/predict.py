@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from simkit.commands.options import calibration_option, cost_profile_option, pick_calibration
 from simkit.engine.config import DEFAULT_CONFIGS
 
 # help texts shared by predict and sweep (every option states its default and its choices)
@@ -18,8 +19,6 @@ CONFIGS_HELP = ("configurations, comma list: vanilla, suffix[:K], kpad:K,K.., ng
 NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
                      "4 x concurrency, cycling)")
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
-COST_PROFILE_HELP = ("cost-model profile: an embedded name (h200-vllm026), a profile JSON path, "
-                     "or analytic (default: the hardware's calibrated profile, else analytic)")
 CAPPED_HELP = ("keep | extend: how a request whose trace output stopped at its source's "
                "generation cap (2,000-4,096 tokens; traces list counts them) is replayed: keep = it "
                "ends there (as before), extend = it continues to --max-tokens repeating its own "
@@ -85,7 +84,8 @@ def register(app: typer.Typer) -> None:
                                                    "one step at most (chunked prefill)"),
         cudagraph_mode: str = typer.Option("FULL_AND_PIECEWISE", "--cudagraph-mode",
                                            help=CUDAGRAPH_HELP),
-        cost_profile: Optional[str] = typer.Option(None, "--cost-profile", help=COST_PROFILE_HELP),
+        calibration: Optional[str] = calibration_option(),
+        cost_profile: Optional[str] = cost_profile_option(),
         source: str = typer.Option("auto", "--source", help=SOURCE_HELP),
         workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
         request_rate: Optional[float] = typer.Option(
@@ -110,12 +110,13 @@ def register(app: typer.Typer) -> None:
         positive_int(workers, "workers")
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
+        calibration = pick_calibration(calibration, cost_profile)
         with _progress(f"{model}/{corpus}") as prog:
             pred = run_predict(model, corpus, hardware=hardware, tp=tp, concurrency=concurrency,
                                max_tokens=max_tokens, configs=configs, seeds=seeds,
                                num_requests=num_requests, max_num_seqs=max_num_seqs,
                                max_num_batched_tokens=max_num_batched_tokens,
-                               cudagraph_mode=cudagraph_mode, cost_profile=cost_profile,
+                               cudagraph_mode=cudagraph_mode, calibration=calibration,
                                source=source, workers=workers, request_rate=request_rate,
                                progress=prog, history=history,
                                prefix_caching=prefix_caching, capped_outputs=capped_outputs)

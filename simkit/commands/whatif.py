@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from simkit.commands.options import calibration_option, cost_profile_option, pick_calibration
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
@@ -36,8 +37,8 @@ CAPPED = typer.Option("keep", "--capped-outputs", help="keep | extend: requests 
 HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot, repeat:P"
                        "[,diverge:M] (what the server served before; default: the workload "
                        "profile's own)")
-COST_PROFILE = typer.Option(None, "--cost-profile",
-                            help="cost-model profile (default: the hardware's default)")
+CALIBRATION = calibration_option()
+COST_PROFILE = cost_profile_option()       # deprecated alias of --calibration
 
 
 PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
@@ -113,6 +114,19 @@ def check_numbers(options: dict) -> None:
             positive_rate(options[name], option)
 
 
+def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
+    """A what-if command's options checked before any work: (the what-if function's keyword
+    arguments, output format, plot path), the calibration resolved from --calibration or its
+    deprecated alias."""
+    kwargs = dict(options)
+    fmt, plot = kwargs.pop("fmt"), kwargs.pop("plot")
+    check_format(fmt, plot)
+    check_numbers(kwargs)
+    kwargs["calibration"] = pick_calibration(kwargs.get("calibration"),
+                                             kwargs.pop("cost_profile", None))
+    return kwargs, fmt, plot
+
+
 def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
     """Print in the requested format, then write the plot if asked (printed first, so a plot
     that fails cannot take the results with it); exit 1 when any point failed."""
@@ -161,22 +175,18 @@ def capacity_cmd(
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s)."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import capacity as C
 
+    goals = C.Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
-        target_rate = 20.0
-    res = C.capacity(model, corpus, hardware=hardware, tp=tp, target_rate=target_rate,
-                     target_tok_s=target_tok_s, goals=C.Goals(ttft, tpot), configs=configs,
-                     seeds=seeds, min_requests=min_requests, max_requests=max_requests,
-                     workers=workers, cost_profile=cost_profile, rel_tol=rel_tol, history=history,
-                     capped_outputs=capped_outputs)
-    emit(res, fmt, plot, C.plot)
+        kwargs["target_rate"] = 20.0
+    emit(C.capacity(goals=goals, **kwargs), fmt, plot, C.plot)
 
 
 @whatif_app.command("hardware")
@@ -193,19 +203,15 @@ def hardware_cmd(
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import hardware as H
 
-    res = H.hardware(model, corpus, targets=targets, tps=tps, configs=configs,
-                     concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                     workers=workers, cost_profile=cost_profile, history=history,
-                     capped_outputs=capped_outputs)
-    emit(res, fmt, plot, H.plot)
+    emit(H.hardware(**kwargs), fmt, plot, H.plot)
 
 
 @whatif_app.command("host")
@@ -222,19 +228,15 @@ def host_cmd(
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import host as H
 
-    res = H.host(model, corpus, hardware=hardware, tp=tp, factors=factors, configs=configs,
-                 concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                 workers=workers, cost_profile=cost_profile, history=history,
-                     capped_outputs=capped_outputs)
-    emit(res, fmt, plot, H.plot)
+    emit(H.host(**kwargs), fmt, plot, H.plot)
 
 
 @whatif_app.command("concurrency")
@@ -252,19 +254,15 @@ def concurrency_cmd(
                                           "when that is more)"),
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import concurrency as C
 
-    res = C.concurrency(model, corpus, hardware=hardware, tp=tp, levels=levels, configs=configs,
-                        seeds=seeds, min_requests=min_requests, workers=workers,
-                        cost_profile=cost_profile, history=history,
-                     capped_outputs=capped_outputs)
-    emit(res, fmt, plot, C.plot)
+    emit(C.concurrency(**kwargs), fmt, plot, C.plot)
 
 
 @whatif_app.command("quantization")
@@ -288,21 +286,15 @@ def quantization_cmd(
     num_requests: int = NUM_REQUESTS,
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import quantization as Q
 
-    res = Q.quantization(model, corpus, hardware=hardware, tp=tp,
-                         weight_bytes_factor=weight_bytes_factor, flop_speedup=flop_speedup,
-                         acceptance_scale=acceptance_scale, quant_corpus=quant_corpus,
-                         configs=configs, concurrency=concurrency, seeds=seeds,
-                         num_requests=num_requests, workers=workers, cost_profile=cost_profile, history=history,
-                     capped_outputs=capped_outputs)
-    emit(res, fmt, plot, Q.plot)
+    emit(Q.quantization(**kwargs), fmt, plot, Q.plot)
 
 
 @whatif_app.command("prefix")
@@ -318,17 +310,15 @@ def prefix_cmd(
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
-    check_format(fmt)
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import prefix as PX
 
-    res = PX.prefix(model, corpus, hardware=hardware, tp=tp, preamble=preamble, configs=configs,
-                    concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                    workers=workers, cost_profile=cost_profile)
-    emit(res, fmt, plot, PX.plot)
+    emit(PX.prefix(**kwargs), fmt, plot, PX.plot)
 
 
 @whatif_app.command("reference")
@@ -348,12 +338,14 @@ def reference_cmd(
     history: Optional[str] = typer.Option(
         None, "--history", help="request history, or a comma list for one column set each "
         "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
     check_format(fmt, plot)
     check_numbers(locals())
+    calibration = pick_calibration(calibration, cost_profile)
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
     from simkit.reference.reproduce import reproduce
@@ -365,10 +357,10 @@ def reference_cmd(
 
         emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
                                  seeds=seeds, num_requests=num_requests, workers=workers,
-                                 cost_profile=cost_profile), fmt, plot, _history_ref_plot)
+                                 calibration=calibration), fmt, plot, _history_ref_plot)
         return
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
-                    num_requests=num_requests, workers=workers, cost_profile=cost_profile,
+                    num_requests=num_requests, workers=workers, calibration=calibration,
                     history=hist[0] if hist else None)
     extra = []
     if best_k:
@@ -446,18 +438,15 @@ def history_cmd(
     concurrency: int = CONCURRENCY,
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
+    calibration: Optional[str] = CALIBRATION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
     """Throughput vs the share of requests already served: where speculation starts to pay."""
-    check_format(fmt, plot)
-    check_numbers(locals())
+    kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import history as Hi
 
-    res = Hi.history(model, corpus, hardware=hardware, tp=tp, shares=shares, configs=configs,
-                     concurrency=concurrency, seeds=seeds, num_requests=num_requests,
-                     workers=workers, cost_profile=cost_profile, warm=warm)
-    emit(res, fmt, plot, Hi.plot)
+    emit(Hi.history(**kwargs), fmt, plot, Hi.plot)
 
 
 def register(app: typer.Typer) -> None:

@@ -5,6 +5,6 @@ The estimator (scikit-learn) lives in simkit.costmodel.estimator and is imported
 
 from simkit.costmodel.memory import choose_tp, kv_capacity_tokens, max_concurrent_seqs
 from simkit.costmodel.model import CostModel, HostTime
-from simkit.costmodel.profiles import load_cost_model
+from simkit.costmodel.calibrations import load_cost_model
 
 __all__ = ["load_cost_model", "CostModel", "HostTime", "choose_tp", "kv_capacity_tokens", "max_concurrent_seqs"]

@@ -3,7 +3,7 @@
 Device coefficients scale analytic terms (1.0 = the roofline with the efficiencies below) or are
 seconds per event; host coefficients are seconds on the reference host CPU (the lent H200
 machine, host_speed 1.0). The analytic host values are order-of-magnitude priors, NOT
-measurements: docs/costmodel.md says where each comes from. A fitted profile replaces them."""
+measurements: docs/costmodel.md says where each comes from. A calibration (fitted coefficients) replaces them."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class Coefficients:
     async_serial_s: float = 30e-6      # async scheduling: per-step host work that cannot overlap
 
     def to_dict(self) -> dict[str, float]:
-        """Plain dict (profile JSON)."""
+        """Plain dict (calibration JSON)."""
         return asdict(self)
 
     @classmethod

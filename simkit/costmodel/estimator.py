@@ -1,6 +1,6 @@
 """StepTimeEstimator: fits the non-negative coefficients of the device and host terms to measured
 step records (scikit-learn style fit / predict / score), reports run-grouped cross-validated
-error per component, and writes the JSON profile that load_cost_model(profile=...) reads."""
+error per component, and writes the calibration JSON that load_cost_model(calibration=...) reads."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sklearn.model_selection import GroupKFold, KFold
 from simkit.catalog.hardware import get_hardware
 from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.model import CostModel
-from simkit.costmodel.profiles import PROFILE_KIND, load_cost_model, write_profile
+from simkit.costmodel.calibrations import CALIBRATION_KIND, load_cost_model, write_calibration
 from simkit.costmodel.records import batch_from_row, check_records, drafter_of, drop_untimed
 from simkit.errors import InputError
 
@@ -89,7 +89,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         for i, row in enumerate(rows):
             key = (models[i], int(tps[i]))
             if key not in cms:
-                cms[key] = load_cost_model(key[0], self.hardware, key[1] or None, profile="analytic")
+                cms[key] = load_cost_model(key[0], self.hardware, key[1] or None, calibration="analytic")
             terms = cms[key].device_terms(row)
             dev[i] = [terms[t] for t in DEVICE_TERMS]
         reqs = X["num_reqs"].to_numpy(float)
@@ -285,7 +285,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         for i, row in enumerate(X.to_dict("records")):
             key = (models[i], int(tps[i]), bool(synced[i]))
             if key not in cms:
-                base = load_cost_model(key[0], self.hardware, key[1] or None, profile="analytic")
+                base = load_cost_model(key[0], self.hardware, key[1] or None, calibration="analytic")
                 # steps whose measurement synchronised the stream are predicted without overlap
                 cms[key] = CostModel(base.model, base.hw, base.tp, coefs, "fit", async_overlap=not key[2])
             cm = cms[key]
@@ -344,13 +344,13 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         self.cv_report_ = {"grouping": grouping, "metric": "MAPE %", "folds": folds, "mean": mean}
         return self.cv_report_
 
-    # ---- profiles --------------------------------------------------------------------------
-    def to_profile(self, name: str) -> dict[str, Any]:
-        """The fitted coefficients as a profile dict (host values in reference-host seconds)."""
+    # ---- calibrations ----------------------------------------------------------------------
+    def to_calibration(self, name: str) -> dict[str, Any]:
+        """The fitted coefficients as a calibration dict (host values in reference-host seconds)."""
         if not hasattr(self, "coefs_"):
-            raise InputError("fit the estimator before writing a profile", field="coefs_")
+            raise InputError("fit the estimator before writing a calibration", field="coefs_")
         return {
-            "kind": PROFILE_KIND, "version": 1, "name": name, "hardware": self.hardware,
+            "kind": CALIBRATION_KIND, "version": 1, "name": name, "hardware": self.hardware,
             "models": self.models_, "runs": self.runs_, "n_steps": self.n_steps_,
             "coefficients": self.coefs_.to_dict(), "fitted": self.fitted_, "not_fitted": self.not_fitted_,
             "cv": getattr(self, "cv_report_", None), "default_for": [],
@@ -359,11 +359,11 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                     "not_fitted coefficients keep their analytic defaults",
         }
 
-    def save_profile(self, path: str, name: str | None = None) -> str:
-        """Write to_profile(name) as JSON; returns the path."""
+    def save_calibration(self, path: str, name: str | None = None) -> str:
+        """Write to_calibration(name) as JSON; returns the path."""
         from pathlib import Path
 
-        return str(write_profile(self.to_profile(name or Path(path).stem), path))
+        return str(write_calibration(self.to_calibration(name or Path(path).stem), path))
 
 
 __all__ = ["StepTimeEstimator", "COMPONENTS"]

@@ -1,7 +1,7 @@
-"""Fit a cost-model profile from measured step records (steps*.parquet + runs*.parquet) and write
+"""Fit a calibration (cost-model coefficients) from measured step records (steps*.parquet + runs*.parquet) and write
 it as JSON: the one call the calibration command (or a person) needs.
 
-python -m simkit.costmodel.fit --records calibrate/data --name h200-vllm026 --out profile.json
+python -m simkit.costmodel.fit --records calibrate/data --name h200-vllm026 --out calibration.json
 """
 
 from __future__ import annotations
@@ -49,22 +49,22 @@ def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int
     return X.reset_index(drop=True), left_out
 
 
-def fit_profile(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
+def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
                 default_for: tuple[str, ...] = (), n_splits: int = 5) -> dict[str, Any]:
-    """Cross-validate, fit on all calibration steps, and (if out) write the profile JSON."""
+    """Cross-validate, fit on all calibration steps, and (if out) write the calibration JSON."""
     from simkit.costmodel.estimator import StepTimeEstimator
-    from simkit.costmodel.profiles import write_profile
+    from simkit.costmodel.calibrations import write_calibration
 
     X, left_out = load_record_dir(records, hardware)
     est = StepTimeEstimator(hardware=hardware)
     est.cross_validate_report(X, n_splits=n_splits)
     est.fit(X)
-    doc = est.to_profile(name)
+    doc = est.to_calibration(name)
     doc["default_for"] = sorted(default_for)
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_
     if out:
-        write_profile(doc, out)
+        write_calibration(doc, out)
     return doc
 
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5)
     args = ap.parse_args(argv)
     try:
-        doc = fit_profile(args.records, args.name, args.hardware, args.out, tuple(args.default_for), args.folds)
+        doc = fit_calibration(args.records, args.name, args.hardware, args.out, tuple(args.default_for), args.folds)
     except SimkitError as exc:
         print(f"error: {exc}")
         return 2

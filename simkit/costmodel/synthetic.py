@@ -11,7 +11,7 @@ import pandas as pd
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
 from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.model import CostModel
-from simkit.costmodel.profiles import load_cost_model
+from simkit.costmodel.calibrations import load_cost_model
 
 CAPTURE_MAX = 512
 
@@ -59,7 +59,7 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
     log-normal noise of `noise` (relative sd).
     Deterministic for a seed."""
     rng = np.random.default_rng(seed)
-    base = load_cost_model(model, hardware, tp, profile="analytic")
+    base = load_cost_model(model, hardware, tp, calibration="analytic")
     cm = CostModel(base.model, base.hw, base.tp, coefs, "synthetic")
     async_scheduling = drafter == "none"
     rows, t = [], 0.0

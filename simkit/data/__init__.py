@@ -1,1 +1,1 @@
-"""Embedded data files: model and hardware catalogues, cost-model profiles."""
+"""Embedded data files: model and hardware catalogues, calibrations (fitted cost-model coefficients)."""

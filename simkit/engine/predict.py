@@ -45,7 +45,7 @@ class Prediction:
     why: str
     # what the report states as assumptions (simkit.report.assumptions reads these)
     engine: EngineConfig | None = None
-    cost_profile: str = ""              # the resolved profile: an embedded name, a path or "analytic"
+    calibration: str = ""              # the resolved calibration: an embedded name, a path or "analytic"
     tp_chosen: bool = False             # TP picked as the smallest that fits (not given)
     workload_provenance: dict[str, Any] = field(default_factory=dict)
     request_rate: float | None = None
@@ -96,7 +96,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             concurrency: int = 32, max_tokens: int = 8192, configs: str = DEFAULT_CONFIGS,
             seeds: int = 3, num_requests: int | None = None, max_model_len: int = 16384,
             max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
-            cudagraph_mode: str = "FULL_AND_PIECEWISE", cost_profile: str | None = None,
+            cudagraph_mode: str = "FULL_AND_PIECEWISE", calibration: str | None = None,
             source: str = "auto", workers: int | None = None, request_rate: float | None = None,
             progress: ProgressFactory | None = None,
             history: str | None = None, prefix_caching: bool = True,
@@ -116,7 +116,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     `workload` and `cost`, when given together, are used as they are instead of loading the
     (model, corpus) profile and the cost model (model and corpus then only name the cell).
     """
-    from simkit.costmodel.profiles import default_profile
+    from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
 
     if seeds < 1:
@@ -131,7 +131,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     if (workload is None) != (cost is None):
         raise InputError("give both a workload and a cost model, or neither", field="workload")
     if workload is None:
-        workload, cost = load_cell(model, corpus, hardware, tp, cost_profile, source,
+        workload, cost = load_cell(model, corpus, hardware, tp, calibration, source,
                                    max_model_len, max_num_batched_tokens, history,
                                    capped_outputs, max_tokens)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
@@ -154,7 +154,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       origin=workload.origin, concurrency=concurrency, num_requests=n_req,
                       seeds=seeds, rows=rows, unavailable=ladder.unavailable, skipped=skipped,
                       best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
-                      engine=cfg, cost_profile=cost_profile or default_profile(hardware) or "analytic",
+                      engine=cfg, calibration=calibration or default_calibration(hardware) or "analytic",
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       history=str(workload.provenance.get("history")

@@ -228,7 +228,7 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
     return apply_capped_outputs(workload, capped_outputs, max_tokens)
 
 
-def load_cell(model: str, corpus: str, hardware: str, tp: int | None, cost_profile: str | None,
+def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibration: str | None,
               source: str = "auto", max_model_len: int = 16384,
               max_num_batched_tokens: int = 8192, history: str | None = None,
               capped_outputs: str = "keep", max_tokens: int = 8192) -> tuple[Workload, Any]:
@@ -236,7 +236,7 @@ def load_cell(model: str, corpus: str, hardware: str, tp: int | None, cost_profi
     load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
     from simkit.engine.capped import check_mode
 
-    key = (model, corpus, hardware, tp, cost_profile, source, max_model_len,
+    key = (model, corpus, hardware, tp, calibration, source, max_model_len,
            max_num_batched_tokens)
     if history is not None:
         from simkit.history import parse_history
@@ -248,7 +248,7 @@ def load_cell(model: str, corpus: str, hardware: str, tp: int | None, cost_profi
         from simkit.costmodel import load_cost_model
 
         workload = load_workload(model, corpus, source, history, capped_outputs, max_tokens)
-        cost = load_cost_model(model, hardware, tp=tp, profile=cost_profile,
+        cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                                max_model_len=max_model_len,
                                max_num_batched_tokens=max_num_batched_tokens)
         _LOADED[key] = (workload, cost)

@@ -53,17 +53,19 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
 
 def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[float, ...] =
                      (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
-                     cost_profiles: tuple[str, ...] | None = None,
+                     calibrations: tuple[str, ...] | None = None,
                      hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
                      workers: int | None = None, source: str = "auto") -> WhatIfResult:
     """Errors against the published rows as the host speed, the TP degree and the cost-model
-    coefficients change. `cost_profiles` defaults to every embedded calibrated profile (each
-    transferred to `hardware`: device scales as fitted, host values rescaled by host_speed)."""
+    coefficients change. `calibrations` defaults to every embedded calibration (each
+    transferred to `hardware`: device scales as fitted, host values rescaled by host_speed).
+    The printed rows and JSON keep the names from before the rename (assumption "cost_profile",
+    params key "cost_profiles") so that the output does not change."""
     from simkit.costmodel import choose_tp
-    from simkit.costmodel.profiles import list_profiles
+    from simkit.costmodel.calibrations import list_calibrations
 
-    if cost_profiles is None:
-        cost_profiles = tuple(list_profiles())
+    if calibrations is None:
+        calibrations = tuple(list_calibrations())
 
     models = models or [r.model for r in PUBLISHED]
     rows: list[dict[str, Any]] = []
@@ -79,17 +81,17 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
         rows += [point("host_factor", f, host_factor=f) for f in host_factors]
         rows += [point("tp", base_tp * mult, tp=base_tp * mult) for mult in tp_multipliers
                  if base_tp * mult <= 8]
-        rows += [point("cost_profile", prof, cost_profile=prof) for prof in cost_profiles]
+        rows += [point("cost_profile", name, calibration=name) for name in calibrations]
     notes = ["error = predicted / published - 1; host_factor multiplies the B200 host's assumed "
              "speed (1.0); tp rows use that TP instead of simkit's choice; cost_profile rows use "
              "that calibrated profile transferred to this hardware instead of its default "
-             f"({', '.join(cost_profiles) or 'none embedded'})",
+             f"({', '.join(calibrations) or 'none embedded'})",
              "read: if the ratio error shrinks as the host factor falls, simkit's host is too "
              "fast for the study's (and the other way round); nothing is fitted"]
     return WhatIfResult("assumptions", f"error vs assumptions on {hardware}", SWEEP_COLUMNS,
                         rows, {"models": models, "host_factors": list(host_factors),
                                "tp_multipliers": list(tp_multipliers),
-                               "cost_profiles": list(cost_profiles), "seeds": seeds,
+                               "cost_profiles": list(calibrations), "seeds": seeds,
                                "num_requests": num_requests}, notes)
 
 

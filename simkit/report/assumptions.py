@@ -38,13 +38,14 @@ def _hardware(pred: Prediction) -> dict[str, Any]:
 
 
 def _cost_model(pred: Prediction) -> dict[str, Any]:
-    """The profile, what it was fitted on, and its measured error as the profile records it."""
-    if pred.cost_profile in ("", "analytic"):
+    """The calibration, what it was fitted on, and its measured error as the calibration records
+    it (printed under the key cost_model; its JSON keys kept as before the rename)."""
+    if pred.calibration in ("", "analytic"):
         return _entry({"profile": "analytic", "validation": None},
                       "analytic coefficients (no calibrated profile): error never measured")
-    from simkit.costmodel.profiles import read_profile
+    from simkit.costmodel.calibrations import read_calibration
 
-    doc = read_profile(pred.cost_profile)
+    doc = read_calibration(pred.calibration)
     val = doc.get("validation")
     value = {"profile": doc["name"], "label": pred.cost_label, "hardware": doc["hardware"],
              "fitted_runs": len(doc.get("runs", [])), "fitted_steps": doc.get("n_steps"),
@@ -70,7 +71,7 @@ def _gmu() -> float:
     """The gpu_memory_utilization predict's cost model is loaded with (load_cost_model's default)."""
     import inspect
 
-    from simkit.costmodel.profiles import load_cost_model
+    from simkit.costmodel.calibrations import load_cost_model
 
     return float(inspect.signature(load_cost_model).parameters["gmu"].default)
 

@@ -93,7 +93,7 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
 
 
 def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: bool = True,
-             profile: str | None = None) -> RunConditionsCost:
+             calibration: str | None = None) -> RunConditionsCost:
     """The default (or named) cost model of the run's model/GPU/TP under the run's conditions.
     sync=None: synchronous exactly when the run's forcing hook synchronised the stream."""
     from simkit.costmodel import load_cost_model
@@ -102,20 +102,20 @@ def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: 
     if sync is None:
         sync = forcing_synchronised(run.get("force_copy", ""))
     hw = hardware_of(str(run.get("gpu", ""))) or "h200"
-    base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), profile=profile,
+    base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), calibration=calibration,
                            max_model_len=int(run["max_model_len"]),
                            max_num_batched_tokens=int(run["max_num_batched_tokens"]))
     return RunConditionsCost(base, sync=sync, serial_frontend=serial_frontend)
 
 
-def recorded_step_error(run: dict[str, Any], steps, profile: str | None = None) -> dict[str, float]:
+def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = None) -> dict[str, float]:
     """The cost model alone, on the batches the run actually executed inside its window:
     sum of predicted step (+front-end) time over sum of measured t_step_s + t_gap_s, minus 1,
     and the same for the device part (t_forward_s + t_sample_s). Separates cost-model error from
     the simulated trajectory (batch sizes, acceptance, window)."""
     from simkit.costmodel.records import batch_from_row
 
-    cost = run_cost(run, profile=profile)
+    cost = run_cost(run, calibration=calibration)
     s = steps[_window_mask(run, steps)]
     pred = dev = 0.0
     for row in s.to_dict("records"):
@@ -151,7 +151,7 @@ class RunPrediction:
 
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
-                profile: str | None = None, window_start_completion: int = 1,
+                calibration: str | None = None, window_start_completion: int = 1,
                 history: str | None = None, prefix_caching: bool = True,
                 cached_prefixes: list | None = None) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
@@ -161,7 +161,7 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
     from simkit.engine.runner import Cell, Job, engine_config, run_jobs
     from simkit.engine.sim import ClosedLoop
 
-    cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, profile=profile)
+    cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, calibration=calibration)
     base = cost.base
     cap = int(run["max_tokens_cap"] or 0)
     cfg = engine_config(base, max_tokens=cap if cap > 0 else 1 << 30,

@@ -24,7 +24,7 @@ def config_label(run: dict[str, Any]) -> str:
 
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 ordering: str = "concurrent", run_ids: list[str] | None = None,
-                compare_orderings: bool = True, profile: str | None = None,
+                compare_orderings: bool = True, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
                 history: str | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
@@ -61,7 +61,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         check = check_against_run(reqs, run, st)
         meas = measured_figures(run, st)
         hist = history or run_history(run)
-        preds = [predict_run(reqs, run, ordering=ordering, seed=s, profile=profile, history=hist)
+        preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist)
                  for s in range(max(1, seeds))]
         tok = [p.output_tok_s for p in preds]
         pred = preds[0]
@@ -90,16 +90,16 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         }
         if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
             stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
-                                profile=profile, history=hist)
+                                calibration=calibration, history=hist)
             cell["predicted_tok_s_stock_async"] = stock.output_tok_s
-        eng = predict_run(reqs, run, ordering=ordering, profile=profile,
+        eng = predict_run(reqs, run, ordering=ordering, calibration=calibration,
                           window_start_completion=int(run["concurrency"]), history=hist)
         cell["predicted_tok_s_engine_window"] = eng.output_tok_s
         if spec and compare_orderings:
             other = next(o for o in ORDERINGS if o != ordering)
             cell[f"predicted_accepted_per_step_{other}"] = predict_run(
-                reqs, run, ordering=other, profile=profile, history=hist).accepted_per_step
-        on_rec = recorded_step_error(run, st, profile)
+                reqs, run, ordering=other, calibration=calibration, history=hist).accepted_per_step
+        on_rec = recorded_step_error(run, st, calibration)
         step_term = meas["mean_step_ms"] / pred.mean_step_ms - 1
         acc_term = ((1 + pred.accepted_per_step) / (1 + meas["accepted_per_step"]) - 1
                     if spec else 0.0)

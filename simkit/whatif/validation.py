@@ -1,7 +1,7 @@
 """Predicted vs measured: the measured vLLM records under calibrate/data/ (steps*.parquet,
 runs*.parquet from the calibration harness) set beside simkit's step-time and run predictions.
 
-Step level: each recorded step's BatchDescriptor through the cost model (default profile for the
+Step level: each recorded step's BatchDescriptor through the cost model (default calibration for the
 run's GPU) against the measured step wall time (which includes the harness's token forcing, see
 calibrate/data/README.md) and, for the device part, against t_forward_s + t_sample_s. Run level: simkit's closed-loop prediction of the
 run's (model, corpus, config, K, concurrency, TP, GPU) against its measured steady tok/s."""
@@ -43,9 +43,9 @@ def load_records(root: str | Path | None = None):
     return join_runs(steps, runs), runs
 
 
-def step_comparison(steps, max_steps_per_run: int = 2000, profile: str | None = None) -> Any:
+def step_comparison(steps, max_steps_per_run: int = 2000, calibration: str | None = None) -> Any:
     """Per recorded step: measured t_step_s vs the cost model's step_s (first N steps per run).
-    `profile` as in load_cost_model: None = the hardware's default, "analytic", or a name/path."""
+    `calibration` as in load_cost_model: None = the hardware's default, "analytic", or a name/path."""
     import pandas as pd
 
     from simkit.costmodel import load_cost_model
@@ -59,7 +59,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000, profile: str | None = 
         key = (first["model"], hw, int(first["tp"]))
         if key not in models:
             models[key] = load_cost_model(first["model"], hw, tp=int(first["tp"]),
-                                          profile=profile)
+                                          calibration=calibration)
         cost = models[key]
         for row in grp.head(max_steps_per_run).to_dict("records"):
             if row.get("t_step_s") is None or row["t_step_s"] != row["t_step_s"]:
@@ -80,7 +80,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000, profile: str | None = 
 
 def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
                    workers: int | None = None, purposes: tuple[str, ...] | None = None,
-                   profile: str | None = None) -> Any:
+                   calibration: str | None = None) -> Any:
     """Per recorded run: measured steady output tok/s vs simkit's prediction of that run (the
     run's concurrency, TP, GPU, max_tokens cap and request count unless `num_requests` is given;
     the requests are the profile's, in simkit's seeded order, not the run's own files)."""
@@ -102,7 +102,7 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
                            concurrency=int(row["concurrency"]), configs=config, seeds=seeds,
                            num_requests=n, workers=workers,
                            max_tokens=int(cap) if cap and cap == cap else 8192,
-                           cost_profile=profile)
+                           calibration=calibration)
             p = pred.rows[0].output_tok_s if pred.rows else float("nan")
             why = ""
         except Exception as exc:                     # reported per row, never dropped

@@ -1,5 +1,6 @@
-"""Cost-model profiles (fitted coefficients as JSON) and load_cost_model, which picks the
-analytic model or a calibrated profile and labels the result accordingly."""
+"""Calibrations (fitted step-time coefficients as JSON) and load_cost_model, which picks the
+analytic model or a calibration and labels the result accordingly. ("Profile" in simkit means
+the corpus workload profile, simkit.profiles; a calibration is the cost side.)"""
 
 from __future__ import annotations
 
@@ -15,13 +16,16 @@ from simkit.costmodel.memory import DEFAULT_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from simkit.costmodel.model import CostModel
 from simkit.errors import InputError, UnknownNameError
 
-PROFILE_KIND = "simkit-costmodel-profile"
+CALIBRATION_KIND = "simkit-calibration"
+# files written before the rename (cost-model "profiles") carry this kind; still read
+LEGACY_KINDS = ("simkit-costmodel-profile",)
+EMBEDDED_DIR = "calibrations"          # simkit/data/calibrations/*.json
 
 
 def _embedded() -> dict[str, Any]:
-    """Embedded profile files (simkit/data/profiles/*.json) by name."""
+    """Embedded calibration files (simkit/data/calibrations/*.json) by name."""
     out = {}
-    folder = resources.files("simkit.data").joinpath("profiles")
+    folder = resources.files("simkit.data").joinpath(EMBEDDED_DIR)
     if not folder.is_dir():
         return out
     for entry in folder.iterdir():
@@ -30,27 +34,29 @@ def _embedded() -> dict[str, Any]:
     return out
 
 
-def list_profiles() -> list[str]:
-    """Names of the embedded profiles."""
+def list_calibrations() -> list[str]:
+    """Names of the embedded calibrations."""
     return sorted(_embedded())
 
 
-def read_profile(ref: str | Path) -> dict[str, Any]:
-    """A profile from a file path or an embedded name, validated (errors name file and field)."""
+def read_calibration(ref: str | Path) -> dict[str, Any]:
+    """A calibration from a file path or an embedded name, validated (errors name file and
+    field)."""
     path = Path(ref)
     if path.suffix == ".json" and path.is_file():
         text, where = path.read_text(), str(path)
     else:
         emb = _embedded()
         if str(ref) not in emb:
-            raise UnknownNameError("profile", str(ref), list(emb) + ["analytic"])
-        text, where = emb[str(ref)].read_text(), f"simkit/data/profiles/{ref}.json"
+            raise UnknownNameError("calibration", str(ref), list(emb) + ["analytic"])
+        text, where = emb[str(ref)].read_text(), f"simkit/data/{EMBEDDED_DIR}/{ref}.json"
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=where, line=exc.lineno) from None
-    if not isinstance(doc, dict) or doc.get("kind") != PROFILE_KIND:
-        raise InputError(f"not a cost-model profile (kind must be {PROFILE_KIND!r})", path=where, field="kind")
+    if not isinstance(doc, dict) or doc.get("kind") not in (CALIBRATION_KIND, *LEGACY_KINDS):
+        raise InputError(f"not a calibration (kind must be {CALIBRATION_KIND!r})", path=where,
+                         field="kind")
     for key in ("name", "hardware", "coefficients"):
         if key not in doc:
             raise InputError("required key missing", path=where, field=key)
@@ -61,31 +67,32 @@ def read_profile(ref: str | Path) -> dict[str, Any]:
     return doc
 
 
-def write_profile(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write a profile dict as sorted, indented JSON (byte-identical for identical content)."""
+def write_calibration(doc: dict[str, Any], path: str | Path) -> Path:
+    """Write a calibration dict as sorted, indented JSON (byte-identical for identical
+    content)."""
     path = Path(path)
     clean = {k: v for k, v in doc.items() if not k.startswith("_")}
     path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")
     return path
 
 
-def default_profile(hardware: str) -> str | None:
-    """The embedded profile marked default for this hardware, or None (then: analytic)."""
-    for name in list_profiles():
-        doc = read_profile(name)
+def default_calibration(hardware: str) -> str | None:
+    """The embedded calibration marked default for this hardware, or None (then: analytic)."""
+    for name in list_calibrations():
+        doc = read_calibration(name)
         if hardware in doc.get("default_for", []):
             return name
     return None
 
 
 def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200", tp: int | None = None,
-                    profile: str | None = None, *, gmu: float = 0.85, max_model_len: int = 16384,
+                    calibration: str | None = None, *, gmu: float = 0.85, max_model_len: int = 16384,
                     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS,
                     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, async_overlap: bool = True) -> CostModel:
     """The cost model for model x hardware. tp=None chooses the smallest TP with a useful KV cache
-    (CostModel.tp_chosen says so; callers print it). profile=None takes the hardware's default
-    profile if one is embedded, else the analytic coefficients (label "analytic");
-    profile="analytic" forces them; any other value is an embedded name or a JSON path.
+    (CostModel.tp_chosen says so; callers print it). calibration=None takes the hardware's
+    default calibration if one is embedded, else the analytic coefficients (label "analytic");
+    calibration="analytic" forces them; any other value is an embedded name or a JSON path.
     async_overlap=False makes async steps pay host and device in series (for comparing with
     records whose measurement synchronised every step)."""
     spec = get_model(model) if isinstance(model, str) else model
@@ -103,11 +110,11 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
         raise InputError(f"{spec.name} does not fit on {hw.name} at TP {tp}: the KV cache left "
                          f"after weights holds {capacity:,} tokens, less than one "
                          f"{max_model_len:,}-token sequence (gmu {gmu}){hint}", field="tp")
-    if profile is None:
-        profile = default_profile(hw.name) or "analytic"
-    if profile == "analytic":
+    if calibration is None:
+        calibration = default_calibration(hw.name) or "analytic"
+    if calibration == "analytic":
         return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen, async_overlap=async_overlap)
-    doc = read_profile(profile)
+    doc = read_calibration(calibration)
     coefs: Coefficients = doc["_coefs"]
     label = f"calibrated {doc['name']}"
     if doc["hardware"] != hw.name:
@@ -117,4 +124,5 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     return CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap)
 
 
-__all__ = ["load_cost_model", "read_profile", "write_profile", "list_profiles", "default_profile", "PROFILE_KIND"]
+__all__ = ["CALIBRATION_KIND", "LEGACY_KINDS", "default_calibration", "list_calibrations",
+           "load_cost_model", "read_calibration", "write_calibration"]
