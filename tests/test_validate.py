@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.paths import traces_src_dir
-from simkit.whatif.validation import DEFAULT_DIR, load_records
+from simkit.validation.records import DEFAULT_DIR, load_records
 
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="raw traces (../shared/traces-src) not present")

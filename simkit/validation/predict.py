@@ -97,7 +97,7 @@ def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: 
     """The default (or named) cost model of the run's model/GPU/TP under the run's conditions.
     sync=None: synchronous exactly when the run's forcing hook synchronised the stream."""
     from simkit.costmodel import load_cost_model
-    from simkit.whatif.validation import hardware_of
+    from simkit.validation.records import hardware_of
 
     if sync is None:
         sync = forcing_synchronised(run.get("force_copy", ""))

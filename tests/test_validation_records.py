@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simkit.whatif import validation as V
+from simkit.validation import records as V
 
 
 def test_gpu_names_map_to_catalogue_hardware():

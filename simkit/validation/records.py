@@ -1,4 +1,5 @@
-"""Predicted vs measured: the measured vLLM records under calibrate/data/ (steps*.parquet,
+"""The measured vLLM records: finding and loading them, and (for notebooks/validation.ipynb)
+predicted vs measured: the records under calibrate/data/ (steps*.parquet,
 runs*.parquet from the calibration harness) set beside simkit's step-time and run predictions.
 
 Step level: each recorded step's BatchDescriptor through the cost model (default profile for the
