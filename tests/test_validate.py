@@ -176,7 +176,7 @@ def test_run_conditions_cost_on_recorded_steps(records):
     """Synchronous step = device + host (never below the async step); the in-thread front-end
     adds frontend_req_s x requests on top; non-vanilla steps are unchanged by `sync`."""
     from simkit.costmodel.records import batch_from_row
-    from simkit.validation.predict import run_cost
+    from simkit.costmodel.run_conditions import run_cost
 
     steps, runs = records
     for rid in ("llama-3.1-8b_vanilla_math_c32_n128", "llama-3.1-8b_kpad8_math_c32_n128"):

@@ -32,6 +32,15 @@ def forcing_synchronised(force_copy: Any) -> bool:
     return str(force_copy) in SYNCED_FORCE_COPIES
 
 
+GPU_NAMES = ("b200", "h200", "h100")     # catalogue hardware a recorded GPU string can name
+
+
+def hardware_of(gpu: str) -> str | None:
+    """Catalogue hardware name from a recorded GPU string (e.g. 'NVIDIA H200' -> 'h200')."""
+    low = str(gpu).lower()
+    return next((h for h in GPU_NAMES if h in low), None)
+
+
 CONFIG_DRAFTER = {"vanilla": "none", "suffix": "suffix", "kpad": "suffix", "ngram": "ngram",
                   "ngram-kpad": "ngram", "dynamic": "suffix"}
 
