@@ -32,6 +32,13 @@ def forcing_synchronised(force_copy: Any) -> bool:
     return str(force_copy) in SYNCED_FORCE_COPIES
 
 
+def forcing_regime(force_copy: Any) -> str:
+    """'synchronised' (the forcing hook waited for the forward), 'overlapped' or 'unforced'."""
+    if forcing_synchronised(force_copy):
+        return "synchronised"
+    return "unforced" if str(force_copy) in ("none", "") else "overlapped"
+
+
 GPU_NAMES = ("b200", "h200", "h100")     # catalogue hardware a recorded GPU string can name
 
 
