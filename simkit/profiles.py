@@ -98,7 +98,7 @@ def _file_entries(corpus_obj) -> dict:
 def _cap_entries(corp, reqs) -> dict:
     """The generation cap of every source's producing run (traces/caps.py, with provenance)
     and the sample positions whose outputs hit it (what --capped-outputs extend continues)."""
-    from traces.caps import capped_flags, request_cap
+    from traces.request_caps import capped_flags, request_cap
 
     caps = {}
     for source, producer in sorted(corp.sources.items()):

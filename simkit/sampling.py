@@ -117,7 +117,7 @@ def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, mod
     are every sample's warm rows). Capped flags are recomputed (traces.caps) each time."""
     from simkit.acceptance.build import build_warm_table
     from simkit.drafters.suffix import SuffixParams
-    from traces.caps import capped_flags
+    from traces.request_caps import capped_flags
 
     params = params or SuffixParams()
     capped = np.asarray(capped_flags(requests), bool)
