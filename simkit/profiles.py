@@ -6,15 +6,15 @@ plus the n-gram (prompt lookup 5/5) table of the same requests in `.tables["ngra
 No token ids or text. Built from the raw traces when they are here (cached), else read from the
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
 Sample rule ("stratified", simkit.sampling): the whole corpus (unweighted) when its outputs total
-at most sampling.POSITION_BUDGET positions or n <= SAMPLE_SIZE; else as many requests as fit that
-budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus, stratified on the
-capped outputs and the output length and weighted (each sampled request stands for `weights[i]`
-corpus requests, calibrated to the corpus totals of the throughput drivers of a warm whole-corpus
-replay). The older "even" rule (indices floor(i * n / size), unweighted) stays for
-comparison (tests/benchmarks/bench_sample_error.py). The table is built over the sample with the
-global suffix tree of a sequential replay of the WHOLE corpus ("warm", the default: exactly the
-sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old rule);
-docs/acceptance.md says what each approximates.
+at most sampling.POSITION_BUDGET positions or n <= sampling.SAMPLE_SIZE; else as many requests as
+fit that budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus,
+stratified on the capped outputs and the output length and weighted (each sampled request stands
+for `weights[i]` corpus requests, calibrated to the corpus totals of the throughput drivers of a
+warm whole-corpus replay). The older "even" rule (sampling.sample_indices: indices floor(i * n /
+size), unweighted) stays for comparison (tests/benchmarks/bench_sample_error.py). The table is
+built over the sample with the global suffix tree of a sequential replay of the WHOLE corpus
+("warm", the default: exactly the sampled rows of a whole-corpus replay) or of the sample alone
+("cold", the old rule); docs/acceptance.md says what each approximates.
 Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
 per request the earliest earlier sampled request with its longest common prefix of whole 16-token
 blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
@@ -33,9 +33,9 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.errors import InputError, UnknownNameError
-from simkit.sampling import SAMPLE_RULES, choose_sample, rule_is_current
+from simkit.sampling import (SAMPLE_RULES, SAMPLE_SIZE, choose_sample, rule_is_current,
+                             sample_indices)
 
-SAMPLE_SIZE = 128
 KMAX = 16
 SOURCES = ("auto", "raw", "shipped")
 TREES = ("warm", "cold")
@@ -68,13 +68,6 @@ def shipped_dir() -> Path:
     import traces
 
     return Path(traces.__file__).resolve().parent / "profiles"
-
-
-def sample_indices(n: int, size: int = SAMPLE_SIZE) -> np.ndarray:
-    """Evenly spread request indices: floor(i * n / size) for i < size, or all when n <= size."""
-    if size <= 0 or n <= size:
-        return np.arange(n, dtype=np.int64)
-    return (np.arange(size, dtype=np.int64) * n) // size
 
 
 def _file_entries(corpus_obj) -> dict:
