@@ -7,7 +7,7 @@ measurements: docs/costmodel.md says where each comes from. A fitted profile rep
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from simkit.errors import InputError
@@ -84,17 +84,8 @@ class Coefficients:
             values[key] = float(value)
         return cls(**values)
 
-    def with_host_speed(self, factor: float) -> "Coefficients":
-        """Host coefficients divided by `factor` (a CPU `factor` times faster than the reference)."""
-        host = {f.name: getattr(self, f.name) / factor for f in fields(self) if f.name in HOST_COEFS}
-        return replace(self, **host)
 
-
-DEVICE_COEFS = ("gemm_scale", "moe_scale", "attn_scale", "comm_scale", "sampler_scale",
-                "allreduce_latency_s", "rejection_device_s", "launch_piecewise_s", "launch_none_s",
-                "device_fixed_s", "kernel_gap_s")
-HOST_COEFS = tuple(f.name for f in fields(Coefficients) if f.name not in DEVICE_COEFS)
 ANALYTIC = Coefficients()
 
-__all__ = ["Coefficients", "ANALYTIC", "DEVICE_COEFS", "HOST_COEFS", "HBM_EFFICIENCY", "GEMM_EFFICIENCY",
-           "ATTN_EFFICIENCY", "LINK_EFFICIENCY"]
+__all__ = ["Coefficients", "ANALYTIC", "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
+           "LINK_EFFICIENCY"]
