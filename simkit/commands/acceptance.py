@@ -29,6 +29,7 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     raw traces or the shipped profile: the profile's own sample (weighted) at --max-requests
     SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all)."""
     from simkit import profiles, sampling
+    from simkit.drafters.base import NGRAM_DRAFTER
     from simkit.paths import traces_src_dir
 
     if source not in profiles.SOURCES:
@@ -44,7 +45,7 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
         if drafter not in prof.tables:
             raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests
-        suffix = ".ngram" if drafter == "ngram" else ""
+        suffix = ".ngram" if drafter == NGRAM_DRAFTER else ""
         return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
                             f"({n} of {prof.provenance.get('corpus_requests', '?')} requests"
                             f"{_weighted_note(prof.weights)})"), \

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError
 
 # Efficiencies used to build the analytic device terms (achievable fraction of datasheet peaks).
@@ -86,6 +87,12 @@ class Coefficients:
 
 
 ANALYTIC = Coefficients()
+# the drafters with host drafting terms, and their coefficients: per step that drafts, per
+# drafting request, per accepted token; any other drafter costs no host drafting time
+DRAFTER_COEFS: dict[str, tuple[str, str, str]] = {
+    SUFFIX_DRAFTER: ("suffix_step_s", "suffix_req_s", "suffix_accept_s"),
+    NGRAM_DRAFTER: ("ngram_step_s", "ngram_req_s", "ngram_accept_s"),
+}
 
-__all__ = ["Coefficients", "ANALYTIC", "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
+__all__ = ["Coefficients", "ANALYTIC", "DRAFTER_COEFS", "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
            "LINK_EFFICIENCY"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from calibrate.schema import STEP_COLUMNS
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
+from simkit.drafters.base import NGRAM_DRAFTER, NO_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError
 
 BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tokens", "num_prefill_reqs",
@@ -48,8 +49,9 @@ def hardware_of(gpu: str) -> str | None:
     return next((h for h in GPU_NAMES if h in low), None)
 
 
-CONFIG_DRAFTER = {"vanilla": "none", "suffix": "suffix", "kpad": "suffix", "ngram": "ngram",
-                  "ngram-kpad": "ngram", "dynamic": "suffix"}
+# a recorded config label (its first word) -> the drafter that ran it
+CONFIG_DRAFTER = {"vanilla": NO_DRAFTER, "suffix": SUFFIX_DRAFTER, "kpad": SUFFIX_DRAFTER,
+                  "ngram": NGRAM_DRAFTER, "ngram-kpad": NGRAM_DRAFTER, "dynamic": SUFFIX_DRAFTER}
 
 
 def check_records(X: Any, need_times: bool = True, where: str = "step records") -> None:
@@ -98,7 +100,7 @@ def drafter_of(row: dict) -> str:
         if key not in CONFIG_DRAFTER:
             raise InputError(f"unknown config {cfg!r}; known {sorted(CONFIG_DRAFTER)}", field="config")
         return CONFIG_DRAFTER[key]
-    return "none"
+    return NO_DRAFTER
 
 
 def batch_from_row(row: dict) -> BatchDescriptor:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from simkit.costmodel.run_conditions import run_cost
+from simkit.drafters.base import SUFFIX_DRAFTER
 
 ORDERINGS = ("concurrent", "sequential")
 DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
@@ -47,7 +48,7 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     olen = np.array([len(r.output_ids) for r in reqs], np.int32)
     tables = {}
     if str(run["config"]) != "vanilla":
-        tables["suffix"] = cached_history_table(reqs, history or run_history(run), kmax=16,
+        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
                                                 ordering=ordering,
                                                 concurrency=int(run["concurrency"]),
                                                 model=str(run["model"]),
