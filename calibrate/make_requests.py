@@ -22,11 +22,11 @@ from calibrate.requests_io import CalRequest, write_requests
 def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,
          own_only: bool = True) -> dict:
     """Write the request file; returns its metadata."""
-    from traces.catalog import model_spec
+    from traces.catalog import model_outputs
     from traces.corpora import load_corpus
 
     c = load_corpus(corpus, model)
-    own = model_spec(model).own
+    own = model_outputs(model).own
     reqs = list(c.requests)
     producer_counts = Counter(r.model for r in reqs)
     if own_only:

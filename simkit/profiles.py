@@ -6,15 +6,15 @@ plus the n-gram (prompt lookup 5/5) table of the same requests in `.tables["ngra
 No token ids or text. Built from the raw traces when they are here (cached), else read from the
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
 Sample rule ("stratified", simkit.sampling): the whole corpus (unweighted) when its outputs total
-at most sampling.POSITION_BUDGET positions or n <= SAMPLE_SIZE; else as many requests as fit that
-budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus, stratified on the
-capped outputs and the output length and weighted (each sampled request stands for `weights[i]`
-corpus requests, calibrated to the corpus totals of the throughput drivers of a warm whole-corpus
-replay). The older "even" rule (indices floor(i * n / size), unweighted) stays for
-comparison (tests/benchmarks/bench_sample_error.py). The table is built over the sample with the
-global suffix tree of a sequential replay of the WHOLE corpus ("warm", the default: exactly the
-sampled rows of a whole-corpus replay) or of the sample alone ("cold", the old rule);
-docs/acceptance.md says what each approximates.
+at most sampling.POSITION_BUDGET positions or n <= sampling.SAMPLE_SIZE; else as many requests as
+fit that budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus,
+stratified on the capped outputs and the output length and weighted (each sampled request stands
+for `weights[i]` corpus requests, calibrated to the corpus totals of the throughput drivers of a
+warm whole-corpus replay). The older "even" rule (sampling.sample_indices: indices floor(i * n /
+size), unweighted) stays for comparison (tests/benchmarks/bench_sample_error.py). The table is
+built over the sample with the global suffix tree of a sequential replay of the WHOLE corpus
+("warm", the default: exactly the sampled rows of a whole-corpus replay) or of the sample alone
+("cold", the old rule); docs/acceptance.md says what each approximates.
 Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
 per request the earliest earlier sampled request with its longest common prefix of whole 16-token
 blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
+from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
-from simkit.sampling import SAMPLE_RULES, choose_sample, rule_is_current
+from simkit.sampling import (SAMPLE_RULES, SAMPLE_SIZE, choose_sample, rule_is_current,
+                             sample_indices)
 
-SAMPLE_SIZE = 128
 KMAX = 16
 SOURCES = ("auto", "raw", "shipped")
 TREES = ("warm", "cold")
@@ -54,7 +55,7 @@ class CorpusProfile:
     provenance: dict = field(default_factory=dict)
     proxy_note: str = ""
     origin: str = "raw-traces"        # "raw-traces", "shipped" or "shipped (... verified ...)"
-    tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable ("suffix" is .table)
+    tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable (SUFFIX_DRAFTER's is .table)
     # prompt block hashes of the sampled requests (simkit.engine.block_hash: flat uint64, offsets),
     # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
     # only an old shipped profile is at hand (caching then reported as not modelled).
@@ -68,13 +69,6 @@ def shipped_dir() -> Path:
     import traces
 
     return Path(traces.__file__).resolve().parent / "profiles"
-
-
-def sample_indices(n: int, size: int = SAMPLE_SIZE) -> np.ndarray:
-    """Evenly spread request indices: floor(i * n / size) for i < size, or all when n <= size."""
-    if size <= 0 or n <= size:
-        return np.arange(n, dtype=np.int64)
-    return (np.arange(size, dtype=np.int64) * n) // size
 
 
 def _file_entries(corpus_obj) -> dict:
@@ -98,7 +92,7 @@ def _file_entries(corpus_obj) -> dict:
 def _cap_entries(corp, reqs) -> dict:
     """The generation cap of every source's producing run (traces/caps.py, with provenance)
     and the sample positions whose outputs hit it (what --capped-outputs extend continues)."""
-    from traces.caps import capped_flags, request_cap
+    from traces.request_caps import capped_flags, request_cap
 
     caps = {}
     for source, producer in sorted(corp.sources.items()):
@@ -186,12 +180,12 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
                                   corpus=corpus, progress=progress, whole=whole)
     elif tree == "cold":
-        table = cached_table(reqs, drafter="suffix", params=params, kmax=KMAX, ordering="sequential",
+        table = cached_table(reqs, drafter=SUFFIX_DRAFTER, params=params, kmax=KMAX, ordering="sequential",
                              model=model, corpus=corpus, progress=progress)
     else:
         table = cached_history_table(reqs, tree, params=params, kmax=KMAX, ordering="sequential",
                                      model=model, corpus=corpus, progress=progress)
-    ngram = cached_table(reqs, drafter="ngram", kmax=KMAX, model=model, corpus=corpus)
+    ngram = cached_table(reqs, drafter=NGRAM_DRAFTER, kmax=KMAX, model=model, corpus=corpus)
     hashes = _canonical_hashes(reqs)
     prov = {
         "model": model,
@@ -224,7 +218,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     if any(e.get("imported_from") for e in prov["sources"].values()):
         origin = "imported (simkit traces import)"
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
-                         corp.proxy_note, origin, {"suffix": table, "ngram": ngram}, hashes,
+                         corp.proxy_note, origin, {SUFFIX_DRAFTER: table, NGRAM_DRAFTER: ngram}, hashes,
                          sample.weights)
 
 
@@ -323,8 +317,8 @@ def write_profile(profile: CorpusProfile, root: Path | None = None) -> tuple[Pat
     save_table(profile.table, npz, compression="bzip2")
     prov = dict(profile.provenance)
     prov["npz_sha256"] = hashlib.sha256(npz.read_bytes()).hexdigest()
-    if "ngram" in profile.tables:
-        save_table(profile.tables["ngram"], ngram_npz, compression="bzip2")
+    if NGRAM_DRAFTER in profile.tables:
+        save_table(profile.tables[NGRAM_DRAFTER], ngram_npz, compression="bzip2")
         prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
     if profile.block_hashes is not None:
         prefix = _prefix_path(profile.model, profile.corpus, root)
@@ -347,9 +341,9 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
         prov = json.loads(js.read_text())
     except (OSError, ValueError) as exc:
         raise InputError(f"unreadable provenance ({exc})", path=str(js)) from exc
-    tables = {"suffix": table}
+    tables = {SUFFIX_DRAFTER: table}
     if ngram_npz.is_file():
-        tables["ngram"] = load_table(ngram_npz)
+        tables[NGRAM_DRAFTER] = load_table(ngram_npz)
     prefix = _prefix_path(model, corpus)
     hashes = _load_prefix(prefix, table.prompt_len) if prefix.is_file() else None
     weights = prov.get("sample_weights")

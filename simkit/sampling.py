@@ -41,6 +41,7 @@ CAL_KS = (4, 6, 8, 12)      # the K of the default ladder (K > 12 reads column 1
 STATS_VERSION = 1           # bump when request_stats changes
 POSITION_BUDGET = 160_000   # output positions a sample may ship beyond the minimum size
 MAX_TILT = 20.0             # a calibrated weight stays within [1/MAX_TILT, MAX_TILT] x its base
+SAMPLE_SIZE = 128           # a profile's minimum sample size (and the even rule's default size)
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,10 @@ def request_stats(table, capped: Sequence[bool], ks: tuple[int, ...] = CAL_KS) -
 
 def _stats_path(requests: Sequence, params, kmax: int, ks: tuple[int, ...]) -> Path:
     from simkit.acceptance.cache import store_dir, table_key
+    from simkit.drafters.base import SUFFIX_DRAFTER
 
     spec = {**params.as_dict(), "tree": "warm", "stats": STATS_VERSION, "ks": list(ks)}
-    return store_dir() / f"suffix-warmstats-{table_key(requests, 'suffix', spec, kmax, 'sequential')}.npz"
+    return store_dir() / f"suffix-warmstats-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, 'sequential')}.npz"
 
 
 def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, model: str = "",
@@ -117,7 +119,7 @@ def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, mod
     are every sample's warm rows). Capped flags are recomputed (traces.caps) each time."""
     from simkit.acceptance.build import build_warm_table
     from simkit.drafters.suffix import SuffixParams
-    from traces.caps import capped_flags
+    from traces.request_caps import capped_flags
 
     params = params or SuffixParams()
     capped = np.asarray(capped_flags(requests), bool)
@@ -350,6 +352,13 @@ def rule_text(info: dict) -> str:
 SAMPLE_RULES = ("stratified", "even")
 
 
+def sample_indices(n: int, size: int = SAMPLE_SIZE) -> np.ndarray:
+    """The even rule: floor(i * n / size) for i < size, or every index when n <= size."""
+    if size <= 0 or n <= size:
+        return np.arange(n, dtype=np.int64)
+    return (np.arange(size, dtype=np.int64) * n) // size
+
+
 def choose_sample(requests: Sequence, size: int, rule: str = "stratified", *, params=None,
                   kmax: int = 16, model: str = "", corpus: str = "", progress: bool = False):
     """(Sample, whole-corpus warm table or None) of a corpus's requests under `rule`:
@@ -357,7 +366,6 @@ def choose_sample(requests: Sequence, size: int, rule: str = "stratified", *, pa
     (indices floor(i * n / size), unweighted: the rule before it). The table is returned when the
     stratified rule had to replay the whole corpus (its rows are the sample's warm rows)."""
     from simkit.errors import UnknownNameError
-    from simkit.profiles import sample_indices
 
     n = len(requests)
     if rule not in SAMPLE_RULES:

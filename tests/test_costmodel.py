@@ -179,6 +179,25 @@ def test_drafting_cannot_overlap_under_async():
     assert drafted.step_s == pytest.approx(plain.step_s + draft)
 
 
+def test_every_drafter_with_host_terms_is_registered_and_its_terms_are_coefficients():
+    """DRAFTER_COEFS names drafters by the registry's names and coefficients by field name; the
+    fast path and the term-by-term host time read the same three terms for each."""
+    from simkit.costmodel.coefficients import DRAFTER_COEFS
+    from simkit.drafters.base import drafter_names
+
+    fields = {f.name for f in dataclasses.fields(Coefficients)}
+    cm = load_cost_model("llama-3.1-8b", "h200")
+    for drafter, names in DRAFTER_COEFS.items():
+        assert drafter in drafter_names() and set(names) <= fields
+        b = dataclasses.replace(decode(8, k=4, ctx=600, async_=True, drafter=drafter),
+                                num_accepted_tokens=20)
+        step, req, acc = (getattr(cm.coefs, n) for n in names)
+        assert step + 8 * req + 20 * acc > 0
+        assert cm.host_time(b).draft == pytest.approx(step + 8 * req + 20 * acc)
+        assert cm.step_cost(b).step_s == pytest.approx(
+            cm.step_cost(dataclasses.replace(b, num_drafting_reqs=0)).step_s + cm.host_time(b).draft)
+
+
 def test_host_speed_scales_host_time_only():
     cm = load_cost_model("llama-3.1-8b", "h200")
     fast_cpu = CostModel(cm.model, cm.hw, cm.tp, cm.coefs, host_speed=2.0)

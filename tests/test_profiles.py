@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simkit import profiles
+from simkit import profiles, sampling
 from simkit.errors import InputError, UnknownNameError
 from simkit.paths import traces_src_dir
 from traces.corpora import CORPORA, MIX, list_models
@@ -55,22 +55,20 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
 def _check_sample(prof) -> None:
     """The shipped sample is what its provenance says: the whole corpus unweighted, or a
     stratified sample whose weights sum to the corpus, with the capped stratum as recorded."""
-    from simkit import sampling
-
     prov, t = prof.provenance, prof.table
     n, info, idx = prov["corpus_requests"], prov["sample"], prov["sample_indices"]
     assert len(idx) == t.num_requests and idx == sorted(set(idx)) and 0 <= idx[0] <= idx[-1] < n
-    assert sampling.rule_is_current(info, profiles.SAMPLE_SIZE)
+    assert sampling.rule_is_current(info, sampling.SAMPLE_SIZE)
     assert prov["sample_rule"] == sampling.rule_text(info)
     if info["rule"] == "all":
         assert idx == list(range(n)) and prof.weights is None and "sample_weights" not in prov
-        assert n <= profiles.SAMPLE_SIZE or info["corpus_positions"] <= info["position_budget"]
+        assert n <= sampling.SAMPLE_SIZE or info["corpus_positions"] <= info["position_budget"]
         return
     w = prof.weights
     assert info["rule"] == sampling.RULE and np.array_equal(w, prov["sample_weights"])
     assert (w > 0).all() and w.sum() == pytest.approx(n, rel=1e-6)
-    assert t.num_requests >= profiles.SAMPLE_SIZE and t.num_requests < n
-    assert t.num_requests == profiles.SAMPLE_SIZE or int(t.output_len.sum()) <= info["position_budget"]
+    assert t.num_requests >= sampling.SAMPLE_SIZE and t.num_requests < n
+    assert t.num_requests == sampling.SAMPLE_SIZE or int(t.output_len.sum()) <= info["position_budget"]
     strata = info["strata"]
     assert strata["capped"]["corpus"] == prov["capped_corpus"]
     assert strata["capped"]["sample"] == len(prov["capped_sample"])
@@ -112,8 +110,8 @@ def test_unknown_shipped_profile_is_named():
 
 
 def test_sample_rule():
-    assert profiles.sample_indices(5).tolist() == [0, 1, 2, 3, 4]
-    idx = profiles.sample_indices(1000, 128)
+    assert sampling.sample_indices(5).tolist() == [0, 1, 2, 3, 4]
+    idx = sampling.sample_indices(1000, 128)
     assert len(idx) == 128 and idx[0] == 0 and len(set(idx.tolist())) == 128 and idx[-1] == 992
 
 
@@ -121,13 +119,12 @@ def test_stratified_sample_is_reproduced_from_the_raw_traces():
     """The rule is deterministic: recomputed (whole-corpus stats cached or not) it gives the
     shipped indices and weights, and its weights reproduce the corpus's totals."""
     _need_raw()
-    from simkit import sampling
     from traces.corpora import load_corpus
 
     corp = load_corpus("code", "llama-3.1-8b")
     shipped = profiles.load_shipped("llama-3.1-8b", "code").provenance
-    first, _ = sampling.choose_sample(corp.requests, profiles.SAMPLE_SIZE)
-    again, whole = sampling.choose_sample(corp.requests, profiles.SAMPLE_SIZE)
+    first, _ = sampling.choose_sample(corp.requests, sampling.SAMPLE_SIZE)
+    again, whole = sampling.choose_sample(corp.requests, sampling.SAMPLE_SIZE)
     assert whole is None                                  # the second came from the cache
     for s in (first, again):
         assert s.indices.tolist() == shipped["sample_indices"]
@@ -135,7 +132,7 @@ def test_stratified_sample_is_reproduced_from_the_raw_traces():
     out = np.array([len(r.output_ids) for r in corp.requests])
     assert first.weights @ out[first.indices] == pytest.approx(out.sum(), rel=1e-6)
     even, _ = sampling.choose_sample(corp.requests, 128, "even")
-    assert even.weights is None and even.indices.tolist() == profiles.sample_indices(len(out)).tolist()
+    assert even.weights is None and even.indices.tolist() == sampling.sample_indices(len(out)).tolist()
 
 
 def test_source_files_are_the_ones_here():

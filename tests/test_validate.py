@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.paths import traces_src_dir
-from simkit.whatif.validation import DEFAULT_DIR, load_records
+from simkit.validation.records import DEFAULT_DIR, load_records
 
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="raw traces (../shared/traces-src) not present")
@@ -176,7 +176,7 @@ def test_run_conditions_cost_on_recorded_steps(records):
     """Synchronous step = device + host (never below the async step); the in-thread front-end
     adds frontend_req_s x requests on top; non-vanilla steps are unchanged by `sync`."""
     from simkit.costmodel.records import batch_from_row
-    from simkit.validation.predict import run_cost
+    from simkit.costmodel.run_conditions import run_cost
 
     steps, runs = records
     for rid in ("llama-3.1-8b_vanilla_math_c32_n128", "llama-3.1-8b_kpad8_math_c32_n128"):

@@ -4,7 +4,8 @@ The study served with max_tokens 8,192; our traces were generated under smaller 
 tokens, a 1,000-token cap for the truncated R1-distill traces, a 15,000-token context for one
 KORGym run). A request whose output reached its cap did not end on its own: its real length is
 unknown (at least the cap). `OutputCap` records each cap with where it comes from; `is_capped`
-decides per request.
+decides per request. Every source declares its caps with these (traces/sources); looking a
+request's cap up in that registry is traces.request_caps.
 
 Tolerance (CAP_TOLERANCE): outputs are re-tokenized from their text, and re-tokenizing generated
 text rarely gives the generated token count back exactly (the model may emit non-canonical
@@ -66,28 +67,3 @@ def out(tokens: int, basis: str, provenance: str) -> OutputCap:
 def context(tokens: int, basis: str, provenance: str) -> OutputCap:
     """A context-length cap (max_model_len: prompt + output)."""
     return OutputCap(tokens, "context", basis, provenance)
-
-
-def request_cap(source: str, producer: str) -> OutputCap | None:
-    """The cap of the run that produced a built-in source's outputs (None: imported corpus or
-    no known cap)."""
-    from traces.sources import SOURCES
-
-    src = SOURCES.get(source)
-    return src.cap(producer) if src is not None else None
-
-
-def capped_flags(requests) -> list[bool]:
-    """Per TraceRequest: True when its output hit its source's generation cap."""
-    return [is_capped(r.prompt_len, r.output_len, request_cap(r.source, r.model))
-            for r in requests]
-
-
-def cap_summary(requests) -> dict:
-    """Counts for `traces list`: requests that hit their cap, and requests whose source has no
-    known cap (never counted as capped)."""
-    flags = capped_flags(requests)
-    unknown = sum(request_cap(r.source, r.model) is None for r in requests)
-    n = len(flags)
-    return {"capped": int(sum(flags)), "capped_share": round(sum(flags) / n, 4) if n else 0.0,
-            "no_known_cap": int(unknown)}

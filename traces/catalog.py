@@ -1,4 +1,7 @@
-"""The simulated models: tokenizer family, own-output producer name and nearest-proxy order.
+"""Which producers' outputs each simulated model replays: tokenizer family, own producer, proxies.
+
+Not the model's architecture (that is simkit.catalog.models.ModelSpec): this is the traces side,
+the text a simulated model's requests are built from.
 
 For each (model, source) the corpus uses the first producer in `preference` that the source has:
 the model's own outputs first, then the nearest model of the same tokenizer family, then (only
@@ -40,8 +43,9 @@ VOCAB_OF_FAMILY = {"llama3": "llama3", "r1-llama": "llama3", "qwen": "qwen", "r1
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """A simulated model: its id, tokenizer family, own producer name and proxy order."""
+class ModelOutputs:
+    """Whose outputs a simulated model replays: its id, tokenizer family, own producer name,
+    proxy order and the corpora whose sources differ for it."""
 
     model_id: str
     family: str
@@ -58,34 +62,34 @@ class ModelSpec:
         return list(self.preference) + rest
 
 
-MODELS: dict[str, ModelSpec] = {m.model_id: m for m in (
+MODELS: dict[str, ModelOutputs] = {m.model_id: m for m in (
     # Q72 before the R1 distills: the largest instruct model's answers where no Llama-3.1 output
     # exists (KORGym puzzle); the r1distill traces still come from R1DL8 (Q72 has none)
-    ModelSpec("llama-3.1-8b", "llama3", L8, (L8, L70, L405, L3_8, L3_70, Q72, R1DL8)),
-    ModelSpec("llama-3.1-70b", "llama3", L70, (L70, L405, L8, L3_70, L3_8, Q72, R1DL8)),
-    ModelSpec("llama-3.1-405b-fp8", "llama3", L405, (L405, L70, L8, L3_70, L3_8, Q72, R1DL8)),
-    ModelSpec("qwen2.5-7b", "qwen", Q7, (Q7, Q32, Q72, Q2_7, Q2_72, SKY, QWQ, R1DQ14)),
-    ModelSpec("qwen2.5-32b", "qwen", Q32, (Q32, Q72, Q7, SKY, QWQ, Q2_72, Q2_7, R1DQ14)),
-    ModelSpec("qwen2.5-72b", "qwen", Q72, (Q72, Q32, Q7, Q2_72, Q2_7, SKY, QWQ, R1DQ14)),
-    ModelSpec("ds-r1-distill-qwen-7b", "r1-qwen", R1DQ7,
-              (R1DQ7, R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY), family_note=_DISTILL_NOTE,
-              corpora=_OWN_REASONING_KORGYM),
-    ModelSpec("ds-r1-distill-qwen-32b", "r1-qwen", R1DQ32,
-              (R1DQ32, R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE,
-              corpora=_OWN_REASONING_KORGYM),
-    ModelSpec("ds-r1-distill-llama-70b", "r1-llama", R1DL70,
-              (R1DL70, R1DL8, R1, L70, L405, L8, L3_70, L3_8, Q72), family_note=_DISTILL_NOTE,
-              corpora=_OWN_REASONING_KORGYM),
-    ModelSpec("deepseek-r1", "r1-llama", R1, (R1, R1DL70, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
-              family_note=("DeepSeek-R1's own tokenizer (DeepSeek-V3, ~129k vocab) is not "
-                           "available offline; proxy tokenizer r1-llama (Llama-3 128k vocab, "
-                           "same 1-3 digit grouping, R1 chat format); R1's own outputs exist only "
-                           "for summarization (final answer, no think trace) and IntegralBench (full "
-                           "reasoning, the reasoning corpus)"),
-              corpora=_OWN_REASONING_R1),
-    ModelSpec("k-exaone-236b", "llama3", "K-EXAONE-236B", (L405, L70, L8, L3_70, L3_8, Q72),
-              family_note=("no EXAONE tokenizer or outputs are available; proxy tokenizer llama3 "
-                           "with the Llama-3.1 chat template and the largest Llama-3.1 outputs")),
+    ModelOutputs("llama-3.1-8b", "llama3", L8, (L8, L70, L405, L3_8, L3_70, Q72, R1DL8)),
+    ModelOutputs("llama-3.1-70b", "llama3", L70, (L70, L405, L8, L3_70, L3_8, Q72, R1DL8)),
+    ModelOutputs("llama-3.1-405b-fp8", "llama3", L405, (L405, L70, L8, L3_70, L3_8, Q72, R1DL8)),
+    ModelOutputs("qwen2.5-7b", "qwen", Q7, (Q7, Q32, Q72, Q2_7, Q2_72, SKY, QWQ, R1DQ14)),
+    ModelOutputs("qwen2.5-32b", "qwen", Q32, (Q32, Q72, Q7, SKY, QWQ, Q2_72, Q2_7, R1DQ14)),
+    ModelOutputs("qwen2.5-72b", "qwen", Q72, (Q72, Q32, Q7, Q2_72, Q2_7, SKY, QWQ, R1DQ14)),
+    ModelOutputs("ds-r1-distill-qwen-7b", "r1-qwen", R1DQ7,
+                 (R1DQ7, R1DQ14, R1, QWQ, Q7, Q32, Q72, Q2_7, Q2_72, SKY), family_note=_DISTILL_NOTE,
+                 corpora=_OWN_REASONING_KORGYM),
+    ModelOutputs("ds-r1-distill-qwen-32b", "r1-qwen", R1DQ32,
+                 (R1DQ32, R1DQ14, R1, QWQ, Q32, Q72, Q7, SKY, Q2_72, Q2_7), family_note=_DISTILL_NOTE,
+                 corpora=_OWN_REASONING_KORGYM),
+    ModelOutputs("ds-r1-distill-llama-70b", "r1-llama", R1DL70,
+                 (R1DL70, R1DL8, R1, L70, L405, L8, L3_70, L3_8, Q72), family_note=_DISTILL_NOTE,
+                 corpora=_OWN_REASONING_KORGYM),
+    ModelOutputs("deepseek-r1", "r1-llama", R1, (R1, R1DL70, R1DL8, R1DQ14, L405, Q72, L70, QWQ, Q32),
+                 family_note=("DeepSeek-R1's own tokenizer (DeepSeek-V3, ~129k vocab) is not "
+                              "available offline; proxy tokenizer r1-llama (Llama-3 128k vocab, "
+                              "same 1-3 digit grouping, R1 chat format); R1's own outputs exist only "
+                              "for summarization (final answer, no think trace) and IntegralBench (full "
+                              "reasoning, the reasoning corpus)"),
+                 corpora=_OWN_REASONING_R1),
+    ModelOutputs("k-exaone-236b", "llama3", "K-EXAONE-236B", (L405, L70, L8, L3_70, L3_8, Q72),
+                 family_note=("no EXAONE tokenizer or outputs are available; proxy tokenizer llama3 "
+                              "with the Llama-3.1 chat template and the largest Llama-3.1 outputs")),
 )}
 
 
@@ -94,8 +98,8 @@ def list_models() -> list[str]:
     return list(MODELS)
 
 
-def model_spec(model: str) -> ModelSpec:
-    """The catalogue entry for a model id (UnknownNameError lists the known ids)."""
+def model_outputs(model: str) -> ModelOutputs:
+    """The outputs catalogue entry for a model id (UnknownNameError lists the known ids)."""
     if model not in MODELS:
         raise UnknownNameError("model", model, list(MODELS))
     return MODELS[model]
@@ -103,4 +107,4 @@ def model_spec(model: str) -> ModelSpec:
 
 def tokenizer_family(model: str) -> str:
     """The tokenizer family ("llama3", "qwen", "r1-qwen", "r1-llama") used for a model."""
-    return model_spec(model).family
+    return model_outputs(model).family

@@ -15,7 +15,7 @@ import numpy as np
 from simkit.errors import InputError, UnknownNameError
 from simkit.paths import traces_src_dir
 from traces import cache
-from traces.catalog import list_models, model_spec, tokenizer_family
+from traces.catalog import list_models, model_outputs, tokenizer_family
 from traces.model import Corpus, TraceRequest
 from traces.sources import SOURCES
 from traces.tokenizers import tokenizer_fingerprint
@@ -28,7 +28,7 @@ CORPORA: dict[str, tuple[str, ...]] = {
     "code-reasoning": ("crux",),
     "summarization": ("vectara",),
     "translation": ("wmt24",),
-    "reasoning": ("r1distill",),       # per-model own long-CoT sources: catalog ModelSpec.corpora
+    "reasoning": ("r1distill",),       # per-model own long-CoT sources: catalog ModelOutputs.corpora
     "puzzle": ("korgym_instruct",),
 }
 # mix keeps its definition: the eight task corpora it always had, at natural counts. puzzle is
@@ -44,8 +44,8 @@ __all__ = ["Corpus", "list_corpora", "list_models", "load_corpus", "tokenizer_fa
 
 def corpus_sources(corpus: str, model: str) -> tuple[str, ...]:
     """The sources of a built-in corpus for a model: CORPORA's, or the model's own where its
-    catalogue entry names them (ModelSpec.corpora: the distills' and R1's reasoning)."""
-    return tuple(model_spec(model).corpora.get(corpus, CORPORA[corpus]))
+    catalogue entry names them (ModelOutputs.corpora: the distills' and R1's reasoning)."""
+    return tuple(model_outputs(model).corpora.get(corpus, CORPORA[corpus]))
 
 
 def _user_names() -> list[str]:
@@ -99,7 +99,7 @@ def _source_block(source_name: str, producer: str, family: str, progress=None):
 
 
 def _proxy_note(model: str, sources: dict[str, str]) -> str:
-    spec = model_spec(model)
+    spec = model_outputs(model)
     from traces.catalog import PRODUCER_VOCAB, VOCAB_OF_FAMILY
 
     vocab = VOCAB_OF_FAMILY[spec.family]
@@ -117,7 +117,7 @@ def _proxy_note(model: str, sources: dict[str, str]) -> str:
 
 
 def _build(corpus: str, model: str, progress) -> Corpus:
-    spec = model_spec(model)
+    spec = model_outputs(model)
     order = spec.producer_order()
     requests: list[TraceRequest] = []
     sources: dict[str, str] = {}
@@ -153,7 +153,7 @@ def _progress(enabled: bool):
 
 def load_corpus(corpus: str, model: str, *, progress: bool = False) -> Corpus:
     """The tokenized corpus for a simulated model (built-in, "mix", or an imported user corpus)."""
-    model_spec(model)  # unknown model -> UnknownNameError before any work
+    model_outputs(model)  # unknown model -> UnknownNameError before any work
     if corpus not in CORPORA and corpus != MIX:
         if corpus in _user_names():
             from traces.user import load_user_corpus

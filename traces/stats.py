@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from traces.caps import cap_summary, is_capped, request_cap, threshold
+from traces.caps import is_capped, threshold
 from traces.model import Corpus
+from traces.request_caps import cap_summary, request_cap
 
 PERCENTILES = (50, 90, 99)
 

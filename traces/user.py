@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simkit.errors import InputError, UnknownNameError
 from traces import cache
-from traces.catalog import VOCAB_OF_FAMILY, model_spec
+from traces.catalog import VOCAB_OF_FAMILY, model_outputs
 from traces.model import Corpus, TraceRequest
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -110,7 +110,7 @@ def load_user_block(name: str) -> cache.TokenizedBlock:
 
 def load_user_corpus(name: str, model: str):
     """An imported corpus as a Corpus; its token ids must use the model's vocabulary."""
-    spec = model_spec(model)
+    spec = model_outputs(model)
     block = load_user_block(name)
     family = block.meta["family"]
     if VOCAB_OF_FAMILY[family] != VOCAB_OF_FAMILY[spec.family]:

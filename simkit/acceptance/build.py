@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
-from simkit.drafters.base import get_drafter
+from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.drafters.suffix import SuffixParams
 from simkit.drafters.suffix_replay import replay_sequential
 
@@ -28,7 +28,7 @@ def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return plen, olen, offsets, np.zeros((rows, kmax), np.uint8), np.zeros((rows, kmax), np.uint8)
 
 
-def build_table(requests: Sequence, *, drafter: str = "suffix", params=None, kmax: int = 16,
+def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=None, kmax: int = 16,
                 ordering: str = "sequential", concurrency: int = 32, model: str = "",
                 corpus: str = "", progress: Callable[[int], None] | None = None,
                 engine: str | None = None, prelude: Sequence = ()) -> AcceptanceTable:
@@ -83,6 +83,6 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: Suffi
     replay_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of,
                       engine=engine)
     pdict = {**params.as_dict(), "tree": "warm"}
-    return AcceptanceTable(model=model, corpus=corpus, drafter="suffix", params=pdict, kmax=kmax,
+    return AcceptanceTable(model=model, corpus=corpus, drafter=SUFFIX_DRAFTER, params=pdict, kmax=kmax,
                            ordering="sequential", prompt_len=plen, output_len=olen, offsets=offsets,
                            accepted=acc, drafted=dr)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from simkit.acceptance.table import _ARRAYS, AcceptanceTable
+from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.paths import cache_dir
 
 # Bump when a change to the drafters or the builder changes table contents.
@@ -47,7 +48,7 @@ def table_key(requests: Sequence, drafter: str, params: dict, kmax: int, orderin
     return hashlib.sha256((requests_fingerprint(requests) + spec).encode()).hexdigest()[:32]
 
 
-def cached_table(requests: Sequence, *, drafter: str = "suffix", params=None, kmax: int = 16,
+def cached_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=None, kmax: int = 16,
                  ordering: str = "sequential", concurrency: int = 32, model: str = "",
                  corpus: str = "", progress: bool = False, use_cache: bool = True) -> AcceptanceTable:
     """The table for these requests, from the cache when present, else built (and stored)."""
@@ -104,7 +105,7 @@ def _load_or_build(path: Path, build, *, total: int, label: str, model: str, cor
 def warm_path(requests: Sequence, sample: Sequence[int], params, kmax: int) -> Path:
     """Where cached_warm_table keeps the warm table of `sample` (SuffixParams `params`)."""
     spec = {**params.as_dict(), "tree": "warm", "sample": [int(i) for i in sample]}
-    return store_dir() / f"suffix-warm-{table_key(requests, 'suffix', spec, kmax, 'sequential')}"
+    return store_dir() / f"suffix-warm-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, 'sequential')}"
 
 
 def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None, kmax: int = 16,

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.history import History, parse_history, repeat_indices
 
 PRELUDE_VERSION = 2     # bump when the prelude rule (which responses, in what order) changes
@@ -56,7 +57,7 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
     params = params or SuffixParams()
     prelude = prelude_outputs(requests, h)
     if not prelude:
-        return cached_table(requests, drafter="suffix", params=params, kmax=kmax,
+        return cached_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
     # the tree's contents do not depend on whether the prompts left the prefix cache
@@ -64,12 +65,12 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
     spec = {**params.as_dict(), "history": tree_label, "prelude": PRELUDE_VERSION}
     if ordering == "concurrent":
         spec["concurrency"] = concurrency
-    key = table_key(requests, "suffix", spec, kmax, ordering)
+    key = table_key(requests, SUFFIX_DRAFTER, spec, kmax, ordering)
     path = Path(cache_dir()) / "acceptance" / f"suffix-history-{key}"
     total = int(sum(len(r.output_ids) for r in requests))
 
     def build(step):
-        table = build_table(requests, drafter="suffix", params=params, kmax=kmax,
+        table = build_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=step, prelude=prelude)
         table.params = {**table.params, "history": h.label}

@@ -28,7 +28,8 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     """(table, origin line, proxy note, tree mode, weights or None) for the request sample, from
     raw traces or the shipped profile: the profile's own sample (weighted) at --max-requests
     SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all)."""
-    from simkit import profiles
+    from simkit import profiles, sampling
+    from simkit.drafters.base import NGRAM_DRAFTER
     from simkit.paths import traces_src_dir
 
     if source not in profiles.SOURCES:
@@ -37,14 +38,14 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
         tree = profiles.check_tree(tree)      # any history label (simkit.history)
     raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
     if not raw:
-        if max_requests != profiles.SAMPLE_SIZE:
+        if max_requests != sampling.SAMPLE_SIZE:
             raise InputError("without raw traces only the shipped profile is available: "
-                             f"--max-requests {profiles.SAMPLE_SIZE}", field="source")
+                             f"--max-requests {sampling.SAMPLE_SIZE}", field="source")
         prof = profiles.load_profile(model, corpus, source="shipped", tree=tree)
         if drafter not in prof.tables:
             raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests
-        suffix = ".ngram" if drafter == "ngram" else ""
+        suffix = ".ngram" if drafter == NGRAM_DRAFTER else ""
         return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
                             f"({n} of {prof.provenance.get('corpus_requests', '?')} requests"
                             f"{_weighted_note(prof.weights)})"), \
@@ -56,14 +57,14 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     from traces.corpora import load_corpus
 
     tree = tree or profiles.shipped_tree(model, corpus) or profiles.DEFAULT_TREE
-    if max_requests == profiles.SAMPLE_SIZE:           # the profiles' own (stratified) sample
+    if max_requests == sampling.SAMPLE_SIZE:           # the profiles' own (stratified) sample
         prof = profiles.profile_from_raw(model, corpus, progress=True, tree=tree)
         n = prof.table.num_requests
         return prof.tables[drafter], (f"raw traces ({n} of {prof.provenance['corpus_requests']} "
                                       f"requests{_weighted_note(prof.weights)})"), \
             prof.proxy_note, tree, prof.weights
     corp = load_corpus(corpus, model, progress=True)
-    idx = profiles.sample_indices(len(corp.requests), max_requests)
+    idx = sampling.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
     history_aware = get_drafter(drafter).remembers_history     # suffix: its global tree
     if history_aware and tree == "warm" and len(reqs) < len(corp.requests):

@@ -141,7 +141,7 @@ def validate(
 
     from simkit.errors import InputError
     from simkit.validation import report
-    from simkit.whatif.validation import load_records
+    from simkit.validation.records import load_records
 
     from simkit.checks import output_format
 

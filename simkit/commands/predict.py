@@ -121,7 +121,9 @@ def register(app: typer.Typer) -> None:
                                progress=prog, history=history,
                                prefix_caching=prefix_caching, capped_outputs=capped_outputs)
         if fmt == "json":
-            typer.echo(json.dumps(pred.to_json_dict(), indent=2))
+            from simkit.report.render import document
+
+            typer.echo(json.dumps(document(pred), indent=2))
         elif fmt == "csv":
             from simkit.report.render import render_csv
 

@@ -121,7 +121,7 @@ def _show(name: str, model: str, fmt: str) -> None:
 def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None,
             replace: bool = False) -> None:
     from traces.cache import file_digest
-    from traces.catalog import model_spec, tokenizer_family
+    from traces.catalog import model_outputs, tokenizer_family
     from traces.corpora import CORPORA, MIX
     from traces.importers import import_file
     from traces.tokenizers import FAMILIES
@@ -144,7 +144,7 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
         raise InputError(f"corpus '{name}' already exists (imported from {old}); pass --replace "
                          "to overwrite it, or choose another --name", field="name")
     family = tokenizer or tokenizer_family(model)
-    producer = model_spec(model).own if model else "unknown"
+    producer = model_outputs(model).own if model else "unknown"
     block = import_file(path, fmt, family, producer)
     if len(block) == 0:
         raise InputError("no usable records (see skipped reasons: "

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from simkit.drafters.base import NO_DRAFTER
+
 
 class GraphMode(str, Enum):
     """CUDA-graph runtime mode of one step, as vLLM's dispatcher resolves it."""
@@ -31,7 +33,7 @@ class BatchDescriptor:
     context_tokens: int             # sum over requests of KV tokens attended (context length)
     graph_mode: GraphMode
     async_scheduling: bool          # V2 runner with async scheduling (van(OFF)) vs V1 synchronous
-    drafter: str = "none"           # "none", "suffix" or "ngram"
+    drafter: str = NO_DRAFTER       # NO_DRAFTER or a drafter's name (simkit.drafters.base)
     num_accepted_tokens: int = 0    # draft tokens this step accepts (the replay knows them when
                                     # it schedules); host work per emitted token grows with them
 

@@ -7,9 +7,10 @@ measurements: docs/costmodel.md says where each comes from. A calibration (fitte
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError
 
 # Efficiencies used to build the analytic device terms (achievable fraction of datasheet peaks).
@@ -84,17 +85,14 @@ class Coefficients:
             values[key] = float(value)
         return cls(**values)
 
-    def with_host_speed(self, factor: float) -> "Coefficients":
-        """Host coefficients divided by `factor` (a CPU `factor` times faster than the reference)."""
-        host = {f.name: getattr(self, f.name) / factor for f in fields(self) if f.name in HOST_COEFS}
-        return replace(self, **host)
 
-
-DEVICE_COEFS = ("gemm_scale", "moe_scale", "attn_scale", "comm_scale", "sampler_scale",
-                "allreduce_latency_s", "rejection_device_s", "launch_piecewise_s", "launch_none_s",
-                "device_fixed_s", "kernel_gap_s")
-HOST_COEFS = tuple(f.name for f in fields(Coefficients) if f.name not in DEVICE_COEFS)
 ANALYTIC = Coefficients()
+# the drafters with host drafting terms, and their coefficients: per step that drafts, per
+# drafting request, per accepted token; any other drafter costs no host drafting time
+DRAFTER_COEFS: dict[str, tuple[str, str, str]] = {
+    SUFFIX_DRAFTER: ("suffix_step_s", "suffix_req_s", "suffix_accept_s"),
+    NGRAM_DRAFTER: ("ngram_step_s", "ngram_req_s", "ngram_accept_s"),
+}
 
-__all__ = ["Coefficients", "ANALYTIC", "DEVICE_COEFS", "HOST_COEFS", "HBM_EFFICIENCY", "GEMM_EFFICIENCY",
-           "ATTN_EFFICIENCY", "LINK_EFFICIENCY"]
+__all__ = ["Coefficients", "ANALYTIC", "DRAFTER_COEFS", "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
+           "LINK_EFFICIENCY"]

@@ -15,7 +15,7 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold, KFold
 
 from simkit.catalog.hardware import get_hardware
-from simkit.costmodel.coefficients import Coefficients
+from simkit.costmodel.coefficients import DRAFTER_COEFS, Coefficients
 from simkit.costmodel.model import CostModel
 from simkit.costmodel.calibrations import CALIBRATION_KIND, load_cost_model, write_calibration
 from simkit.costmodel.records import batch_from_row, check_records, drafter_of, drop_untimed
@@ -26,8 +26,7 @@ DEVICE_TERMS = tuple(CostModel.DEVICE_TERM_COEF)
 HOST_BLOCKS = {
     "schedule": (("t_schedule_s",), ("sched_step_s", "sched_req_s", "sched_accept_s")),
     "prepare": (("t_prepare_s",), ("prep_step_s", "prep_req_s", "prep_token_s", "prep_accept_s")),
-    "draft": (("t_draft_s",), ("suffix_step_s", "suffix_req_s", "suffix_accept_s", "ngram_step_s",
-                               "ngram_req_s", "ngram_accept_s")),
+    "draft": (("t_draft_s",), tuple(name for names in DRAFTER_COEFS.values() for name in names)),
     "update": (("t_update_s",), ("update_step_s", "update_req_s", "update_accept_s")),
 }
 FRONTEND_COEFS = ("frontend_req_s", "frontend_accept_s")
@@ -97,16 +96,18 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         drafter = np.array([drafter_of(r) for r in rows])
         nd = X["num_drafting_reqs"].to_numpy(float)
         drafting = (nd > 0).astype(float)
-        suf, ng = (drafter == "suffix").astype(float), (drafter == "ngram").astype(float)
         acc = (X["num_accepted"].fillna(0).to_numpy(float) if "num_accepted" in X
                else np.zeros(len(X)))
+        draft_cols = []
+        for d in DRAFTER_COEFS:      # per drafter with host terms: steps, requests, accepted
+            is_d = (drafter == d).astype(float)
+            draft_cols += [is_d * drafting, is_d * nd, is_d * acc]
         return {
             "device": dev,
             "schedule": np.column_stack([one, reqs, acc]),
             "prepare": np.column_stack([one, reqs, X["num_tokens"].to_numpy(float), acc]),
             "sample": np.column_stack([one, reqs, X["num_spec_tokens"].to_numpy(float)]),
-            "draft": np.column_stack([suf * drafting, suf * nd, suf * acc, ng * drafting,
-                                      ng * nd, ng * acc]),
+            "draft": np.column_stack(draft_cols),
             "update": np.column_stack([one, reqs, acc]),
             "frontend": np.column_stack([reqs, acc]),
         }

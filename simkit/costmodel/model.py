@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from simkit.catalog.hardware import HardwareSpec
 from simkit.catalog.models import ModelSpec
 from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCost
-from simkit.costmodel.coefficients import (ATTN_EFFICIENCY, GEMM_EFFICIENCY, HBM_EFFICIENCY, LINK_EFFICIENCY,
-                                           Coefficients)
+from simkit.costmodel.coefficients import (ATTN_EFFICIENCY, DRAFTER_COEFS, GEMM_EFFICIENCY, HBM_EFFICIENCY,
+                                           LINK_EFFICIENCY, Coefficients)
+from simkit.drafters.base import NO_DRAFTER
 
 SAMPLER_LOGIT_PASSES = 3      # fp32 logits read/written ~3 times (penalties/temperature, softmax, argmax)
 ACT_PASSES_HIDDEN = 8         # activation reads/writes per token per layer in units of hidden (norms,
@@ -173,9 +174,9 @@ class CostModel:
                    c.update_step_s * hs, c.update_req_s * hs, c.frontend_req_s * hs, c.async_serial_s * hs)
         self._h_acc = ((c.sched_accept_s + c.prep_accept_s + c.update_accept_s) * hs,
                        c.frontend_accept_s * hs)
-        self._draft = {"none": (0.0, 0.0, 0.0),
-                       "suffix": (c.suffix_step_s * hs, c.suffix_req_s * hs, c.suffix_accept_s * hs),
-                       "ngram": (c.ngram_step_s * hs, c.ngram_req_s * hs, c.ngram_accept_s * hs)}
+        self._draft = {NO_DRAFTER: (0.0, 0.0, 0.0),
+                       **{d: tuple(getattr(c, name) * hs for name in names)
+                          for d, names in DRAFTER_COEFS.items()}}
         self._build_fast()
 
     # ---- the fast path ---------------------------------------------------------------------
@@ -312,8 +313,8 @@ class CostModel:
         """Host seconds of the step by component, on this hardware's host CPU."""
         c, hs = self.coefs, 1.0 / self.host_speed
         reqs, spec, acc = b.num_reqs, b.num_spec_tokens, b.num_accepted_tokens
-        if b.num_drafting_reqs and b.drafter in ("suffix", "ngram"):
-            step_s, req_s, acc_s = (getattr(c, f"{b.drafter}_{x}_s") for x in ("step", "req", "accept"))
+        if b.num_drafting_reqs and b.drafter in DRAFTER_COEFS:
+            step_s, req_s, acc_s = (getattr(c, name) for name in DRAFTER_COEFS[b.drafter])
             draft = (step_s + req_s * b.num_drafting_reqs + acc_s * acc) * hs
         else:
             draft = 0.0

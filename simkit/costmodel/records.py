@@ -9,6 +9,7 @@ from pathlib import Path
 
 from calibrate.schema import STEP_COLUMNS
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
+from simkit.drafters.base import NGRAM_DRAFTER, NO_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError
 
 BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tokens", "num_prefill_reqs",
@@ -32,8 +33,25 @@ def forcing_synchronised(force_copy: Any) -> bool:
     return str(force_copy) in SYNCED_FORCE_COPIES
 
 
-CONFIG_DRAFTER = {"vanilla": "none", "suffix": "suffix", "kpad": "suffix", "ngram": "ngram",
-                  "ngram-kpad": "ngram", "dynamic": "suffix"}
+def forcing_regime(force_copy: Any) -> str:
+    """'synchronised' (the forcing hook waited for the forward), 'overlapped' or 'unforced'."""
+    if forcing_synchronised(force_copy):
+        return "synchronised"
+    return "unforced" if str(force_copy) in ("none", "") else "overlapped"
+
+
+GPU_NAMES = ("b200", "h200", "h100")     # catalogue hardware a recorded GPU string can name
+
+
+def hardware_of(gpu: str) -> str | None:
+    """Catalogue hardware name from a recorded GPU string (e.g. 'NVIDIA H200' -> 'h200')."""
+    low = str(gpu).lower()
+    return next((h for h in GPU_NAMES if h in low), None)
+
+
+# a recorded config label (its first word) -> the drafter that ran it
+CONFIG_DRAFTER = {"vanilla": NO_DRAFTER, "suffix": SUFFIX_DRAFTER, "kpad": SUFFIX_DRAFTER,
+                  "ngram": NGRAM_DRAFTER, "ngram-kpad": NGRAM_DRAFTER, "dynamic": SUFFIX_DRAFTER}
 
 
 def check_records(X: Any, need_times: bool = True, where: str = "step records") -> None:
@@ -82,7 +100,7 @@ def drafter_of(row: dict) -> str:
         if key not in CONFIG_DRAFTER:
             raise InputError(f"unknown config {cfg!r}; known {sorted(CONFIG_DRAFTER)}", field="config")
         return CONFIG_DRAFTER[key]
-    return "none"
+    return NO_DRAFTER
 
 
 def batch_from_row(row: dict) -> BatchDescriptor:

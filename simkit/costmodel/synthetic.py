@@ -12,6 +12,7 @@ from simkit.costmodel.batch import BatchDescriptor, GraphMode
 from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.model import CostModel
 from simkit.costmodel.calibrations import load_cost_model
+from simkit.drafters.base import NO_DRAFTER
 
 CAPTURE_MAX = 512
 
@@ -32,7 +33,7 @@ def random_batch(rng: np.random.Generator, drafter: str, k: int, async_schedulin
     prefill_reqs = int(rng.integers(1, min(3, reqs) + 1)) if rng.random() < 0.15 else 0
     decode_reqs = reqs - prefill_reqs
     prefill_tokens = int(rng.integers(32, 1024, size=prefill_reqs).sum()) if prefill_reqs else 0
-    if drafter != "none" and k:
+    if drafter != NO_DRAFTER and k:
         drafts = rng.integers(0, k + 1, size=decode_reqs) if rng.random() < 0.7 else np.full(decode_reqs, k)
     else:
         drafts = np.zeros(decode_reqs, dtype=int)
@@ -47,11 +48,11 @@ def random_batch(rng: np.random.Generator, drafter: str, k: int, async_schedulin
         mode, padded = GraphMode.NONE, tokens   # e.g. enforce-eager / warm-up steps
     context = int(rng.integers(64, 8192, size=reqs).sum()) + prefill_tokens
     return BatchDescriptor(reqs, tokens, padded, prefill_tokens, prefill_reqs, decode_reqs, spec, 0,
-                           decode_reqs if drafter != "none" else 0, context, mode, async_scheduling, drafter)
+                           decode_reqs if drafter != NO_DRAFTER else 0, context, mode, async_scheduling, drafter)
 
 
 def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coefficients, n_steps: int,
-                          seed: int, run_id: str, drafter: str = "none", k: int = 0,
+                          seed: int, run_id: str, drafter: str = NO_DRAFTER, k: int = 0,
                           noise: float = 0.02) -> pd.DataFrame:
     """n_steps records of one synthetic run, with the recorder's column meanings: t_forward_s and
     t_sample_s are GPU time (forward; sampler + rejection kernels), t_sample_host_s the host side
@@ -61,7 +62,7 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
     rng = np.random.default_rng(seed)
     base = load_cost_model(model, hardware, tp, calibration="analytic")
     cm = CostModel(base.model, base.hw, base.tp, coefs, "synthetic")
-    async_scheduling = drafter == "none"
+    async_scheduling = drafter == NO_DRAFTER
     rows, t = [], 0.0
     for step in range(n_steps):
         b = random_batch(rng, drafter, k, async_scheduling)

@@ -10,7 +10,9 @@ builds those two columns for every K = 1..kmax.
 A new drafter is one module: subclass Drafter, decorate it with @register, and add the module
 to BUILTIN below (the registry imports it on first use). Its name is the configuration keyword
 (`--configs NAME[:K]`, `NAME-kpad:K`), the key of its acceptance table in a workload and the
-`drafter` a BatchDescriptor carries; `NO_DRAFTER` ("none") is vanilla's.
+`drafter` a BatchDescriptor carries; `NO_DRAFTER` ("none") is vanilla's. Code that names a
+built-in drafter (the cost model's per-drafter host terms, the suffix-only history tables) uses
+SUFFIX_DRAFTER / NGRAM_DRAFTER, never the literal.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ if TYPE_CHECKING:                    # type hints only (keeps this module free o
     import numpy as np
 
 NO_DRAFTER = "none"
+SUFFIX_DRAFTER = "suffix"     # simkit.drafters.suffix_replay.SuffixDrafter.name
+NGRAM_DRAFTER = "ngram"       # simkit.drafters.ngram.NgramDrafter.name
 
 # the modules that define the built-in drafters, imported on first use of the registry
 BUILTIN = ("simkit.drafters.suffix_replay", "simkit.drafters.ngram")
@@ -89,4 +93,5 @@ def get_drafter(name: str) -> Drafter:
     return _REGISTRY[name]
 
 
-__all__ = ["BUILTIN", "Drafter", "NO_DRAFTER", "drafter_names", "get_drafter", "register"]
+__all__ = ["BUILTIN", "Drafter", "NGRAM_DRAFTER", "NO_DRAFTER", "SUFFIX_DRAFTER", "drafter_names",
+           "get_drafter", "register"]

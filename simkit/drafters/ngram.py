@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from simkit.drafters.base import Drafter, register
+from simkit.drafters.base import NGRAM_DRAFTER, Drafter, register
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class NgramParams:
             raise ValueError("need 1 <= prompt_lookup_min <= prompt_lookup_max")
 
     def as_dict(self) -> dict:
-        return {"drafter": "ngram", **asdict(self)}
+        return {"drafter": NGRAM_DRAFTER, **asdict(self)}
 
 
 def ngram_propose(tokens: Sequence[int], k: int, params: NgramParams = NgramParams()) -> list[int]:
@@ -91,7 +91,7 @@ class NgramDrafter(Drafter):
     """vLLM's n-gram (prompt lookup) proposer: drafts depend on the request's own context alone,
     so every ordering and history gives the same table."""
 
-    name = "ngram"
+    name = NGRAM_DRAFTER
     default_k = 4
     kpad_label = "ngram-kpad"
     remembers_history = False

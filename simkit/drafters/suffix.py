@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Hashable, Sequence
 
+from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.drafters.suffix_tree import MAX_TOKEN, SuffixTree, f32, spec_cap
 
 
@@ -26,7 +27,7 @@ class SuffixParams:
     min_token_prob: float = 0.1
 
     def as_dict(self) -> dict:
-        return {"drafter": "suffix", **asdict(self)}
+        return {"drafter": SUFFIX_DRAFTER, **asdict(self)}
 
 
 class SuffixCache:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from simkit.drafters.base import Drafter, register
+from simkit.drafters.base import SUFFIX_DRAFTER, Drafter, register
 from simkit.drafters.suffix import SuffixCache, SuffixParams
 
 ENGINES = ("compiled", "python")
@@ -34,7 +34,7 @@ class SuffixDrafter(Drafter):
     """Suffix decoding (arctic-inference's SuffixDecodingCache as vLLM 0.26 drives it): a local
     tree per prompt and a global tree of earlier responses, so its drafts remember history."""
 
-    name = "suffix"
+    name = SUFFIX_DRAFTER
     default_k = 24             # vLLM: num_speculative_tokens defaults to the tree depth when unset
     kpad_label = "kpad"
     remembers_history = True

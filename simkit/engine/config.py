@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simkit.drafters.base import NO_DRAFTER, drafter_names, get_drafter
+from simkit.drafters.base import NGRAM_DRAFTER, NO_DRAFTER, SUFFIX_DRAFTER, drafter_names, get_drafter
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.policies import KPolicyName
 from simkit.errors import InputError, UnknownNameError
@@ -20,7 +20,7 @@ FIXED_K_CONFIGS = "vanilla,suffix,kpad:4,6,8,12"             # whatif history: t
 
 KPAD_DEFAULT_KS = (4, 6, 8, 12)
 DYNAMIC_DEFAULT_KS = (4, 6, 12)
-DYNAMIC_DRAFTER = "suffix"     # the drafter the dynamic-K policies choose K for
+DYNAMIC_DRAFTER = SUFFIX_DRAFTER     # the drafter the dynamic-K policies choose K for
 
 
 @dataclass(frozen=True)
@@ -90,15 +90,15 @@ def drafted(drafter: str, k: int | None = None) -> SpecConfig:
 
 def suffix(k: int | None = None) -> SpecConfig:
     """Suffix decoding at cap K (default 24, vLLM's when num_speculative_tokens is unset)."""
-    return drafted("suffix", k)
+    return drafted(SUFFIX_DRAFTER, k)
 
 
 def ngram(k: int | None = None) -> SpecConfig:
     """n-gram prompt lookup at cap K (default 4)."""
-    return drafted("ngram", k)
+    return drafted(NGRAM_DRAFTER, k)
 
 
-def kpad(k: int, drafter: str = "suffix") -> SpecConfig:
+def kpad(k: int, drafter: str = SUFFIX_DRAFTER) -> SpecConfig:
     """`drafter`'s drafts padded to exactly K per decode request (uniform FULL-graph batches)."""
     return SpecConfig(get_drafter(drafter).kpad_row_label(k), drafter, k, pad=True)
 

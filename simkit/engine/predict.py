@@ -62,13 +62,6 @@ class Prediction:
         """True when every row's figures come from a steady window."""
         return all(r.steady_window for r in self.rows)
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """The JSON document of `simkit predict --format json`: identity, assumptions, column
-        meanings, rows, verdict and recommendation (simkit.report.render.document; docs/report.md)."""
-        from simkit.report.render import document
-
-        return document(self)
-
 
 def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
     """(best_config, best_k, dynamic-vs-best-K line, why line of the best config); the

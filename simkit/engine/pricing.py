@@ -44,7 +44,7 @@ def price_fn_for(run: dict[str, Any], ks: list[int], graphs: str = "kmax") -> Pr
     """The price simkit's validation of a measured run uses (its cost model under the run's
     conditions, its cudagraph mode and limits); `run` holds the runs.parquet fields it needs."""
     from simkit.engine.config import DYNAMIC_DRAFTER
-    from simkit.validation.predict import run_cost
+    from simkit.costmodel.run_conditions import run_cost
 
     cost = run_cost(run)
     mode = CudagraphMode.parse(str(run.get("cudagraph_mode", "FULL_AND_PIECEWISE")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simkit.drafters.base import get_drafter
+from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
@@ -132,7 +132,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["cost_model"] = _cost_model(pred)
     out["history"] = _history(pred)
     out["suffix_tree"] = _tree(prov)
-    suffix_k = get_drafter("suffix").default_k
+    suffix_k = get_drafter(SUFFIX_DRAFTER).default_k
     out["drafter"] = _entry(drafter or None,
                             (f"suffix decoding, vLLM defaults: tree depth "
                              f"{drafter.get('max_tree_depth')}, spec factor "

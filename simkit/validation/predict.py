@@ -10,44 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from simkit.costmodel.batch import BatchDescriptor, StepCost
-from simkit.costmodel.records import forcing_synchronised
+from simkit.costmodel.run_conditions import run_cost
+from simkit.drafters.base import SUFFIX_DRAFTER
 
 ORDERINGS = ("concurrent", "sequential")
-
-
-class RunConditionsCost:
-    """A step-cost model seen through the measured harness's conditions.
-
-    sync: the step runs without async overlap (forcing through pageable memory synchronised
-    the stream, calibrate/data/README.md "Known perturbation"). serial_frontend: the front-end
-    (output processing, driver) ran in the engine's thread between steps (`t_gap_s`), so its
-    time adds to the step instead of running beside it in another process."""
-
-    def __init__(self, base: Any, *, sync: bool, serial_frontend: bool) -> None:
-        self.base, self.sync, self.serial_frontend = base, sync, serial_frontend
-        self._front = 0.0
-        if serial_frontend:
-            self._front = float(base.coefs.frontend_req_s) / float(base.host_speed)
-
-    def __getattr__(self, name: str) -> Any:          # label, kv_capacity_tokens, ...
-        return getattr(self.base, name)
-
-    def step_cost(self, batch: BatchDescriptor) -> StepCost:
-        if self.sync and batch.async_scheduling:
-            batch = dataclasses.replace(batch, async_scheduling=False)
-        c = self.base.step_cost(batch)
-        if not self.serial_frontend:
-            return c
-        front = self._front * batch.num_reqs
-        # The base model bounds the step below by the front-end; in one thread they add up.
-        # Synchronous: the step before that bound is device + host. Async: step_s is used (the
-        # front-end bound does not bind at the batch sizes of these runs).
-        inner = c.step_s if batch.async_scheduling else c.device_s + c.host_s
-        step = inner + front
-        return StepCost(c.device_s, c.host_s + front, step)
-
-
 DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
 
 
@@ -82,7 +48,7 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     olen = np.array([len(r.output_ids) for r in reqs], np.int32)
     tables = {}
     if str(run["config"]) != "vanilla":
-        tables["suffix"] = cached_history_table(reqs, history or run_history(run), kmax=16,
+        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
                                                 ordering=ordering,
                                                 concurrency=int(run["concurrency"]),
                                                 model=str(run["model"]),
@@ -90,22 +56,6 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
     return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
                     block_hashes=hashes)
-
-
-def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: bool = True,
-             calibration: str | None = None) -> RunConditionsCost:
-    """The default (or named) cost model of the run's model/GPU/TP under the run's conditions.
-    sync=None: synchronous exactly when the run's forcing hook synchronised the stream."""
-    from simkit.costmodel import load_cost_model
-    from simkit.whatif.validation import hardware_of
-
-    if sync is None:
-        sync = forcing_synchronised(run.get("force_copy", ""))
-    hw = hardware_of(str(run.get("gpu", ""))) or "h200"
-    base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), calibration=calibration,
-                           max_model_len=int(run["max_model_len"]),
-                           max_num_batched_tokens=int(run["max_num_batched_tokens"]))
-    return RunConditionsCost(base, sync=sync, serial_frontend=serial_frontend)
 
 
 def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = None) -> dict[str, float]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from simkit.engine.block_hash import prompt_block_hashes
 from simkit.engine.prefix_cache import history_prefixes
+from simkit.validation.records import DEFAULT_DIR
 
 __all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throughput_effect"]
 
@@ -47,7 +48,7 @@ def check_runs(run_ids: list[str] | None = None, *, prefix_caching: bool = True,
 
     from simkit.validation.requests import request_pool, run_requests
 
-    base = data_dir or _data_dir()
+    base = data_dir or DEFAULT_DIR
     runs = pd.read_parquet(base / "runs.parquet")
     steps = pd.read_parquet(base / "steps.parquet")
     if run_ids is not None:
@@ -68,12 +69,6 @@ def check_runs(run_ids: list[str] | None = None, *, prefix_caching: bool = True,
         s = steps[steps["run_id"] == run["run_id"]]
         out.append(prefill_check(run, s, reqs, prefix_caching=prefix_caching))
     return out
-
-
-def _data_dir():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parents[2] / "calibrate" / "data"
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -8,10 +8,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from simkit.costmodel.records import forcing_synchronised
+from simkit.costmodel.records import forcing_regime, forcing_synchronised
 from simkit.validation.predict import (ORDERINGS, measured_figures, predict_run,
                                        recorded_step_error, run_history)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
+from simkit.validation.spread import coverage, drift_sigma, interval
 
 PURPOSES = ("validation", "calibration", "all")
 
@@ -45,8 +46,6 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         if bad:
             raise InputError(f"unknown run id(s) {bad}", field="run-id")
         rows = [r for r in rows if r["run_id"] in run_ids]
-    from simkit.validation.spread import drift_sigma, interval
-
     drift = drift_sigma(runs)
     pools: dict[tuple, list] = {}
     cells = []
@@ -133,13 +132,6 @@ def mape(cells: list[dict[str, Any]], purpose: str) -> float | None:
     """Mean absolute percentage error of predicted tok/s over the cells of one purpose."""
     errs = [abs(c["error"]) for c in cells if c["purpose"] == purpose and c["error"] == c["error"]]
     return 100.0 * sum(errs) / len(errs) if errs else None
-
-
-def forcing_regime(force_copy: Any) -> str:
-    """'synchronised' (the forcing hook waited for the forward), 'overlapped' or 'unforced'."""
-    if forcing_synchronised(force_copy):
-        return "synchronised"
-    return "unforced" if str(force_copy) in ("none", "") else "overlapped"
 
 
 SETTING_KEYS = ("model", "corpus", "concurrency", "num_requests", "max_tokens_cap", "forcing",
@@ -244,8 +236,6 @@ def dynamic_k_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _interval_doc(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """The drift band's definition and its coverage of the held-out and calibration cells."""
-    from simkit.validation.spread import coverage
-
     return {"definition": "prediction x exp(+-1.645 sigma), sigma = pooled sd of log tok/s over "
                           "repeated calibration settings (simkit.validation.spread)",
             "coverage_validation": coverage(cells, "validation"),

@@ -23,10 +23,10 @@ class RunRequest:
 def request_pool(model: str, corpus: str, n: int = POOL, seed: int = SEED) -> list[RunRequest]:
     """The request file calibrate.make_requests writes, in memory: the model's own non-empty
     outputs of the corpus, permuted with `seed`, the first n (same arithmetic, not a copy)."""
-    from traces.catalog import model_spec
+    from traces.catalog import model_outputs
     from traces.corpora import load_corpus
 
-    own = model_spec(model).own
+    own = model_outputs(model).own
     reqs = [r for r in load_corpus(corpus, model).requests
             if r.model == own and len(r.prompt_ids) and len(r.output_ids)]
     perm = np.random.default_rng(seed).permutation(len(reqs))

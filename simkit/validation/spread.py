@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from simkit.costmodel.records import forcing_regime
+
 Z90 = 1.6449            # two-sided 90 % of a normal distribution
 SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "max_tokens_cap",
            "forcing", "history")
@@ -19,8 +21,6 @@ SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "max
 
 def drift_sigma(runs, purpose: str = "calibration") -> dict[str, Any]:
     """Pooled sigma of log tok/s over repeated settings of `purpose`; sigma None without any."""
-    from simkit.validation.report import forcing_regime
-
     rows = [r for r in runs.to_dict("records") if r["purpose"] == purpose]
     groups: dict[tuple, list[float]] = {}
     for r in rows:

@@ -1,4 +1,5 @@
-"""Predicted vs measured: the measured vLLM records under calibrate/data/ (steps*.parquet,
+"""The measured vLLM records: finding and loading them, and (for notebooks/validation.ipynb)
+predicted vs measured: the records under calibrate/data/ (steps*.parquet,
 runs*.parquet from the calibration harness) set beside simkit's step-time and run predictions.
 
 Step level: each recorded step's BatchDescriptor through the cost model (default calibration for the
@@ -11,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simkit.costmodel.records import hardware_of
+
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "calibrate" / "data"
-GPU_NAMES = ("b200", "h200", "h100")
 
 
 def find_records(root: str | Path | None = None) -> tuple[list[Path], list[Path]]:
@@ -21,12 +23,6 @@ def find_records(root: str | Path | None = None) -> tuple[list[Path], list[Path]
     if not root.is_dir():
         return [], []
     return sorted(root.rglob("steps*.parquet")), sorted(root.rglob("runs*.parquet"))
-
-
-def hardware_of(gpu: str) -> str | None:
-    """Catalogue hardware name from a recorded GPU string (e.g. 'NVIDIA H200' -> 'h200')."""
-    low = str(gpu).lower()
-    return next((h for h in GPU_NAMES if h in low), None)
 
 
 def load_records(root: str | Path | None = None):
