@@ -123,7 +123,7 @@ def test_cycle_finder_sees_a_planted_circle_and_nothing_else():
 
 def test_graph_sees_module_and_function_level_imports():
     graph = import_graph()
-    assert "simkit.costmodel.run_conditions" in graph["simkit.validation.predict"]   # module level
+    assert "simkit.costmodel.run_conditions" in graph["simkit.validation.run_prediction"]   # module level
     assert "simkit.costmodel.run_conditions" in graph["simkit.engine.pricing"]       # in a function
     assert "traces.sources" in graph["traces.request_caps"]
 

@@ -334,7 +334,7 @@ def reference_cmd(
     best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models",
                                       help="comma list of models for the --best-k pattern"),
     assumptions: bool = typer.Option(False, "--assumptions",
-                                     help="also the error vs host factor, TP and cost profile"),
+                                     help="also the error vs host factor, TP and calibration"),
     history: Optional[str] = typer.Option(
         None, "--history", help="request history, or a comma list for one column set each "
         "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),

@@ -1,7 +1,7 @@
 """Prefix caching against the records: predicted vs recorded scheduled prefill tokens per run.
 
 Each measured run is rebuilt request by request (simkit.validation.requests) and simulated under
-its conditions (simkit.validation.predict.predict_run) with its request history's cache contents
+its conditions (simkit.validation.run_prediction.predict_run) with its request history's cache contents
 at start (`history_prefixes`). The recorder's `num_prefill_tokens` counts, per step, the scheduled
 tokens at prompt positions, so its sum over a run is the prompt tokens minus prefix-cache hits
 (plus prompt tokens recomputed after a preemption). The comparison is over all steps of the run.
@@ -23,7 +23,7 @@ __all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throug
 def prefill_check(run: dict[str, Any], steps, reqs: list, *,
                   prefix_caching: bool = True) -> dict[str, Any]:
     """One run: recorded vs predicted scheduled prefill tokens, prompt tokens and hit rate."""
-    from simkit.validation.predict import predict_run
+    from simkit.validation.run_prediction import predict_run
 
     chains = [prompt_block_hashes(r.prompt_ids).tolist() for r in reqs]
     history = str(run.get("history") or "cold")

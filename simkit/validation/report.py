@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simkit.costmodel.records import forcing_regime, forcing_synchronised
-from simkit.validation.predict import (ORDERINGS, measured_figures, predict_run,
+from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                        recorded_step_error, run_history)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
 from simkit.validation.spread import coverage, drift_sigma, interval
