@@ -21,7 +21,7 @@ History names that assumption; every prediction states one.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,6 +49,14 @@ class History:
         if self.diverge is not None:
             base += f",diverge:{self.diverge}"
         return base + (",evicted" if self.evicted else "")
+
+    @property
+    def tree_label(self) -> str:
+        """The label of what the suffix tree held before the run, which alone decides the
+        acceptance table: evicted changes only the prefix cache, and a repeat of nobody is cold."""
+        if self.kind == "repeat" and self.share == 0:
+            return "cold"
+        return replace(self, evicted=False).label
 
     @property
     def prompts_cached(self) -> bool:
@@ -135,3 +143,18 @@ def repeat_indices(n: int, share: float, seed: int = REPEAT_SEED) -> np.ndarray:
     if m <= 0:
         return np.zeros(0, dtype=np.int64)
     return np.random.default_rng(seed).permutation(n)[:m].astype(np.int64)
+
+
+def split_histories(text: str | None) -> list[str]:
+    """A comma list of histories as canonical labels, each modifier (diverge:M, evicted) kept
+    with the history before it: 'cold,hot,evicted,hot' -> ['cold', 'hot,evicted', 'hot']."""
+    if not text:
+        return []
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if (part.startswith("diverge:") or part == "evicted") and out:
+            out[-1] = f"{out[-1]},{part}"
+        else:
+            out.append(part)
+    return [parse_history(h).label for h in out]
+

@@ -173,14 +173,15 @@ def test_compiled_prelude_equals_the_reference_engine(chat_slice):
 
 
 def test_history_list_keeps_diverge_with_its_history():
-    from simkit.commands.whatif import _history_list
+    from simkit.history import split_histories
 
-    assert _history_list("cold,warm,hot") == ["cold", "warm", "hot"]
-    assert _history_list("cold, hot,diverge:32 ,repeat:0.5") == ["cold", "hot,diverge:32",
+    assert split_histories("cold,warm,hot") == ["cold", "warm", "hot"]
+    assert split_histories("cold, hot,diverge:32 ,repeat:0.5") == ["cold", "hot,diverge:32",
                                                                    "repeat:0.5"]
-    assert _history_list(None) == [] and _history_list("") == []
+    assert split_histories("cold,hot,evicted,hot") == ["cold", "hot,evicted", "hot"]
+    assert split_histories(None) == [] and split_histories("") == []
     with pytest.raises(InputError):
-        _history_list("cold,tepid")
+        split_histories("cold,tepid")
 
 
 @needs_traces

@@ -60,9 +60,7 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
         return cached_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
-    # the tree's contents do not depend on whether the prompts left the prefix cache
-    tree_label = h.label.replace(",evicted", "")
-    spec = {**params.as_dict(), "history": tree_label, "prelude": PRELUDE_VERSION}
+    spec = {**params.as_dict(), "history": h.tree_label, "prelude": PRELUDE_VERSION}
     if ordering == "concurrent":
         spec["concurrency"] = concurrency
     key = table_key(requests, SUFFIX_DRAFTER, spec, kmax, ordering)
@@ -70,12 +68,14 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
     total = int(sum(len(r.output_ids) for r in requests))
 
     def build(step):
-        table = build_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
-                            ordering=ordering, concurrency=concurrency, model=model,
-                            corpus=corpus, progress=step, prelude=prelude)
-        table.params = {**table.params, "history": h.label}
-        return table
+        return build_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
+                           ordering=ordering, concurrency=concurrency, model=model,
+                           corpus=corpus, progress=step, prelude=prelude)
 
-    return _load_or_build(path, build, total=total,
-                          label=f"acceptance table {model}/{corpus} ({h.label})", model=model,
-                          corpus=corpus, progress=progress, use_cache=use_cache)
+    table = _load_or_build(path, build, total=total,
+                           label=f"acceptance table {model}/{corpus} ({h.label})", model=model,
+                           corpus=corpus, progress=progress, use_cache=use_cache)
+    # labelled after the cache: hot and hot,evicted share one cached table, so a label stored
+    # at build time would depend on which of them ran first
+    table.params = {**table.params, "history": h.label}
+    return table

@@ -346,12 +346,13 @@ def reference_cmd(
     check_format(fmt, plot)
     check_numbers(locals())
     calibration = pick_calibration(calibration, cost_profile)
+    from simkit.history import split_histories
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
     from simkit.reference.reproduce import reproduce
 
     names = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    hist = _history_list(history)
+    hist = split_histories(history)
     if len(hist) > 1:
         from simkit.reference.reproduce import reproduce_histories
 
@@ -382,21 +383,6 @@ def reference_cmd(
     for e in extra:
         typer.echo("")
         typer.echo(render(e).rstrip())
-
-
-def _history_list(text: Optional[str]) -> list[str]:
-    """A --history that may be a comma list of histories; diverge:M stays with its history."""
-    from simkit.history import parse_history
-
-    if not text:
-        return []
-    out: list[str] = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        if (part.startswith("diverge:") or part == "evicted") and out:
-            out[-1] = f"{out[-1]},{part}"
-        else:
-            out.append(part)
-    return [parse_history(h).label for h in out]
 
 
 def _history_ref_plot(result, path) -> None:
