@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,8 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
+from simkit.profile_histories import load_history_table, parse_histories, write_history_tables
+from simkit.profile_prefix import PREFIX_RULE, load_prefix_table, save_prefix_table
 from simkit.sampling import (SAMPLE_RULES, SAMPLE_SIZE, choose_sample, rule_is_current,
                              sample_indices)
 
@@ -206,7 +208,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         **({"sample_weights": [float(w) for w in sample.weights]}
            if sample.weights is not None else {}),
         **_cap_entries(corp, reqs),
-        "command": f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}",
+        "command": _build_command(model, corpus, tree),
         "simkit_version": __version__,
         "table_build_version": BUILD_VERSION,
         "content": "prompt/output lengths and uint8 a(t,K), d(t,K) per output position; "
@@ -222,10 +224,9 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
                          sample.weights)
 
 
-PREFIX_RULE = ("prompt prefix sharing for prefix caching: per sampled request, ref = the earliest "
-               "earlier sampled request with its longest common prefix of whole 16-token blocks "
-               "(-1: none) and shared = that prefix in blocks, from chained 64-bit block hashes "
-               "of the token ids (simkit.engine.block_hash); no token ids or hashes stored")
+def _build_command(model: str, corpus: str, tree: str) -> str:
+    """The command that builds this profile (its provenance `command`)."""
+    return f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}"
 
 
 def _canonical_hashes(reqs: list) -> tuple:
@@ -274,55 +275,34 @@ def _prefix_path(model: str, corpus: str, root: Path | None = None) -> Path:
     return (root or shipped_dir()) / model / f"{corpus}.prefix.npz"
 
 
-def _save_prefix(block_hashes: tuple, path: Path) -> None:
-    """The prefix table (ref, shared) as a byte-stable npz (fixed zip time, deflate)."""
-    import io
-    import os
-    import zipfile
-
-    from simkit.engine.block_hash import share_table, unpack
-
-    ref, shared = share_table(unpack(*block_hashes))
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with zipfile.ZipFile(tmp, "w") as zf:
-        for name, arr in (("ref", ref), ("shared", shared)):
-            buf = io.BytesIO()
-            np.save(buf, arr, allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, buf.getvalue(), compresslevel=9)
-    os.replace(tmp, path)
+WRITTEN_KEYS = ("npz_sha256", "ngram_npz_sha256", "prefix_npz_sha256", "prefix_rule",
+                "history_tables")
 
 
-def _load_prefix(path: Path, prompt_len: np.ndarray) -> tuple:
-    """Canonical block keys from a shipped prefix table; InputError naming the file if broken."""
-    from simkit.engine.block_hash import chains_from_share
-
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            ref, shared = z["ref"], z["shared"]
-        if ref.shape != shared.shape or ref.shape[0] != len(prompt_len):
-            raise ValueError(f"{ref.shape[0]} rows for {len(prompt_len)} requests")
-        return chains_from_share(ref, shared, np.asarray(prompt_len, np.int64) // 16)
-    except (OSError, KeyError, ValueError) as exc:
-        raise InputError(f"unreadable prefix table ({exc})", path=str(path),
-                         field="ref/shared") from exc
+def _as_built(provenance: dict) -> dict:
+    """A profile's provenance as profile_from_raw gives it, without the keys write_profile
+    adds about the files it wrote (WRITTEN_KEYS), so a rewrite starts from the build's own."""
+    return {k: v for k, v in provenance.items() if k not in WRITTEN_KEYS}
 
 
-def write_profile(profile: CorpusProfile, root: Path | None = None) -> tuple[Path, Path]:
-    """Write the suffix and n-gram npz files (bzip2, byte-stable) and the provenance JSON;
-    returns (suffix npz, json)."""
+def write_profile(profile: CorpusProfile, root: Path | None = None,
+                  histories: dict[str, AcceptanceTable] | None = None) -> tuple[Path, Path]:
+    """Write the suffix and n-gram npz files (bzip2, byte-stable), the history tables
+    (tree label -> table of the same requests; simkit.profile_histories) and the provenance
+    JSON; returns (suffix npz, json)."""
     npz, js, ngram_npz = _paths(profile.model, profile.corpus, root)
     save_table(profile.table, npz, compression="bzip2")
-    prov = dict(profile.provenance)
+    prov = _as_built(profile.provenance)
     prov["npz_sha256"] = hashlib.sha256(npz.read_bytes()).hexdigest()
+    entries = write_history_tables(npz, histories or {})
+    if entries:
+        prov["history_tables"] = entries
     if NGRAM_DRAFTER in profile.tables:
         save_table(profile.tables[NGRAM_DRAFTER], ngram_npz, compression="bzip2")
         prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
     if profile.block_hashes is not None:
         prefix = _prefix_path(profile.model, profile.corpus, root)
-        _save_prefix(profile.block_hashes, prefix)
+        save_prefix_table(profile.block_hashes, prefix)
         prov["prefix_npz_sha256"] = hashlib.sha256(prefix.read_bytes()).hexdigest()
         prov["prefix_rule"] = PREFIX_RULE
     js.write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
@@ -333,8 +313,7 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     """The shipped profile; UnknownNameError lists what is shipped when it is absent."""
     npz, js, ngram_npz = _paths(model, corpus)
     if not npz.is_file():
-        have = sorted(f"{p.parent.name}/{p.stem}" for p in shipped_dir().glob("*/*.npz")
-                      if ".ngram" not in p.name)
+        have = sorted(f"{p.parent.name}/{p.stem}" for p in shipped_tables())
         raise UnknownNameError("shipped profile", f"{model}/{corpus}", have)
     table = load_table(npz)
     try:
@@ -345,7 +324,7 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     if ngram_npz.is_file():
         tables[NGRAM_DRAFTER] = load_table(ngram_npz)
     prefix = _prefix_path(model, corpus)
-    hashes = _load_prefix(prefix, table.prompt_len) if prefix.is_file() else None
+    hashes = load_prefix_table(prefix, table.prompt_len) if prefix.is_file() else None
     weights = prov.get("sample_weights")
     if weights is not None and len(weights) != table.num_requests:
         raise InputError(f"{len(weights)} sample weights for {table.num_requests} requests",
@@ -353,6 +332,28 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
                          prov.get("proxy_note", ""), "shipped", tables, hashes,
                          None if weights is None else np.asarray(weights, np.float64))
+
+
+def shipped_tables() -> list[Path]:
+    """The shipped profiles' own suffix tables (<model>/<corpus>.npz), in path order."""
+    return sorted(p for p in shipped_dir().glob("*/*.npz") if p.name.count(".") == 1)
+
+
+def with_history(prof: CorpusProfile, history: str) -> CorpusProfile | None:
+    """A shipped profile under another request history, from the history table it ships
+    (simkit.profile_histories), labelled as profile_from_raw labels that history; None when it
+    ships none for it."""
+    npz = _paths(prof.model, prof.corpus)[0]
+    table = load_history_table(npz, prof.provenance, history)
+    if table is None:
+        return None
+    label = check_tree(history)
+    prov = _as_built(prof.provenance)
+    prov.update(tree=label, history=label, tree_rule=_tree_text(label),
+                command=_build_command(prof.model, prof.corpus, label))
+    table.provenance = prov
+    return replace(prof, table=table, provenance=prov,
+                   tables={**prof.tables, SUFFIX_DRAFTER: table})
 
 
 def shipped_tree(model: str, corpus: str) -> str | None:
@@ -384,10 +385,14 @@ def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | N
     if source == "shipped" or (source == "auto" and traces_src_dir() is None):
         prof = load_shipped(model, corpus)
         have = prof.provenance.get("tree", "cold")
-        if tree is not None and tree != have:
-            raise InputError(f"the shipped profile {model}/{corpus} was built with history {have}; "
+        if tree is None or tree == have:
+            return prof
+        other = with_history(prof, tree)
+        if other is None:
+            ships = ", ".join([have, *sorted(prof.provenance.get("history_tables") or {})])
+            raise InputError(f"the shipped profile {model}/{corpus} holds the histories {ships}; "
                              f"{tree} needs the raw traces (SIMKIT_TRACES_SRC)", field="history")
-        return prof
+        return other
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")
     if source == "auto":
@@ -413,7 +418,9 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
         return None
     prov = prof.provenance
     if tree is not None and tree != prov.get("tree", "cold"):
-        return None
+        prof = with_history(prof, tree)
+        if prof is None:
+            return None
     if prov.get("table_build_version") != BUILD_VERSION or not prov.get("sources"):
         return None
     if not rule_is_current(prov.get("sample") or {}, SAMPLE_SIZE):
@@ -439,24 +446,33 @@ def _built(model: str, corpus: str, tree: str, progress: bool = False) -> Corpus
     return profile_from_raw(model, corpus, progress=progress, tree=tree)
 
 
+def _write_built(model: str, corpus: str, root: Path | None, tree: str, histories: str,
+                 progress: bool = False) -> tuple[Path, Path]:
+    """Build one profile and the history tables `histories` asks for (parse_histories), and
+    write them."""
+    tables = {label: _built(model, corpus, label, progress).table
+              for label in parse_histories(histories, corpus, tree)}
+    return write_profile(_built(model, corpus, tree, progress), root, tables)
+
+
 def _build_one(job: tuple) -> tuple[str, str]:
-    model, corpus, root, tree = job
-    npz, js = write_profile(_built(model, corpus, tree), root)
+    npz, js = _write_built(*job)
     return str(npz), str(js)
 
 
 def build_profiles(models: list[str], corpora: list[str], root: Path | None = None,
-                   progress: bool = False, tree: str = DEFAULT_TREE,
-                   workers: int = 1) -> list[tuple[Path, Path]]:
+                   progress: bool = False, tree: str = DEFAULT_TREE, workers: int = 1,
+                   histories: str = "auto") -> list[tuple[Path, Path]]:
     """Build and write profiles for every (model, corpus) pair (`workers` processes; the files do
-    not depend on it); returns the written paths in (model, corpus) order."""
-    check_tree(tree)
-    jobs = [(m, c, root, tree) for m in models for c in corpora]
+    not depend on it), each with the history tables `histories` names ('auto': the shipped rule
+    of simkit.profile_histories; 'none'; or a comma list); returns the written paths in
+    (model, corpus) order."""
+    tree = check_tree(tree)
+    for c in corpora:                             # bad labels fail before any build
+        parse_histories(histories, c, tree)
+    jobs = [(m, c, root, tree, histories) for m in models for c in corpora]
     if workers <= 1:
-        out = []
-        for m, c, r, t in jobs:
-            out.append(write_profile(_built(m, c, t, progress), r))
-        return out
+        return [_write_built(*job, progress) for job in jobs]
     import multiprocessing as mp
 
     with mp.get_context("spawn").Pool(workers) as pool:

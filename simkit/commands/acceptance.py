@@ -150,6 +150,9 @@ def profiles_build(
     tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone) | "
                              "any request history (hot, repeat:P; simkit.history)"),
     workers: int = typer.Option(1, "--workers", help="processes over (model, corpus); output does not depend on it"),
+    histories: str = typer.Option("auto", "--histories", help="history tables written beside each profile (same "
+                                  "sample, another request history, for machines without the raw traces): auto "
+                                  "(cold,hot for mix, none elsewhere), none, or a comma list of histories"),
 ) -> None:
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
     from pathlib import Path
@@ -174,22 +177,26 @@ def profiles_build(
         if mine:                         # the shipped folder is the repo's: no user data there
             raise InputError(f"{', '.join(mine)}: imported corpora are not shipped; give --out "
                              "FOLDER for their profiles", field="out")
-    for npz, _ in profiles.build_profiles(models, corpora, Path(out) if out else None,
-                                          progress=workers == 1, tree=tree, workers=workers):
-        typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree)")
+    for npz, js in profiles.build_profiles(models, corpora, Path(out) if out else None,
+                                           progress=workers == 1, tree=tree, workers=workers,
+                                           histories=histories):
+        extra = sorted(json.loads(js.read_text()).get("history_tables") or {})
+        typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree"
+                   + (f"; history tables {', '.join(extra)}" if extra else "") + ")")
 
 
 def profiles_list() -> None:
     """List the shipped profiles with their sample sizes and proxy notes."""
     from simkit import profiles
 
-    for npz in sorted(p for p in profiles.shipped_dir().glob("*/*.npz") if ".ngram" not in p.name):
+    for npz in profiles.shipped_tables():
         js = npz.with_suffix(".json")
         prov = json.loads(js.read_text()) if js.is_file() else {}
+        extra = sorted(prov.get("history_tables") or {})
         typer.echo(f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
-                   f"{prov.get('corpus_requests', '?')} requests, {prov.get('tree', 'cold')} tree, "
-                   f"{npz.stat().st_size} bytes; "
-                   f"{prov.get('proxy_note', '')}")
+                   f"{prov.get('corpus_requests', '?')} requests, {prov.get('tree', 'cold')} tree"
+                   + (f" (+ history tables {', '.join(extra)})" if extra else "") +
+                   f", {npz.stat().st_size} bytes; {prov.get('proxy_note', '')}")
 
 
 def register(app: typer.Typer) -> None:
