@@ -329,7 +329,8 @@ def reference_cmd(
     host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
     seeds: int = SEEDS,
     num_requests: Optional[int] = typer.Option(
-        None, "--num-requests", help="per run (default: the profile's count, at least 128)"),
+        None, "--num-requests", help="per run (default: as simkit predict: the profile's "
+        "count, at least 128; 1,024 on a weighted sample)"),
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
     best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models",
                                       help="comma list of models for the --best-k pattern"),

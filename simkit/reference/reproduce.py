@@ -13,7 +13,7 @@ from typing import Any
 
 from simkit.catalog.models import list_models
 from simkit.engine.config import DEFAULT_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
+from simkit.engine.runner import Cell, default_num_requests, engine_config, load_workload, run_ladder
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.summary import Row
 from simkit.engine.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
@@ -83,7 +83,7 @@ def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
     cost = load_cost_model(model, hardware, tp=tp, calibration=calibration)
     if host_factor != 1.0:
         cost = with_host_factor(cost, host_factor)
-    n = num_requests or max(workload.num_requests, 4 * CONDITIONS["concurrency"])
+    n = num_requests or default_num_requests(workload, CONDITIONS["concurrency"])
     rows = run_ladder(Cell(workload, cost, engine_config(cost)), parse_configs(configs),
                       seeds=seeds, num_requests=n, load=ClosedLoop(CONDITIONS["concurrency"]),
                       workers=workers).rows
