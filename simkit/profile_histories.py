@@ -56,11 +56,6 @@ def history_file(npz: Path, tree_label: str) -> Path:
     return npz.with_name(f"{npz.stem}.history-{name}.npz")
 
 
-def is_history_file(path: Path) -> bool:
-    """A history table file (not a profile's own table)."""
-    return ".history-" in path.name
-
-
 def write_history_tables(npz: Path, tables: dict[str, AcceptanceTable]) -> dict:
     """Write each tree label's table beside `npz`, remove history files of this profile that are
     no longer in `tables` (written by an earlier build), and return the provenance entries."""
@@ -94,5 +89,5 @@ def load_history_table(npz: Path, provenance: dict, history: str) -> AcceptanceT
     return table
 
 
-__all__ = ["SHIPPED", "history_file", "is_history_file", "load_history_table",
+__all__ = ["SHIPPED", "history_file", "load_history_table",
            "parse_histories", "shipped_histories", "write_history_tables"]
