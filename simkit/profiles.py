@@ -450,8 +450,9 @@ def _write_built(model: str, corpus: str, root: Path | None, tree: str, historie
                  progress: bool = False) -> tuple[Path, Path]:
     """Build one profile and the history tables `histories` asks for (parse_histories), and
     write them."""
-    tables = {label: _built(model, corpus, label, progress).table
-              for label in parse_histories(histories, corpus, tree)}
+    tables = {label: (_shipped_if_current(model, corpus, label)
+                      or profile_from_raw(model, corpus, progress=progress, tree=label)).table
+              for label in parse_histories(histories, corpus, tree)}   # tables only: no prefix
     return write_profile(_built(model, corpus, tree, progress), root, tables)
 
 
