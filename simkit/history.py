@@ -157,4 +157,3 @@ def split_histories(text: str | None) -> list[str]:
         else:
             out.append(part)
     return [parse_history(h).label for h in out]
-

@@ -36,7 +36,7 @@ from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
 from simkit.profile_histories import load_history_table, parse_histories, write_history_tables
 from simkit.profile_prefix import PREFIX_RULE, load_prefix_table, save_prefix_table
-from simkit.sampling import (SAMPLE_RULES, SAMPLE_SIZE, choose_sample, rule_is_current,
+from simkit.sampling import (SAMPLE_SIZE, choose_sample, rule_is_current,
                              sample_indices)
 
 KMAX = 16
