@@ -1,0 +1,1 @@
+"""A fleet of vLLM replicas behind a router: which replica serves which request (issue: fleet)."""
