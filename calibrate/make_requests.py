@@ -25,10 +25,14 @@ def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,
     from traces.catalog import model_outputs
     from traces.corpora import load_corpus
 
+    from traces.user import list_user_corpora
+
     c = load_corpus(corpus, model)
     own = model_outputs(model).own
     reqs = list(c.requests)
     producer_counts = Counter(r.model for r in reqs)
+    if corpus in list_user_corpora():
+        own_only = False           # your own traffic: its outputs are what your model produced
     if own_only:
         reqs = [r for r in reqs if r.model == own]
     reqs = [r for r in reqs if len(r.prompt_ids) and len(r.output_ids)]

@@ -1,4 +1,4 @@
-"""Drive a real in-process vLLM 0.26 engine with trace requests at a fixed concurrency (GPU host).
+"""Drive a real in-process vLLM engine (0.26 or 0.33; the version is recorded) with trace requests at a fixed concurrency (GPU host).
 
 One engine per (model, config, K); several runs (corpus, concurrency, requests) reuse it, with the
 prefix cache and the suffix tree reset between runs so every run starts cold. Each run writes
@@ -161,7 +161,7 @@ class Engine:
     """One in-process vLLM engine with the recorder (and the forcing) installed."""
 
     def __init__(self, model: str, config: str, k: int, model_dir: Path, tp: int = 1,
-                 force: bool = True) -> None:
+                 force: bool = True, load_format: str = "dummy") -> None:
         # TP > 1 runs one engine per rank under torchrun (vLLM's "external_launcher" backend):
         # each rank schedules the same batches deterministically, so the hooks below (forcing,
         # recorder) run in-process on every rank, as with TP=1.
@@ -175,7 +175,7 @@ class Engine:
         self.model, self.config = canonical(model), config
         t = time.perf_counter()
         args = EngineArgs(
-            model=str(model_dir), load_format="dummy", skip_tokenizer_init=True,
+            model=str(model_dir), load_format=load_format, skip_tokenizer_init=True,
             dtype="bfloat16", seed=0, tensor_parallel_size=tp,
             gpu_memory_utilization=GPU_MEMORY_UTILIZATION, max_model_len=MAX_MODEL_LEN,
             max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_num_seqs=MAX_NUM_SEQS,
@@ -389,8 +389,8 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                requests: dict[str, Path], model_dir: Path | None = None, cap: int = DEFAULT_CAP,
                deadline: float | None = None, tp: int = 1, force: bool = True,
                est_tok_s: float = 0.0, tag: str = "", policies: list[str] | None = None,
-               ks: tuple[int, ...] = (4, 6, 12), dynk_dir: Path | None = None
-               ) -> list[dict[str, Any]]:
+               ks: tuple[int, ...] = (4, 6, 12), dynk_dir: Path | None = None,
+               load_format: str = "dummy") -> list[dict[str, Any]]:
     """Start one engine and make the runs; returns the run rows written so far.
 
     A spec with repeats R is made R times on this engine (caches reset before each run as
@@ -413,7 +413,7 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     if config == "dynamic":     # the scheduler builds its policy at start; runs replace it
         k = max(ks)
         os.environ[ENV] = json.dumps({"policy": "feedback", "ks": list(ks)})
-    eng = Engine(key, config, k, model_dir, tp=tp, force=force)
+    eng = Engine(key, config, k, model_dir, tp=tp, force=force, load_format=load_format)
     kk = eng.settings["k"]
     extra_tag = tag
     tag = run_tag(key, config, kk, tp, force, tag)

@@ -23,10 +23,12 @@ def _simkit(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_fit_on_the_committed_records_writes_a_cross_validated_profile(tmp_path):
     out = tmp_path / "h200.json"
-    p = _simkit("calibrate", "fit", "--records", str(DATA), "--out", str(out), "--folds", "2")
+    p = _simkit("calibrate", "fit", "--records", str(DATA), "--out", str(out), "--folds", "2",
+                "--vllm-version", "0.26")
     assert p.returncode == 0, p.stderr
     assert "cross-validated MAPE" in p.stdout
     doc = json.loads(out.read_text())
+    assert doc["vllm_version"] == "0.26" and doc["name"] == "h200-vllm026"
     runs = pd.read_parquet(DATA / "runs.parquet")
     # validation runs are held out of the fit; calibration and the unforced vanilla timing
     # checks (purpose "check") are fitted

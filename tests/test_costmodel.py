@@ -241,7 +241,7 @@ def test_gpu_recipe_sanity_check_not_fitted():
 def test_calibrations_load_with_calibrated_label(tmp_path):
     coefs = dataclasses.replace(Coefficients(), gemm_scale=1.2, sched_req_s=9e-6)
     doc = {"kind": CALIBRATION_KIND, "version": 1, "name": "h200-test", "hardware": "h200",
-           "coefficients": coefs.to_dict(), "default_for": []}
+           "coefficients": coefs.to_dict(), "default_for": [], "vllm_version": "0.33"}
     path = write_calibration(doc, tmp_path / "h200-test.json")
     cm = load_cost_model("llama-3.1-8b", "h200", calibration=str(path))
     assert cm.label == "calibrated h200-test"
@@ -282,7 +282,8 @@ def test_calibrations_written_before_the_rename_still_load():
 
     old = Path(__file__).parent / "data" / "h200-vllm026-410e447.json"
     assert json.loads(old.read_text())["kind"] in LEGACY_KINDS
-    assert load_cost_model("llama-3.1-8b", "h200", calibration=str(old)).label == \
+    assert load_cost_model("llama-3.1-8b", "h200", calibration=str(old),
+                           vllm_version="0.26").label == \
         "calibrated h200-vllm026"
     assert read_calibration("h200-vllm026")["kind"] == CALIBRATION_KIND
 
@@ -330,3 +331,24 @@ def test_host_time_grows_by_the_fitted_per_accepted_token_terms(cms):
     assert b.step_s - a.step_s == pytest.approx(200 * per_token / cm.host_speed, rel=1e-9)
     parts = cm.host_time(more)
     assert parts.total == pytest.approx(b.host_s, rel=1e-9)
+
+
+def test_calibration_of_another_vllm_version_says_so(tmp_path):
+    """A calibration fitted on one vLLM version and used for another is labelled so; a file
+    written before calibrations named their version was fitted on 0.26 runs."""
+    doc = {"kind": CALIBRATION_KIND, "version": 1, "name": "old", "hardware": "h200",
+           "coefficients": Coefficients().to_dict(), "default_for": []}
+    path = write_calibration(doc, tmp_path / "old.json")
+    assert load_cost_model("llama-3.1-8b", "h200", calibration=str(path),
+                           vllm_version="0.26").label == "calibrated old"
+    newer = load_cost_model("llama-3.1-8b", "h200", calibration=str(path), vllm_version="0.33")
+    assert newer.label == "calibrated old (fitted on vLLM 0.26 runs, used for 0.33)"
+    assert newer.vllm_version == "0.33"
+
+
+def test_default_calibration_follows_the_vllm_version():
+    assert load_cost_model("llama-3.1-8b", "h200", vllm_version="0.26").label == \
+        "calibrated h200-vllm026"
+    assert load_cost_model("llama-3.1-8b", "h200", vllm_version="0.33").label == \
+        "calibrated h200-vllm033"
+    assert load_cost_model("llama-3.1-8b", "h200").label == "calibrated h200-vllm033"

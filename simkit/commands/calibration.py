@@ -7,8 +7,11 @@ from typing import Optional
 
 import typer
 
-calibrate_app = typer.Typer(help="Real vLLM 0.26 calibration runs and their step records.",
-                            no_args_is_help=True)
+calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs, make them, fit "
+                                 "the cost model.", no_args_is_help=True)
+
+VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
+                     "(default: 0.33, the newest simkit knows)")
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -44,23 +47,134 @@ def run(
     no_force: bool = typer.Option(False, help="do not force the trace's tokens"),
     tag: str = typer.Option("", help="run-id suffix, e.g. r2 for a re-measurement "
                                    "(default: none)"),
+    runs_spec: Optional[str] = typer.Option(None, "--runs", help="runs as corpus:concurrency:"
+                                            "requests[:purpose[:history]] comma list, as "
+                                            "`simkit calibrate plan` writes them (replaces "
+                                            "--concurrency/--num-requests/--purpose; default: none)"),
+    load_format: str = typer.Option("dummy", "--load-format", help="vLLM load_format: dummy "
+                                    "(random weights; timing does not depend on them) or auto "
+                                    "(real weights in --model-dir)"),
 ) -> None:
-    """Start vLLM 0.26 in-process (dummy weights, forced trace outputs) and record every step."""
+    """Start your installed vLLM (0.26 or 0.33, detected and recorded) in-process with the
+    trace's outputs forced, and record every engine step."""
     from calibrate.runner import RunSpec, requests_for, run_engine
     from simkit.errors import InputError
 
-    concs = _ints(concurrency, "concurrency")
-    nums = _ints(num_requests, "num-requests")
-    if len(nums) == 1:
-        nums = nums * len(concs)
-    if len(nums) != len(concs):
-        raise InputError("give one --num-requests, or one per --concurrency", field="num-requests")
-    runs = [RunSpec(corpus, c, n, purpose) for c, n in zip(concs, nums)]
-    files = requests_for(model, [corpus], requests_dir, requests)
+    if runs_spec:
+        runs = [RunSpec.parse(s) for s in runs_spec.split(",") if s.strip()]
+    else:
+        concs = _ints(concurrency, "concurrency")
+        nums = _ints(num_requests, "num-requests")
+        if len(nums) == 1:
+            nums = nums * len(concs)
+        if len(nums) != len(concs):
+            raise InputError("give one --num-requests, or one per --concurrency",
+                             field="num-requests")
+        runs = [RunSpec(corpus, c, n, purpose) for c, n in zip(concs, nums)]
+    if load_format not in ("dummy", "auto"):
+        raise InputError("must be dummy or auto", field="load-format")
+    if load_format == "auto" and model_dir is None:
+        raise InputError("real weights need --model-dir (the folder with the weights)",
+                         field="load-format")
+    files = requests_for(model, sorted({r.corpus for r in runs}), requests_dir, requests)
+    _require_vllm()
     rows = run_engine(model, config, k, runs, out, files, model_dir, max_tokens_cap, None, tp,
-                      not no_force, tag=tag)
+                      not no_force, tag=tag, load_format=load_format)
     for r in rows:
         typer.echo(f"{r['run_id']}: {r['output_tok_s']:.1f} tok/s, match={r['outputs_match_trace']}")
+
+
+def _require_vllm() -> None:
+    """One clear line when vLLM is not installed here (a GPU host with vLLM 0.26..0.33)."""
+    import importlib.util
+
+    from simkit.catalog.vllm_versions import VERSIONS
+    from simkit.errors import SimkitError
+
+    if importlib.util.find_spec("vllm") is None:
+        raise SimkitError("vLLM is not installed here: `simkit calibrate run` drives your vLLM "
+                          f"({', '.join(v.release for v in VERSIONS.values())}) on a GPU host; "
+                          "install it there (pip install vllm==0.33.0) and run this command there")
+
+
+@calibrate_app.command("plan")
+def plan_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model", help="catalogue model the runs serve"),
+    corpus: str = typer.Option("chat", "--corpus", help="corpus (or your imported traffic) the "
+                               "runs replay"),
+    budget_min: float = typer.Option(15.0, "--budget-min", help="GPU minutes the runs may take, "
+                                     "engine starts included"),
+    configs: str = typer.Option("vanilla,suffix,kpad:4,kpad:12", "--configs",
+                                help="configurations to calibrate, most important first"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
+    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
+                                       "script to run on the GPU host (default: none)"),
+) -> None:
+    """The calibration runs that fit a GPU-time budget, as `simkit calibrate run` commands."""
+    import json
+
+    from calibrate.plan import make_plan
+    from simkit.catalog.models import get_model
+    from simkit.checks import output_file, output_format
+
+    output_format(fmt)
+    output_file(out, "out")
+    spec = get_model(model)
+    mean_out = _mean_output_tokens(model, corpus)
+    plan = make_plan(spec.name, corpus, budget_min=budget_min,
+                     configs=[c for c in configs.split(",") if c.strip()],
+                     vllm_version=vllm_version, mean_output_tokens=mean_out,
+                     params_b=spec.active_params() / 1e9)
+    lines = plan.commands()
+    if out:
+        script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
+                  "`simkit calibrate fit --records calib-out`", "set -euo pipefail",
+                  f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
+        out.write_text("\n".join(script) + "\n")
+        typer.echo(f"wrote {out}", err=True)
+    if fmt == "json":
+        typer.echo(json.dumps(plan.to_dict(), indent=1))
+        return
+    typer.echo(f"calibration plan: {spec.name} on {corpus}, vLLM {plan.vllm_version}, "
+               f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
+               f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens)")
+    for e, line in zip(plan.engines, lines):
+        typer.echo(f"  {e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
+                   f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)")
+        typer.echo(f"    {line}")
+    for why in plan.left_out:
+        typer.echo(f"  left out: {why}")
+
+
+def _mean_output_tokens(model: str, corpus: str) -> float:
+    """Mean output tokens of the corpus's requests (400 when the traces are not here)."""
+    try:
+        from traces.corpora import load_corpus
+
+        reqs = load_corpus(corpus, model).requests
+    except Exception:  # noqa: BLE001 - a plan needs an estimate, not the traces
+        return 400.0
+    return float(sum(min(len(r.output_ids), 1024) for r in reqs) / max(1, len(reqs)))
+
+
+@calibrate_app.command("requests")
+def requests_cmd(
+    model: str = typer.Option(..., "--model", help="catalogue model the runs serve"),
+    corpus: str = typer.Option(..., "--corpus", help="corpus, or your imported traffic "
+                               "(simkit traces import)"),
+    out: Path = typer.Option(Path(".gpu/requests"), "--out", help="folder for the token-id "
+                             "request file (keep it out of version control)"),
+    n: int = typer.Option(200, "-n", help="requests in the file (runs take the first N)"),
+) -> None:
+    """Write the token-id request file a calibration run forces (<out>/<model>__<corpus>.jsonl)."""
+    from calibrate.make_requests import make
+    from simkit.checks import positive_int
+
+    positive_int(n, "n")
+    meta = make(model, corpus, out, n)
+    typer.echo(f"wrote {out}/{model}__{corpus}.jsonl: {meta['count']} requests "
+               f"(mean output {meta['output_len_mean']:.0f} tokens)", err=True)
 
 
 @calibrate_app.command("merge")
@@ -87,13 +201,15 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
 @calibrate_app.command("fit")
 def fit_cmd(
     records: Path = typer.Option(Path("calibrate/data"), help="folder with steps*.parquet / runs*.parquet"),
-    name: str = typer.Option("h200-vllm026", help="calibration name"),
+    name: Optional[str] = typer.Option(None, help="calibration name (default: <hardware>-vllm<version>, "
+                                     "e.g. h200-vllm033)"),
     out: Optional[Path] = typer.Option(None, help="write the calibration JSON here (default: print "
                                                 "the summary only)"),
     hardware: str = typer.Option("h200", help="catalogue hardware the records were measured on"),
     folds: int = typer.Option(5, help="cross-validation folds (grouped by run)"),
     default_for: list[str] = typer.Option([], help="hardware this calibration becomes the default for "
                                           "(the shipped h200-vllm026 has h200)"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
 ) -> None:
     """Fit the step-time cost model to measured records (calibration runs only; validation runs are
     held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
@@ -103,14 +219,18 @@ def fit_cmd(
     from simkit.costmodel.fit import fit_calibration
     from simkit.errors import InputError
 
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    version = get_vllm_version(vllm_version)
+    name = name or version.calibration_name(hardware)
     if folds < 2:
         raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
     if not records.is_dir():
         raise InputError("no such folder", path=str(records), field="records")
     output_file(out, "out", (".json",))
-    doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds)
-    typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "models", "n_steps", "left_out",
-                                               "skipped")}, indent=1))
+    doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds, version.key)
+    typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
+                                               "n_steps", "left_out", "skipped")}, indent=1))
     typer.echo(f"not fitted (analytic defaults kept): {', '.join(doc['not_fitted'])}")
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
@@ -134,6 +254,10 @@ def validate(
                                           "under this request history instead of its own "
                                           "(cold, hot, repeat:P[,diverge:M]; default: each "
                                           "run's recorded history)"),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="validate the runs "
+                                               "measured with this vLLM version (0.26 or 0.33; "
+                                               "default: 0.33, the newest), each predicted with "
+                                               "that version's rules and calibration"),
 ) -> None:
     """Predicted vs measured tok/s for every measured vLLM run, under that run's conditions."""
     import json
@@ -160,10 +284,18 @@ def validate(
         if history == "warm":
             raise InputError("warm needs a whole corpus served before; a measured run's "
                              "requests can be predicted cold, hot or repeat:P", field="history")
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.costmodel.records import select_version
+
+    version = get_vllm_version(vllm_version)
     steps, runs = load_records(records)
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
                          path=str(records or "calibrate/data"))
+    runs = select_version(runs, version.key)
+    if runs.empty:
+        raise InputError(f"no runs measured with {version.label} in the records",
+                         path=str(records or "calibrate/data"), field="vllm-version")
     from simkit.costmodel.records import RUN_PREDICT_KEYS
 
     missing = [c for c in RUN_PREDICT_KEYS if c not in runs.columns]

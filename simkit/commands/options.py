@@ -1,5 +1,5 @@
-"""CLI options more than one command group shares: the calibration (fitted cost coefficients)
-and its deprecated old flag, --cost-profile, kept as an alias for one release."""
+"""CLI options more than one command group shares: the vLLM version, the calibration (fitted
+cost coefficients) and its deprecated old flag, --cost-profile, kept as an alias for one release."""
 
 from __future__ import annotations
 
@@ -10,9 +10,23 @@ import typer
 from simkit.errors import InputError
 
 CALIBRATION_HELP = ("calibration (fitted step-time coefficients): an embedded name "
-                    "(h200-vllm026), a calibration JSON path, or analytic (default: the "
-                    "hardware's calibration, else analytic)")
+                    "(h200-vllm033, h200-vllm026), a calibration JSON path, or analytic (default: the "
+                    "calibration of the hardware and --vllm-version, else analytic)")
 DEPRECATED_FLAG = "--cost-profile"
+VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
+                     "(default: 0.33, the newest simkit knows)")
+
+
+def vllm_version_option() -> typer.models.OptionInfo:
+    """--vllm-version."""
+    return typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP)
+
+
+def pick_vllm_version(text: Optional[str]) -> str:
+    """The version key a command was given (checked before any work; None: the newest)."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    return get_vllm_version(text).key
 
 
 def calibration_option() -> typer.models.OptionInfo:
@@ -39,4 +53,5 @@ def pick_calibration(calibration: Optional[str], cost_profile: Optional[str]) ->
     return cost_profile
 
 
-__all__ = ["CALIBRATION_HELP", "calibration_option", "cost_profile_option", "pick_calibration"]
+__all__ = ["CALIBRATION_HELP", "VLLM_VERSION_HELP", "calibration_option", "cost_profile_option",
+           "pick_calibration", "pick_vllm_version", "vllm_version_option"]

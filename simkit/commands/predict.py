@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import calibration_option, cost_profile_option, pick_calibration
+from simkit.commands.options import (calibration_option, cost_profile_option, pick_calibration,
+                                     pick_vllm_version, vllm_version_option)
 from simkit.engine.config import DEFAULT_CONFIGS
 
 # help texts shared by predict and sweep (every option states its default and its choices)
@@ -86,6 +87,7 @@ def register(app: typer.Typer) -> None:
                                            help=CUDAGRAPH_HELP),
         calibration: Optional[str] = calibration_option(),
         cost_profile: Optional[str] = cost_profile_option(),
+        vllm_version: Optional[str] = vllm_version_option(),
         source: str = typer.Option("auto", "--source", help=SOURCE_HELP),
         workers: Optional[int] = typer.Option(None, "--workers", help=WORKERS_HELP),
         request_rate: Optional[float] = typer.Option(
@@ -111,6 +113,7 @@ def register(app: typer.Typer) -> None:
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
         calibration = pick_calibration(calibration, cost_profile)
+        vllm_version = pick_vllm_version(vllm_version)
         with _progress(f"{model}/{corpus}") as prog:
             pred = run_predict(model, corpus, hardware=hardware, tp=tp, concurrency=concurrency,
                                max_tokens=max_tokens, configs=configs, seeds=seeds,
@@ -119,7 +122,8 @@ def register(app: typer.Typer) -> None:
                                cudagraph_mode=cudagraph_mode, calibration=calibration,
                                source=source, workers=workers, request_rate=request_rate,
                                progress=prog, history=history,
-                               prefix_caching=prefix_caching, capped_outputs=capped_outputs)
+                               prefix_caching=prefix_caching, capped_outputs=capped_outputs,
+                               vllm_version=vllm_version)
         if fmt == "json":
             from simkit.report.render import document
 
@@ -164,6 +168,8 @@ def register(app: typer.Typer) -> None:
         prefix_caching: bool = typer.Option(True, "--prefix-caching/--no-prefix-caching",
                                             help=PREFIX_HELP),
         capped_outputs: str = typer.Option("keep", "--capped-outputs", help=CAPPED_HELP),
+        calibration: Optional[str] = calibration_option(),
+        vllm_version: Optional[str] = vllm_version_option(),
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
@@ -173,6 +179,7 @@ def register(app: typer.Typer) -> None:
         from traces.corpora import list_corpora
 
         parse_configs(configs)                       # fail fast on a bad config string
+        vllm_version = pick_vllm_version(vllm_version)
         positive_int(num_requests, "num-requests")
         positive_int(seeds, "seeds")
         positive_int(workers, "workers")
@@ -205,7 +212,8 @@ def register(app: typer.Typer) -> None:
                             configs=configs, hardware=hardware, concurrency=concurrency,
                             seeds=seeds, num_requests=num_requests, max_tokens=max_tokens,
                             source=source, history=history,
-                            prefix_caching=prefix_caching, capped_outputs=capped_outputs)
+                            prefix_caching=prefix_caching, capped_outputs=capped_outputs,
+                            calibration=calibration, vllm_version=vllm_version)
         typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
                    f"sweep.csv, speedup_per_k.png")
         for cell, err in sorted(res["failed"].items()):

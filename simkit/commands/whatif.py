@@ -11,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import calibration_option, cost_profile_option, pick_calibration
+from simkit.commands.options import (calibration_option, cost_profile_option, pick_calibration,
+                                     pick_vllm_version, vllm_version_option)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
@@ -39,6 +40,7 @@ HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot
                        "profile's own)")
 CALIBRATION = calibration_option()
 COST_PROFILE = cost_profile_option()       # deprecated alias of --calibration
+VLLM_VERSION = vllm_version_option()
 
 
 PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
@@ -124,6 +126,7 @@ def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
     check_numbers(kwargs)
     kwargs["calibration"] = pick_calibration(kwargs.get("calibration"),
                                              kwargs.pop("cost_profile", None))
+    kwargs["vllm_version"] = pick_vllm_version(kwargs.get("vllm_version"))
     return kwargs, fmt, plot
 
 
@@ -176,6 +179,7 @@ def capacity_cmd(
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -204,6 +208,7 @@ def hardware_cmd(
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -229,6 +234,7 @@ def host_cmd(
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -255,6 +261,7 @@ def concurrency_cmd(
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -287,6 +294,7 @@ def quantization_cmd(
     history: Optional[str] = HISTORY,
     capped_outputs: str = CAPPED,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -311,6 +319,7 @@ def prefix_cmd(
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -340,6 +349,7 @@ def reference_cmd(
         None, "--history", help="request history, or a comma list for one column set each "
         "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:
@@ -347,6 +357,7 @@ def reference_cmd(
     check_format(fmt, plot)
     check_numbers(locals())
     calibration = pick_calibration(calibration, cost_profile)
+    vllm_version = pick_vllm_version(vllm_version)
     from simkit.history import split_histories
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
@@ -359,20 +370,22 @@ def reference_cmd(
 
         emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
                                  seeds=seeds, num_requests=num_requests, workers=workers,
-                                 calibration=calibration), fmt, plot, _history_ref_plot)
+                                 calibration=calibration, vllm_version=vllm_version),
+             fmt, plot, _history_ref_plot)
         return
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
                     num_requests=num_requests, workers=workers, calibration=calibration,
-                    history=hist[0] if hist else None)
+                    history=hist[0] if hist else None, vllm_version=vllm_version)
     extra = []
     if best_k:
         extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,
                                              seeds=seeds, num_requests=num_requests,
-                                             workers=workers))
+                                             workers=workers, vllm_version=vllm_version))
     if assumptions:
         pub = [r["model"] for r in res.rows if r["published"]]
         extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
-                                               num_requests=num_requests, workers=workers))
+                                               num_requests=num_requests, workers=workers,
+                                               vllm_version=vllm_version))
     if fmt == "json":
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]
@@ -426,6 +439,7 @@ def history_cmd(
     seeds: int = SEEDS,
     num_requests: int = NUM_REQUESTS,
     calibration: Optional[str] = CALIBRATION,
+    vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from simkit.catalog.hardware import HardwareSpec, get_hardware
 from simkit.catalog.models import ModelSpec, get_model
+from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.memory import DEFAULT_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, choose_tp, kv_capacity_tokens
 from simkit.costmodel.model import CostModel
@@ -76,11 +77,19 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def default_calibration(hardware: str) -> str | None:
-    """The embedded calibration marked default for this hardware, or None (then: analytic)."""
+def calibration_version(doc: dict[str, Any]) -> str:
+    """The vLLM version a calibration's runs were made with ('0.26' for files written before
+    calibrations named it: every one of them was fitted on vLLM 0.26 runs)."""
+    return get_vllm_version(str(doc.get("vllm_version") or "0.26")).key
+
+
+def default_calibration(hardware: str, vllm_version: str | None = None) -> str | None:
+    """The embedded calibration marked default for this hardware and fitted on that vLLM version
+    (None: the newest simkit knows), or None (then: analytic)."""
+    version = get_vllm_version(vllm_version).key
     for name in list_calibrations():
         doc = read_calibration(name)
-        if hardware in doc.get("default_for", []):
+        if hardware in doc.get("default_for", []) and calibration_version(doc) == version:
             return name
     return None
 
@@ -88,13 +97,16 @@ def default_calibration(hardware: str) -> str | None:
 def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200", tp: int | None = None,
                     calibration: str | None = None, *, gmu: float = 0.85, max_model_len: int = 16384,
                     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS,
-                    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, async_overlap: bool = True) -> CostModel:
+                    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, async_overlap: bool = True,
+                    vllm_version: str | None = None) -> CostModel:
     """The cost model for model x hardware. tp=None chooses the smallest TP with a useful KV cache
     (CostModel.tp_chosen says so; callers print it). calibration=None takes the hardware's
     default calibration if one is embedded, else the analytic coefficients (label "analytic");
     calibration="analytic" forces them; any other value is an embedded name or a JSON path.
     async_overlap=False makes async steps pay host and device in series (for comparing with
-    records whose measurement synchronised every step)."""
+    records whose measurement synchronised every step). vllm_version (None: the newest) picks
+    the default calibration of that version and is carried by the model (CostModel.vllm_version)
+    to the engine's version rules; an explicit calibration of another version is labelled so."""
     spec = get_model(model) if isinstance(model, str) else model
     hw = get_hardware(hardware) if isinstance(hardware, str) else hardware
     mem = {"max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs}
@@ -110,10 +122,14 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
         raise InputError(f"{spec.name} does not fit on {hw.name} at TP {tp}: the KV cache left "
                          f"after weights holds {capacity:,} tokens, less than one "
                          f"{max_model_len:,}-token sequence (gmu {gmu}){hint}", field="tp")
+    version = get_vllm_version(vllm_version).key
     if calibration is None:
-        calibration = default_calibration(hw.name) or "analytic"
+        calibration = default_calibration(hw.name, version) or "analytic"
     if calibration == "analytic":
-        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen, async_overlap=async_overlap)
+        cm = CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen,
+                       async_overlap=async_overlap)
+        cm.vllm_version = version
+        return cm
     doc = read_calibration(calibration)
     coefs: Coefficients = doc["_coefs"]
     label = f"calibrated {doc['name']}"
@@ -121,8 +137,13 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
         # device scales carry over as they are; host coefficients are stored in reference-host
         # seconds and CostModel divides them by this hardware's host_speed
         label += f" (fitted on {doc['hardware']}, transferred to {hw.name})"
-    return CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap)
+    fitted_on = calibration_version(doc)
+    if fitted_on != version:
+        label += f" (fitted on vLLM {fitted_on} runs, used for {version})"
+    cm = CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap)
+    cm.vllm_version = version
+    return cm
 
 
-__all__ = ["CALIBRATION_KIND", "LEGACY_KINDS", "default_calibration", "list_calibrations",
+__all__ = ["CALIBRATION_KIND", "LEGACY_KINDS", "calibration_version", "default_calibration", "list_calibrations",
            "load_cost_model", "read_calibration", "write_calibration"]

@@ -14,10 +14,11 @@ from typing import Any
 from simkit.errors import InputError, SimkitError
 
 
-def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int]]:
+def load_record_dir(root: str | Path, hardware: str,
+                    vllm_version: str | None = None) -> tuple[Any, dict[str, int]]:
     """Every steps*.parquet under root joined with the runs*.parquet beside them, kept only for
-    runs on `hardware` (the runs' 'gpu' column, e.g. 'NVIDIA H200'); returns the frame and the
-    number of steps left out per reason."""
+    runs on `hardware` (the runs' 'gpu' column, e.g. 'NVIDIA H200') made with `vllm_version`
+    (None: any); returns the frame and the number of steps left out per reason."""
     import pandas as pd
 
     from simkit.costmodel.records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
@@ -32,6 +33,15 @@ def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int
                   ignore_index=True).drop_duplicates("run_id", keep="last")
     X = join_runs(S, R)
     left_out: dict[str, int] = {}
+    if vllm_version is not None and "vllm_version" in X:
+        from simkit.catalog.vllm_versions import get_vllm_version
+        from simkit.costmodel.records import version_of
+
+        key = get_vllm_version(vllm_version).key
+        same = X["vllm_version"].map(version_of) == key
+        if (~same).any():
+            left_out[f"runs of another vLLM version than {key}"] = int((~same).sum())
+        X = X[same]
     if "gpu" in X:
         on_hw = X["gpu"].astype(str).str.contains(hardware, case=False)
         if (~on_hw).any():
@@ -50,12 +60,16 @@ def load_record_dir(root: str | Path, hardware: str) -> tuple[Any, dict[str, int
 
 
 def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
-                default_for: tuple[str, ...] = (), n_splits: int = 5) -> dict[str, Any]:
-    """Cross-validate, fit on all calibration steps, and (if out) write the calibration JSON."""
+                default_for: tuple[str, ...] = (), n_splits: int = 5,
+                vllm_version: str | None = None) -> dict[str, Any]:
+    """Cross-validate, fit on all calibration steps of one vLLM version (None: the newest), and
+    (if out) write the calibration JSON, which names that version."""
+    from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.estimator import StepTimeEstimator
     from simkit.costmodel.calibrations import write_calibration
 
-    X, left_out = load_record_dir(records, hardware)
+    version = get_vllm_version(vllm_version).key
+    X, left_out = load_record_dir(records, hardware, version)
     est = StepTimeEstimator(hardware=hardware)
     est.cross_validate_report(X, n_splits=n_splits)
     est.fit(X)
@@ -63,6 +77,7 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     doc["default_for"] = sorted(default_for)
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_
+    doc["vllm_version"] = version
     if out:
         write_calibration(doc, out)
     return doc

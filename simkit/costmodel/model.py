@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from simkit.catalog.hardware import HardwareSpec
 from simkit.catalog.models import ModelSpec
+from simkit.catalog.vllm_versions import DEFAULT_VERSION
 from simkit.costmodel.batch import BatchDescriptor, GraphMode, StepCost
 from simkit.costmodel.coefficients import (ATTN_EFFICIENCY, DRAFTER_COEFS, GEMM_EFFICIENCY, HBM_EFFICIENCY,
                                            LINK_EFFICIENCY, Coefficients)
@@ -89,6 +90,7 @@ class CostModel:
         # False: async steps pay host and device in series, as in records whose measurement
         # synchronised the stream every step (stock vLLM overlaps them: True)
         self.async_overlap = async_overlap
+        self.vllm_version = DEFAULT_VERSION   # whose engine rules go with it (load_cost_model sets it)
         self._derive()
 
     # ---- constants -------------------------------------------------------------------------

@@ -43,6 +43,24 @@ def forcing_regime(force_copy: Any) -> str:
 GPU_NAMES = ("b200", "h200", "h100")     # catalogue hardware a recorded GPU string can name
 
 
+def version_of(recorded: Any) -> str:
+    """simkit's key of a run's recorded vLLM version ('0.26.0' -> '0.26'); '' for an unknown one."""
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    text = str(recorded or "").strip().lower().removeprefix("v")
+    return next((v.key for v in VERSIONS.values() if text in (v.key, v.release)), "")
+
+
+def select_version(runs: Any, vllm_version: str | None) -> Any:
+    """The runs recorded with that vLLM version (None: every run)."""
+    if vllm_version is None or "vllm_version" not in runs.columns:
+        return runs
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    key = get_vllm_version(vllm_version).key
+    return runs[runs["vllm_version"].map(version_of) == key]
+
+
 def hardware_of(gpu: str) -> str | None:
     """Catalogue hardware name from a recorded GPU string (e.g. 'NVIDIA H200' -> 'h200')."""
     low = str(gpu).lower()
@@ -119,7 +137,8 @@ def batch_from_row(row: dict) -> BatchDescriptor:
 def join_runs(steps: Any, runs: Any) -> Any:
     """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
     by run_id; a step whose run is missing is an error naming the run."""
-    cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k", "force_copy", "purpose")
+    cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k", "force_copy", "purpose",
+                        "vllm_version")
             if c in runs.columns]
     missing = set(steps["run_id"]) - set(runs["run_id"])
     if missing:

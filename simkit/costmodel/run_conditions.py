@@ -9,7 +9,7 @@ from typing import Any
 
 from simkit.costmodel import load_cost_model
 from simkit.costmodel.batch import BatchDescriptor, StepCost
-from simkit.costmodel.records import forcing_synchronised, hardware_of
+from simkit.costmodel.records import forcing_synchronised, hardware_of, version_of
 
 
 class RunConditionsCost:
@@ -53,5 +53,6 @@ def run_cost(run: dict[str, Any], *, sync: bool | None = None, serial_frontend: 
     hw = hardware_of(str(run.get("gpu", ""))) or "h200"
     base = load_cost_model(str(run["model"]), hw, tp=int(run["tp"]), calibration=calibration,
                            max_model_len=int(run["max_model_len"]),
-                           max_num_batched_tokens=int(run["max_num_batched_tokens"]))
+                           max_num_batched_tokens=int(run["max_num_batched_tokens"]),
+                           vllm_version=version_of(run.get("vllm_version")) or "0.26")
     return RunConditionsCost(base, sync=sync, serial_frontend=serial_frontend)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from simkit.catalog.vllm_versions import DEFAULT_VERSION, get_vllm_version
 from simkit.drafters.base import NGRAM_DRAFTER, NO_DRAFTER, SUFFIX_DRAFTER, drafter_names, get_drafter
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.policies import KPolicyName
@@ -25,7 +26,8 @@ DYNAMIC_DRAFTER = SUFFIX_DRAFTER     # the drafter the dynamic-K policies choose
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Scheduler and memory limits of one simulated server (OpenAI-server defaults of vLLM 0.26)."""
+    """Scheduler and memory limits of one simulated server (OpenAI-server defaults, the same in
+    vLLM 0.26 and 0.33) and the vLLM version whose engine rules apply."""
 
     max_num_seqs: int = 1024
     max_num_batched_tokens: int = 8192
@@ -35,8 +37,10 @@ class EngineConfig:
     kv_capacity_tokens: int = 1 << 40          # replaced by the cost model's capacity in predict
     cudagraph_mode: CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE
     prefix_caching: bool = True                # vLLM V1 default (--no-enable-prefix-caching)
+    vllm_version: str = DEFAULT_VERSION        # whose rules apply (simkit.catalog.vllm_versions)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "vllm_version", get_vllm_version(self.vllm_version).key)
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "max_tokens",
                      "block_size", "kv_capacity_tokens"):
             if getattr(self, name) < 1:

@@ -56,6 +56,7 @@ class Prediction:
     capped_note: str = ""               # its one-sentence description (assumptions block)
     prefix_caching: bool = False        # on: rows carry prefix_hit_rate (None = not modelled)
     prefix_note: str = ""               # why caching was not modelled, when it was not
+    vllm_version: str = ""              # the vLLM version whose rules and calibration apply
 
     @property
     def steady_window(self) -> bool:
@@ -94,7 +95,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
             progress: ProgressFactory | None = None,
             history: str | None = None, prefix_caching: bool = True,
             capped_outputs: str = "keep", workload: Workload | None = None,
-            cost: Any = None) -> Prediction:
+            cost: Any = None, vllm_version: str | None = None) -> Prediction:
     """Simulate every configuration over `seeds` seeds and pick the best K.
 
     `capped_outputs` (keep | extend) is how requests whose trace output stopped at a generation
@@ -108,6 +109,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     the rows say the hit rate is n/a. Off reproduces the output from before it was modelled.
     `workload` and `cost`, when given together, are used as they are instead of loading the
     (model, corpus) profile and the cost model (model and corpus then only name the cell).
+    `vllm_version` (None: the newest simkit knows) picks the engine rules and the default
+    calibration (simkit.catalog.vllm_versions).
     """
     from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
@@ -126,7 +129,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     if workload is None:
         workload, cost = load_cell(model, corpus, hardware, tp, calibration, source,
                                    max_model_len, max_num_batched_tokens, history,
-                                   capped_outputs, max_tokens)
+                                   capped_outputs, max_tokens, vllm_version)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         cudagraph_mode=cudagraph_mode, prefix_caching=prefix_caching)
@@ -147,7 +150,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       origin=workload.origin, concurrency=concurrency, num_requests=n_req,
                       seeds=seeds, rows=rows, unavailable=ladder.unavailable, skipped=skipped,
                       best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
-                      engine=cfg, calibration=calibration or default_calibration(hardware) or "analytic",
+                      engine=cfg, calibration=calibration
+                      or default_calibration(hardware, cfg.vllm_version) or "analytic",
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       history=str(workload.provenance.get("history")
@@ -155,7 +159,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                       suggested_num_requests=suggested,
                       prefix_caching=prefix_caching, prefix_note=_prefix_note(flat),
                       capped_outputs=capped_outputs,
-                      capped_note=capped_describe(capped_outputs, workload, max_tokens))
+                      capped_note=capped_describe(capped_outputs, workload, max_tokens),
+                      vllm_version=cfg.vllm_version)
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:

@@ -16,7 +16,8 @@ GRAPHS = ("per-k", "kmax")
 
 
 def dispatchers_for(ks: tuple[int, ...], mode: CudagraphMode, max_num_seqs: int,
-                    max_num_batched_tokens: int, graphs: str = "per-k") -> dict[int, Dispatcher]:
+                    max_num_batched_tokens: int, graphs: str = "per-k",
+                    uniform_decode_sizes: bool = False) -> dict[int, Dispatcher]:
     """One dispatcher per K. graphs="per-k": a FULL capture list per K (simkit's idealised
     dynamic-K); "kmax": only max(ks) is captured, as vLLM 0.26 does (q = 1 + Kmax), so a step at a
     smaller K is not a uniform decode batch for the dispatcher."""
@@ -26,7 +27,8 @@ def dispatchers_for(ks: tuple[int, ...], mode: CudagraphMode, max_num_seqs: int,
     out = {}
     for k in ks:
         cap_k = top if graphs == "kmax" else k
-        out[k] = Dispatcher.build(mode, max_num_seqs, cap_k, max_num_batched_tokens)
+        out[k] = Dispatcher.build(mode, max_num_seqs, cap_k, max_num_batched_tokens,
+                                  uniform_decode_sizes)
     return out
 
 
@@ -48,8 +50,11 @@ def price_fn_for(run: dict[str, Any], ks: list[int], graphs: str = "kmax") -> Pr
 
     cost = run_cost(run)
     mode = CudagraphMode.parse(str(run.get("cudagraph_mode", "FULL_AND_PIECEWISE")))
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    version = get_vllm_version(str(run.get("vllm_version") or "0.26.0"))
     disp = dispatchers_for(tuple(sorted(ks)), mode, int(run["max_num_seqs"]),
-                           int(run["max_num_batched_tokens"]), graphs)
+                           int(run["max_num_batched_tokens"]), graphs, version.uniform_decode_sizes)
 
     def price(k: int, n: int, context: int, real_drafts: int) -> float:
         return uniform_decode_price(cost, disp[k], k, n, context, real_drafts, DYNAMIC_DRAFTER)

@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from simkit.catalog.vllm_versions import DEFAULT_VERSION
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult, simulate
@@ -178,9 +179,15 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
     """Every spec the workload has a table for, over `seeds` seeds: per-config Rows (means over
     seeds), the specs it cannot run (named with the reason) and the runs. `progress(total)`
     returns the per-job callback."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.drafters.base import NGRAM_DRAFTER
+
+    version = get_vllm_version(cell.engine.vllm_version)
     runnable, unavailable = [], {}
     for spec in specs:
-        if cell.workload.has_drafter(spec.drafter):
+        if spec.drafter == NGRAM_DRAFTER and not version.ngram_modelled:
+            unavailable[spec.name] = version.ngram_note
+        elif cell.workload.has_drafter(spec.drafter):
             runnable.append(spec)
         else:
             try:
@@ -199,13 +206,14 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
                   cudagraph_mode: str | CudagraphMode = CudagraphMode.FULL_AND_PIECEWISE,
                   prefix_caching: bool = True) -> EngineConfig:
     """Server limits (vLLM defaults) with the KV capacity of the cost model
-    (gpu_memory_utilization inside it)."""
+    (gpu_memory_utilization inside it) and its vLLM version (the calibration's)."""
     mode = cudagraph_mode if isinstance(cudagraph_mode, CudagraphMode) else \
         CudagraphMode.parse(cudagraph_mode)
     return EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                         max_model_len=max_model_len, max_tokens=max_tokens,
                         kv_capacity_tokens=int(cost.kv_capacity_tokens), cudagraph_mode=mode,
-                        prefix_caching=prefix_caching)
+                        prefix_caching=prefix_caching,
+                        vllm_version=getattr(cost, "vllm_version", None) or DEFAULT_VERSION)
 
 
 # -- loading (once per process) ----------------------------------------------------------------
@@ -231,13 +239,17 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
 def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibration: str | None,
               source: str = "auto", max_model_len: int = 16384,
               max_num_batched_tokens: int = 8192, history: str | None = None,
-              capped_outputs: str = "keep", max_tokens: int = 8192) -> tuple[Workload, Any]:
+              capped_outputs: str = "keep", max_tokens: int = 8192,
+              vllm_version: str | None = None) -> tuple[Workload, Any]:
     """(workload, cost model) of a (model, corpus, hardware) cell, loaded once per process:
     load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
     from simkit.engine.capped import check_mode
 
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    version = get_vllm_version(vllm_version).key
     key = (model, corpus, hardware, tp, calibration, source, max_model_len,
-           max_num_batched_tokens)
+           max_num_batched_tokens, version)
     if history is not None:
         from simkit.history import parse_history
 
@@ -250,7 +262,8 @@ def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibratio
         workload = load_workload(model, corpus, source, history, capped_outputs, max_tokens)
         cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                                max_model_len=max_model_len,
-                               max_num_batched_tokens=max_num_batched_tokens)
+                               max_num_batched_tokens=max_num_batched_tokens,
+                               vllm_version=version)
         _LOADED[key] = (workload, cost)
     return _LOADED[key]
 

@@ -12,6 +12,7 @@ from collections import deque
 from enum import IntEnum
 from typing import Callable, NamedTuple
 
+from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.policies import (BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy,
@@ -133,7 +134,8 @@ class Scheduler:
         self.speculative = spec.speculative
         self.async_scheduling = spec.async_scheduling
         self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
-                                           cfg.max_num_batched_tokens, spec.graphs)
+                                           cfg.max_num_batched_tokens, spec.graphs,
+                                           get_vllm_version(cfg.vllm_version).uniform_decode_sizes)
         self.cols: dict[int, tuple[list[int], list[int]]] = {}
         if spec.speculative:
             for k in spec.k_values:

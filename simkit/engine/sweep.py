@@ -16,7 +16,7 @@ from simkit.engine.summary import FIELDS
 from simkit.engine.verdict import is_kpad
 
 # the cell's identity, then the row figures the sweep keeps (simkit.engine.summary.FIELDS)
-CELL_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history")
+CELL_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "vllm_version")
 ROW_COLUMNS = tuple(f.key for f in FIELDS if f.sweep)
 SWEEP_COLUMNS = CELL_COLUMNS + ROW_COLUMNS
 
@@ -34,7 +34,7 @@ def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     finally:
         clear_loaded()
     ident = dict(zip(CELL_COLUMNS, (model, corpus, pred.hardware, pred.tp, pred.cost_label,
-                                    pred.origin, pred.history)))
+                                    pred.origin, pred.history, pred.vllm_version)))
     rows = []
     for r in pred.rows:
         flags = {"is_best": r.config == pred.best_config,

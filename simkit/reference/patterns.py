@@ -21,7 +21,7 @@ SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "f
 def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = ("mix", "chat",
                    "code"), *, hardware: str = "b200", seeds: int = 1,
                    num_requests: int | None = None, workers: int | None = None,
-                   source: str = "auto") -> WhatIfResult:
+                   source: str = "auto", vllm_version: str | None = None) -> WhatIfResult:
     """Best K-pad K per (model, corpus), K in {4, 6, 8, 12}."""
     models = models or ["llama-3.1-8b"]
     rows = []
@@ -29,7 +29,8 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
         for c in corpora:
             p = predict_model(m, hardware=hardware, corpus=c, seeds=seeds,
                               configs=LADDER,
-                              num_requests=num_requests, workers=workers, source=source)
+                              num_requests=num_requests, workers=workers, source=source,
+                              vllm_version=vllm_version)
             van = p["van_pred"] or float("nan")
             row = {"model": m, "corpus": c, "best_k": p["best_k"],
                    "dynamic_vs_best_k": p["dynamic_vs_best_k"],
@@ -55,17 +56,22 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
                      (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
                      calibrations: tuple[str, ...] | None = None,
                      hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
-                     workers: int | None = None, source: str = "auto") -> WhatIfResult:
+                     workers: int | None = None, source: str = "auto",
+                     vllm_version: str | None = None) -> WhatIfResult:
     """Errors against the published rows as the host speed, the TP degree and the cost-model
-    coefficients change. `calibrations` defaults to every embedded calibration (each
-    transferred to `hardware`: device scales as fitted, host values rescaled by host_speed).
+    coefficients change. `calibrations` defaults to every embedded calibration of the vLLM
+    version (each transferred to `hardware`: device scales as fitted, host values rescaled by
+    host_speed).
     The printed rows and JSON keep the names from before the rename (assumption "cost_profile",
     params key "cost_profiles") so that the output does not change."""
     from simkit.costmodel import choose_tp
-    from simkit.costmodel.calibrations import list_calibrations
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.costmodel.calibrations import calibration_version, list_calibrations, read_calibration
 
+    version = get_vllm_version(vllm_version).key
     if calibrations is None:
-        calibrations = tuple(list_calibrations())
+        calibrations = tuple(n for n in list_calibrations()
+                             if calibration_version(read_calibration(n)) == version)
 
     models = models or [r.model for r in PUBLISHED]
     rows: list[dict[str, Any]] = []
@@ -75,7 +81,8 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
         def point(assumption: str, value: Any, **changed: Any) -> dict[str, Any]:
             r = with_published(predict_model(m, hardware=hardware, seeds=seeds, configs=LADDER,
                                              num_requests=num_requests, workers=workers,
-                                             source=source, **changed))
+                                             source=source, vllm_version=vllm_version,
+                                             **changed))
             return _sweep_row(r, assumption, value)
 
         rows += [point("host_factor", f, host_factor=f) for f in host_factors]

@@ -73,14 +73,15 @@ def ladder_summary(rows: list[Row]) -> dict[str, Any]:
 def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
                   tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
-                  calibration: str | None = None, source: str = "auto", history: str | None = None,
+                  calibration: str | None = None, vllm_version: str | None = None, source: str = "auto", history: str | None = None,
                   workload: Workload | None = None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
 
     workload = workload or load_workload(model, corpus, source, history)
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     if host_factor != 1.0:
         cost = with_host_factor(cost, host_factor)
     n = num_requests or default_num_requests(workload, CONDITIONS["concurrency"])
@@ -115,7 +116,7 @@ def geomean(values: list[float]) -> float:
 
 def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
               host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
-              workers: int | None = None, calibration: str | None = None,
+              workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
               source: str = "auto", history: str | None = None) -> WhatIfResult:
     """The side-by-side table: every study model, published rows with errors."""
     models = models or study_models()
@@ -123,7 +124,7 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
                                          host_factor=host_factor, seeds=seeds,
                                          num_requests=num_requests, workers=workers,
                                          calibration=calibration, source=source,
-                                         history=history))
+                                         history=history, vllm_version=vllm_version))
             for m in models]
     pub_rows = [r for r in rows if r["published"]]
     summary = {
@@ -194,7 +195,7 @@ HISTORY_COLUMNS_PER = ("ratio", "lever", "best_k")
 def reproduce_histories(histories: list[str], models: list[str] | None = None, *,
                         hardware: str = "b200", corpus: str = "mix", host_factor: float = 1.0,
                         seeds: int = 1, num_requests: int | None = None,
-                        workers: int | None = None, calibration: str | None = None,
+                        workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
                         source: str = "auto") -> WhatIfResult:
     """One column set per request history: predicted final/van(OFF) ratio, final lever and best
     K beside the published ratio, and which histories bring each published row within 25 %.
@@ -204,7 +205,8 @@ def reproduce_histories(histories: list[str], models: list[str] | None = None, *
     labels = [parse_history(h).label for h in histories]
     per = {h: reproduce(models, hardware=hardware, corpus=corpus, host_factor=host_factor,
                         seeds=seeds, num_requests=num_requests, workers=workers,
-                        calibration=calibration, source=source, history=h) for h in labels}
+                        calibration=calibration, source=source, history=h,
+                        vllm_version=vllm_version) for h in labels}
     first = per[labels[0]]
     rows = []
     for i, base in enumerate(first.rows):

@@ -103,7 +103,10 @@ def _graphs(pred: Prediction) -> dict[str, Any]:
         CudagraphMode.parse(str(eng.cudagraph_mode))
     ks = sorted({0, *(int(k) for r in pred.rows for k in
                       (r.ks.split(",") if r.ks else [r.k]))})
-    sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode)
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    extra = get_vllm_version(eng.vllm_version).uniform_decode_sizes
+    sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode, extra)
              for k in ks}
     if mode is CudagraphMode.NONE:
         return _entry({"mode": mode.value, "capture_sizes": sizes},

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from simkit.costmodel.records import forcing_regime, forcing_synchronised
+from simkit.costmodel.records import forcing_regime, forcing_synchronised, version_of
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                        recorded_step_error, run_history)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
@@ -21,6 +21,9 @@ def config_label(run: dict[str, Any]) -> str:
     """vanilla / suffix-24 / kpad-8."""
     k = int(run["k"] or 0)
     return str(run["config"]) if str(run["config"]) == "vanilla" else f"{run['config']}-{k}"
+
+
+FLEET_PREFIX = "fleet-"   # one replica's stream of a fleet run: replayed by the fleet validation
 
 
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
@@ -39,7 +42,8 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
     if ordering not in ORDERINGS:
         raise InputError(f"must be one of {', '.join(ORDERINGS)}", field="ordering")
     rows = [r for r in runs.sort_values("run_id").to_dict("records")
-            if purpose == "all" or r["purpose"] == purpose]
+            if (purpose == "all" or r["purpose"] == purpose)
+            and not str(r["corpus"]).startswith(FLEET_PREFIX)]
     if run_ids:
         known = {r["run_id"] for r in runs.to_dict("records")}
         bad = sorted(set(run_ids) - known)
@@ -72,6 +76,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
             "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
             "config": config_label(run), "k": int(run["k"] or 0),
+            "vllm_version": version_of(run.get("vllm_version")) or "0.26",
             "history": run_history(run), "history_assumed": hist,
             "k_counts": _k_counts(run),
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
@@ -171,6 +176,28 @@ def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) ->
     return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
 
 
+def best_config_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
+    """Per setting group (model, corpus, concurrency, requests, cap, forcing, history) with >= 2
+    measured configurations of any kind (vanilla, suffix, kpad-K, dynamic-*): the measured and
+    the predicted fastest, and the measured throughput lost by running the predicted one.
+    Repeats of one configuration are averaged."""
+    groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for c in cells:
+        if purpose is None or c["purpose"] == purpose:
+            groups[_same_setting(c)][c["config"]].append(c)
+    out = []
+    for key, by_cfg in sorted(groups.items()):
+        if len(by_cfg) < 2:
+            continue
+        meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_cfg.items()}
+        pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_cfg.items()}
+        mb, pb = max(sorted(meas), key=meas.get), max(sorted(pred), key=pred.get)
+        out.append({**_setting_doc(key), "configs": sorted(by_cfg), "measured_best": mb,
+                    "predicted_best": pb, "match": mb == pb,
+                    "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
+    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
+
+
 def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Runs repeated under one setting (same model, corpus, config, concurrency, requests and
     forcing regime): the spread of their measured tok/s, max/min - 1. The simulator predicts one
@@ -261,6 +288,9 @@ def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
             "repeatability": _clean(repeatability(cells)),
             "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
             "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
+            "best_config_agreement": _clean(best_config_agreement(cells, "validation")),
+            "best_config_agreement_all": _clean(best_config_agreement(cells)),
+            "vllm_versions": sorted({c.get("vllm_version", "") for c in cells}),
             "mape_by_history": mape_by_history(cells),
             "interval": _clean(_interval_doc(cells)),
             "acceptance_replay_by_history": {

@@ -140,7 +140,7 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              target_tok_s: float | None = None, goals: Goals = Goals(),
              configs: str = WHATIF_CONFIGS, seeds: int = 1,
              min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
-             workers: int | None = None, calibration: str | None = None, source: str = "auto", history: str | None = None,
+             workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None, source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep",
              rel_tol: float = 0.05, workload: Workload | None = None,
              cost: Any = None) -> WhatIfResult:
@@ -153,7 +153,8 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
     if (target_rate or target_tok_s or 0) <= 0:
         raise InputError("target must be > 0", field="target")
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
-    cost = cost or load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    cost = cost or load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     mean_out = mean_output_tokens(workload)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
     rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,

@@ -21,7 +21,7 @@ COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup
 def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
              targets: str = "h100,h200,b200", tps: str | None = None,
              configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-             num_requests: int = 128, workers: int | None = None, calibration: str | None = None,
+             num_requests: int = 128, workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
              source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
@@ -43,7 +43,8 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
     for hw in hws:
         for tp in tp_list:
             try:
-                cost = load_cost_model(model, hw, tp=tp, calibration=calibration)
+                cost = load_cost_model(model, hw, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
             except InputError as exc:          # e.g. does not fit at this TP: say so, go on
                 failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue

@@ -49,7 +49,7 @@ def crossover(points: list[tuple[float, float]]) -> float | None:
 def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
             tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = FIXED_K_CONFIGS,
             concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
-            workers: int | None = None, calibration: str | None = None, source: str = "auto",
+            workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None, source: str = "auto",
             warm: bool = True) -> WhatIfResult:
     """The ladder under repeat:P for each P (and warm when `warm`)."""
     from simkit.costmodel import load_cost_model
@@ -59,7 +59,8 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
     if all(s.speculative for s in specs):
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     labels = [(parse_history(f"repeat:{p:g}").label, p) for p in ps] + \
         ([("warm", None)] if warm else [])
     rows, best_by, origin = [], {}, ""

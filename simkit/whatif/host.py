@@ -42,7 +42,7 @@ def elasticity(t1: float, t2: float, f1: float, f2: float) -> float:
 def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b200",
          tp: int | None = None, factors: str = "0.5,0.75,1,1.5,2,4",
          configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-         num_requests: int = 128, workers: int | None = None, calibration: str | None = None,
+         num_requests: int = 128, workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
          source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Ladder per host factor; the summary says which configurations are host-bound."""
@@ -53,7 +53,8 @@ def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b
     except ValueError:
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
-    base = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    base = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     specs = parse_configs(configs)
     rows = []
     by: dict[tuple[str, float], float] = {}

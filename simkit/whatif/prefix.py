@@ -61,7 +61,7 @@ def parse_levels(text: str) -> list[int]:
 def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
            tp: int | None = None, preamble: str = "0,500,2000",
            configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-           num_requests: int = 128, workers: int | None = None, calibration: str | None = None,
+           num_requests: int = 128, workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
            source: str = "auto") -> WhatIfResult:
     """The ladder at each preamble length, prefix caching on and off."""
     from simkit.costmodel import load_cost_model
@@ -73,7 +73,8 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
     base = Workload.from_profile(prof)
     base.name = base.name or f"{model}/{corpus}"
     prompts = sampled_prompts(prof)
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     on = engine_config(cost)
     off = dataclasses.replace(on, prefix_caching=False)
     load = ClosedLoop(concurrency)

@@ -115,14 +115,15 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                  flop_speedup: float | None = None, acceptance_scale: float = 0.9,
                  quant_corpus: str | None = None, configs: str = WHATIF_CONFIGS,
                  concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
-                 workers: int | None = None, calibration: str | None = None,
+                 workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
                  source: str = "auto", history: str | None = None,
                 capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
     """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config."""
     from simkit.costmodel import load_cost_model
 
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
-    base = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    base = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     quant = quantized_cost_model(base, weight_bytes_factor, flop_speedup)
     if quant_corpus:
         qwork = load_workload(model, quant_corpus, source, history, capped_outputs)

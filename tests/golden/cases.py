@@ -33,6 +33,17 @@ VALIDATE_RUNS = ("llama-3.1-8b_vanilla-s3_chat_c32_n128", "llama-3.1-8b_kpad4-s3
                  "qwen2.5-7b_vanilla-s3_code_c32_n128_hot", "llama-3.1-70b_kpad4-tp2_chat_c32_n64")
 
 
+# every golden case pins vLLM 0.26 (its rules and calibration): these outputs predate the
+# version dimension and stay byte-identical; the 0.33 cases below name their version too
+V026 = ("--vllm-version", "0.26")
+
+
+def pinned(argv: tuple[str, ...], version: tuple[str, ...] = V026) -> tuple[str, ...]:
+    """argv with the version option after the (sub)command: `whatif NAME` takes two words."""
+    head = 2 if argv[0] == "whatif" else 1
+    return (*argv[:head], *version, *argv[head:])
+
+
 @dataclass(frozen=True)
 class Case:
     """One golden command: its name (= golden file stem), argv after `simkit`, whether it needs
@@ -42,6 +53,12 @@ class Case:
     argv: tuple[str, ...]
     needs_traces: bool = True
     files: tuple[str, ...] = field(default=())
+    version: tuple[str, ...] = V026
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The argv actually run: argv with the case's --vllm-version."""
+        return pinned(self.argv, self.version)
 
 
 def _validate_args() -> tuple[str, ...]:
@@ -110,10 +127,10 @@ def run_case(case: Case, workdir: Path) -> dict[str, bytes]:
     Raises RuntimeError (with stderr) when the command exits non-zero."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     env.pop("SIMKIT_DEBUG", None)
-    proc = subprocess.run([sys.executable, "-m", "simkit", *case.argv], cwd=workdir, env=env,
+    proc = subprocess.run([sys.executable, "-m", "simkit", *case.command], cwd=workdir, env=env,
                           capture_output=True, timeout=600)
     if proc.returncode != 0:
-        raise RuntimeError(f"simkit {' '.join(case.argv)} exited {proc.returncode}:\n"
+        raise RuntimeError(f"simkit {' '.join(case.command)} exited {proc.returncode}:\n"
                            f"{proc.stderr.decode(errors='replace')}")
     out = {f"{case.name}.out": proc.stdout}
     for rel in case.files:

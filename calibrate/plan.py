@@ -1,0 +1,163 @@
+"""`simkit calibrate plan`: the calibration runs that fit a GPU-time budget (pure; CPU host).
+
+A calibration needs, per configuration the user will ask about, one engine (vLLM compiles and
+captures graphs per speculative setting) serving a few short closed-loop runs that span what the
+cost model separates: batch size (concurrency 8, 32, 64), accepted tokens per step (a cold pass
+and a hot repeat of the same requests) and the graph modes that come with them. The plan orders
+engines by how much they teach (vanilla, then suffix, then K-pad at the Ks asked for) and runs
+within an engine by the same rule, and drops what does not fit the budget, saying so.
+
+Time estimates are stated, not promised: engine overhead per start (process, model load with
+dummy weights, torch.compile, graph capture, warm-up) as measured on an H200 host (vLLM 0.26:
+30-55 s of engine start plus ~10 s around it; vLLM 0.33: 50-90 s plus ~30 s), and each run's
+output tokens over the throughput such a run reached there (Llama-3.1-8B, concurrency 32, cold).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from simkit.catalog.vllm_versions import get_vllm_version
+from simkit.errors import InputError
+
+ENGINE_OVERHEAD_S = {"0.26": 60.0, "0.33": 120.0}
+# output tok/s per configuration at concurrency 32 (Llama-3.1-8B, H200, cold); scaled by
+# concurrency (tok/s ~ c^0.8 between 8 and 64) and by model size (~ 1/params above 8B)
+REF_TOK_S = {"vanilla": 5000.0, "suffix": 4000.0, "kpad": 3300.0}
+HOT_SPEEDUP = {"vanilla": 1.0, "suffix": 4.0, "kpad": 3.0}
+DEFAULT_CONFIGS = ("vanilla", "suffix", "kpad:4", "kpad:12")
+# (concurrency, requests, history) of each run of an engine, most informative first
+RUNS = ((32, 64, "hot"), (64, 128, "cold"), (8, 24, "cold"))
+DEFAULT_BUDGET_MIN = 15.0
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of an engine: runner spec text and its estimated seconds (hot: both passes)."""
+
+    corpus: str
+    concurrency: int
+    num_requests: int
+    history: str
+    seconds: float
+
+    @property
+    def spec(self) -> str:
+        """calibrate.runner.RunSpec text."""
+        tail = ":hot" if self.history == "hot" else ""
+        return f"{self.corpus}:{self.concurrency}:{self.num_requests}:calibration{tail}"
+
+
+@dataclass(frozen=True)
+class PlannedEngine:
+    """One engine: configuration, K, its runs and the estimated seconds including its start."""
+
+    config: str
+    k: int
+    runs: tuple[PlannedRun, ...]
+    overhead_s: float
+
+    @property
+    def seconds(self) -> float:
+        return self.overhead_s + sum(r.seconds for r in self.runs)
+
+
+@dataclass
+class Plan:
+    """Engines in the order to run them, what was left out, and the assumptions."""
+
+    model: str
+    corpus: str
+    vllm_version: str
+    budget_s: float
+    engines: list[PlannedEngine] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(e.seconds for e in self.engines)
+
+    def commands(self, requests_dir: str = ".gpu/requests", out: str = "calib-out") -> list[str]:
+        """One `simkit calibrate run` line per engine (each its own process, as vLLM wants)."""
+        lines = []
+        for e in self.engines:
+            runs = ",".join(r.spec for r in e.runs)
+            lines.append(" ".join(["simkit", "calibrate", "run", "--model", self.model,
+                                   "--corpus", self.corpus, "--config", e.config, "--k", str(e.k),
+                                   "--runs", shlex.quote(runs), "--requests-dir", requests_dir,
+                                   "--out", out]))
+        return lines
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "corpus": self.corpus, "vllm_version": self.vllm_version,
+                "budget_s": self.budget_s, "estimated_s": round(self.seconds, 1),
+                "engines": [{"config": e.config, "k": e.k, "estimated_s": round(e.seconds, 1),
+                             "overhead_s": e.overhead_s,
+                             "runs": [{"spec": r.spec, "estimated_s": round(r.seconds, 1)}
+                                      for r in e.runs]} for e in self.engines],
+                "left_out": list(self.left_out), "commands": self.commands()}
+
+
+def _config(text: str) -> tuple[str, int]:
+    name, _, k = text.strip().partition(":")
+    if name not in REF_TOK_S:
+        raise InputError(f"unknown configuration {text!r}; plan vanilla, suffix or kpad:K",
+                         field="configs")
+    if name == "kpad":
+        if not k.isdigit() or int(k) < 1:
+            raise InputError(f"{text!r}: kpad needs a K >= 1, e.g. kpad:4", field="configs")
+        return name, int(k)
+    if k:
+        if not k.isdigit():
+            raise InputError(f"{text!r}: K must be an integer", field="configs")
+        return name, int(k)
+    return name, 0
+
+
+def run_seconds(config: str, concurrency: int, num_requests: int, history: str,
+                mean_output_tokens: float, params_b: float) -> float:
+    """Estimated wall seconds of one run (both passes of a hot run)."""
+    tok_s = REF_TOK_S[config] * (concurrency / 32.0) ** 0.8 * min(1.0, 8.0 / max(params_b, 1.0))
+    cold = num_requests * mean_output_tokens / tok_s
+    return cold * (1.0 + 1.0 / HOT_SPEEDUP[config]) if history == "hot" else cold
+
+
+def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN,
+              configs: tuple[str, ...] | list[str] = DEFAULT_CONFIGS,
+              vllm_version: str | None = None, mean_output_tokens: float = 400.0,
+              params_b: float = 8.0) -> Plan:
+    """The engines and runs that fit `budget_min` GPU-minutes, most informative first."""
+    if not budget_min > 0:
+        raise InputError("must be > 0", field="budget-min")
+    if not mean_output_tokens > 0:
+        raise InputError("must be > 0", field="mean-output-tokens")
+    version = get_vllm_version(vllm_version)
+    parsed = [_config(c) for c in configs]
+    if not parsed:
+        raise InputError("give at least one configuration", field="configs")
+    overhead = ENGINE_OVERHEAD_S[version.key]
+    plan = Plan(model, corpus, version.key, budget_min * 60.0)
+    left = plan.budget_s
+    for name, k in parsed:
+        runs: list[PlannedRun] = []
+        used = overhead
+        for conc, n, hist in RUNS:
+            sec = run_seconds(name, conc, n, hist, mean_output_tokens, params_b)
+            if used + sec <= left:
+                runs.append(PlannedRun(corpus, conc, n, hist, sec))
+                used += sec
+            else:
+                plan.left_out.append(f"{name}{':' + str(k) if k else ''} c{conc} n{n} {hist}: "
+                                     "over the budget")
+        label = f"{name}{':' + str(k) if k else ''}"
+        if not runs:
+            plan.left_out.append(f"engine {label}: over the budget")
+            continue
+        plan.engines.append(PlannedEngine(name, k, tuple(runs), overhead))
+        left -= used
+    return plan
+
+
+__all__ = ["DEFAULT_BUDGET_MIN", "DEFAULT_CONFIGS", "ENGINE_OVERHEAD_S", "Plan", "PlannedEngine",
+           "PlannedRun", "make_plan", "run_seconds"]
