@@ -84,7 +84,8 @@ SMALL = ["--model", "llama-3.1-8b", "--corpus", "mix", "--seeds", "2", "--num-re
 
 def test_predict_json_keys_and_ladder_on_real_profile(real_profiles):
     doc = json.loads(_predict_json(SMALL + ["--workers", "2"]))
-    assert list(doc) == ["model", "corpus", "hardware", "tp", "history", "assumptions", "columns",
+    assert list(doc) == ["model", "corpus", "hardware", "tp", "vllm_version", "history",
+                         "assumptions", "columns",
                          "results", "unavailable", "skipped", "best_config", "best_k",
                          "steady_window", "suggested_num_requests", "recommendation"]
     assert doc["steady_window"] is True and doc["suggested_num_requests"] is None   # 96 > 2 x 32
@@ -131,7 +132,8 @@ def test_predict_table_prints_header_and_verdict(real_profiles):
                                       "vanilla,kpad:4,ngram,dynamic-table"])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "llama-3.1-8b" in out and "TP " in out and "calibrated h200-vllm026" in out
+    assert "llama-3.1-8b" in out and "TP " in out and "calibrated h200-vllm033" in out
+    assert "vLLM 0.33" in out.splitlines()[0]
     assert "corpus mix" in out and "best fixed K = 4 (kpad-4" in out
     assert out.index("Assumptions") < out.index("vanilla ") < out.index("Legend") \
         < out.index("recommendation: run ")

@@ -76,7 +76,10 @@ def test_assumptions_state_what_decides_the_answer_from_the_inputs():
     assert a["max_num_batched_tokens"]["value"] == 2048
     graphs = a["cudagraph"]["value"]
     assert graphs["mode"] == "PIECEWISE"
-    assert graphs["capture_sizes"]["4"] == capture_sizes(256, 4, 2048, CudagraphMode.PIECEWISE)
+    # the prediction's engine follows the newest vLLM (0.33): its spec-decode size list
+    assert graphs["capture_sizes"]["4"] == capture_sizes(256, 4, 2048, CudagraphMode.PIECEWISE,
+                                                         uniform_decode_sizes=True)
+    assert a["vllm"]["value"]["version"] == "0.33.0"
     assert set(graphs["capture_sizes"]) == {"0", "4", "6", "12", "24"}
     assert a["hardware"]["value"]["host_speed"] == 1.0
     assert "output" in a["tok_s"]["text"] and "ONE replica" in a["tok_s"]["text"]

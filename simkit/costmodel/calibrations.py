@@ -126,10 +126,8 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     if calibration is None:
         calibration = default_calibration(hw.name, version) or "analytic"
     if calibration == "analytic":
-        cm = CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen,
-                       async_overlap=async_overlap)
-        cm.vllm_version = version
-        return cm
+        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen,
+                         async_overlap=async_overlap, vllm_version=version)
     doc = read_calibration(calibration)
     coefs: Coefficients = doc["_coefs"]
     label = f"calibrated {doc['name']}"
@@ -140,9 +138,8 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     fitted_on = calibration_version(doc)
     if fitted_on != version:
         label += f" (fitted on vLLM {fitted_on} runs, used for {version})"
-    cm = CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap)
-    cm.vllm_version = version
-    return cm
+    return CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap,
+                     vllm_version=version)
 
 
 __all__ = ["CALIBRATION_KIND", "LEGACY_KINDS", "calibration_version", "default_calibration", "list_calibrations",

@@ -80,7 +80,8 @@ class CostModel:
 
     def __init__(self, model: ModelSpec, hw: HardwareSpec, tp: int, coefs: Coefficients | None = None,
                  label: str = "analytic", kv_capacity_tokens: int = 0, tp_chosen: bool = False,
-                 host_speed: float | None = None, async_overlap: bool = True) -> None:
+                 host_speed: float | None = None, async_overlap: bool = True,
+                 vllm_version: str = DEFAULT_VERSION) -> None:
         self.model, self.hw, self.tp = model, hw, tp
         self.coefs = coefs or Coefficients()
         self.label = label
@@ -90,7 +91,7 @@ class CostModel:
         # False: async steps pay host and device in series, as in records whose measurement
         # synchronised the stream every step (stock vLLM overlaps them: True)
         self.async_overlap = async_overlap
-        self.vllm_version = DEFAULT_VERSION   # whose engine rules go with it (load_cost_model sets it)
+        self.vllm_version = vllm_version      # whose engine rules go with it (the calibration's)
         self._derive()
 
     # ---- constants -------------------------------------------------------------------------
@@ -356,7 +357,8 @@ class CostModel:
     def describe(self) -> str:
         """One line saying what this model is: model, hardware, TP (chosen or given), label."""
         how = "chosen" if self.tp_chosen else "given"
-        return (f"{self.model.name} on {self.hw.name} TP={self.tp} ({how}), cost model: {self.label}, "
+        return (f"{self.model.name} on {self.hw.name} TP={self.tp} ({how}), vLLM "
+                f"{self.vllm_version}, cost model: {self.label}, "
                 f"KV capacity {self.kv_capacity_tokens:,} tokens")
 
     def __repr__(self) -> str:

@@ -67,6 +67,17 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
     return _entry(value, text)
 
 
+def _vllm(pred: Prediction) -> dict[str, Any]:
+    """The vLLM version whose engine rules and calibration the prediction uses."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    v = get_vllm_version(pred.vllm_version or None)
+    return _entry({"version": v.release, "rules": sorted(v.sources)},
+                  f"{v.label}: its engine rules (capture sizes under spec decode; vanilla on "
+                  "Model Runner V2 with async scheduling, suffix and K-pad on the synchronous "
+                  "V1 runner) and its calibration (--vllm-version 0.26|0.33 changes it)")
+
+
 def _gmu() -> float:
     """The gpu_memory_utilization predict's cost model is loaded with (load_cost_model's default)."""
     import inspect
@@ -132,6 +143,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                           "not counted, inside the steady window")
     out["hardware"] = _hardware(pred)
     out["tp"] = _entry(pred.tp, f"{pred.tp} ({'smallest that fits, chosen' if pred.tp_chosen else 'given'})")
+    out["vllm"] = _vllm(pred)
     out["cost_model"] = _cost_model(pred)
     out["history"] = _history(pred)
     out["suffix_tree"] = _tree(prov)
@@ -162,7 +174,8 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
             out["prefix_caching"] = _prefix(pred)
     out["scheduling"] = _entry("async without spec decode, synchronous with it",
                                "vanilla uses vLLM's async scheduling (host work overlaps the "
-                               "GPU); every speculative config runs the synchronous V1 step")
+                               "GPU); every speculative config runs the synchronous V1 step "
+                               "(the same in vLLM 0.26 and 0.33)")
     out["load"] = _entry({"kind": "closed" if closed else "open",
                           "concurrency": pred.concurrency if closed else None,
                           "request_rate": pred.request_rate, "requests": pred.num_requests,

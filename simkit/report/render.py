@@ -23,8 +23,9 @@ TABLE_WIDTH = 190   # the ladder table is never wrapped
 def title(pred: Prediction) -> str:
     """The report's first line."""
     hist = f", history {pred.history}" if pred.history else ""
+    ver = f", vLLM {pred.vllm_version}" if pred.vllm_version else ""
     return (f"simkit predict: {pred.model}, corpus {pred.corpus}{hist}, {pred.hardware} TP "
-            f"{pred.tp} (a prediction, not a validated forecast)")
+            f"{pred.tp}{ver} (a prediction, not a validated forecast)")
 
 
 def model_error_pct(assumptions: dict[str, Any]) -> float | None:
@@ -121,6 +122,7 @@ def document(pred: Prediction) -> dict[str, Any]:
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
+            "vllm_version": pred.vllm_version or None,
             "history": pred.history or None, "assumptions": assumptions,
             "columns": key_meanings(_prefix_on(pred)),
             "results": [r.result_dict() for r in pred.rows],

@@ -29,7 +29,8 @@ def with_host_factor(cost: CostModel, factor: float) -> CostModel:
         raise InputError(f"host factor must be > 0, got {factor}", field="host_factor")
     label = cost.label if factor == 1 else f"{cost.label}, host x{factor:g}"
     return CostModel(cost.model, cost.hw, cost.tp, cost.coefs, label, cost.kv_capacity_tokens,
-                     cost.tp_chosen, host_speed=cost.host_speed * factor)
+                     cost.tp_chosen, host_speed=cost.host_speed * factor,
+                     vllm_version=cost.vllm_version)
 
 
 def elasticity(t1: float, t2: float, f1: float, f2: float) -> float:

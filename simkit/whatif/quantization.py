@@ -54,7 +54,8 @@ class QuantizedCostModel(CostModel):
         self.weight_bytes_factor = weight_bytes_factor
         self.flop_speedup = flop_speedup
         super().__init__(base.model, base.hw, base.tp, base.coefs, label, kv_capacity_tokens,
-                         base.tp_chosen, host_speed=base.host_speed)
+                         base.tp_chosen, host_speed=base.host_speed,
+                         vllm_version=base.vllm_version)
 
     def _derive(self) -> None:
         super()._derive()
