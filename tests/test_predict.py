@@ -137,7 +137,13 @@ def test_predict_table_prints_header_and_verdict(real_profiles):
     assert "corpus mix" in out and "best fixed K = 4 (kpad-4" in out
     assert out.index("Assumptions") < out.index("vanilla ") < out.index("Legend") \
         < out.index("recommendation: run ")
-    ngram_lines = [line for line in out.splitlines() if line.startswith("ngram ")]
+    # vLLM 0.33 drafts n-grams on the GPU (Model Runner V2): refused with the reason, not run
+    assert not [line for line in out.splitlines() if line.startswith("ngram ")]
+    assert "Model Runner V2" in out and "--vllm-version 0.26" in out
+    old = CliRunner().invoke(app, ["predict", *SMALL, "--seeds", "1", "--configs",
+                                   "vanilla,ngram", "--vllm-version", "0.26"])
+    assert old.exit_code == 0, old.output
+    ngram_lines = [line for line in old.output.splitlines() if line.startswith("ngram ")]
     assert ngram_lines and "unavailable" not in ngram_lines[0]   # profiles carry n-gram tables
 
 
