@@ -334,7 +334,8 @@ def plot(cells: list[dict[str, Any]], path: str | Path) -> None:
     ax.plot([lo, hi], [lo * 1.1, hi * 1.1], "k:", lw=0.6, label="±10 %")
     ax.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.6)
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
-           xlabel="measured output tok/s (H200, vLLM 0.26)", ylabel="simkit predicted output tok/s",
+           xlabel=f"measured output tok/s (H200, vLLM {', '.join(sorted({c.get('vllm_version', '0.26') for c in cells}))})",
+           ylabel="simkit predicted output tok/s",
            title="simkit validate: predicted vs measured")
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 

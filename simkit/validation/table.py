@@ -18,7 +18,9 @@ def render(doc: dict[str, Any]) -> str:
     w = max([len("run"), *(len(c["run_id"]) for c in doc["cells"])])   # never cut a run id
     head = (f"{'run':{w}} {'meas':>7} {'pred':>7} {'err%':>6} {'stock':>7} {'accM':>6} "
             f"{'accP':>6} {'stepM':>6} {'stepP':>6}")
-    lines = [head, "-" * len(head)]
+    versions = doc.get("vllm_versions") or []
+    lines = ([f"vLLM {', '.join(versions)}: runs measured with it, each predicted with its "
+              "engine rules and calibration"] if versions else []) + [head, "-" * len(head)]
     for c in doc["cells"]:
         err = None if c["error"] is None else 100 * c["error"]
         lines.append(
@@ -56,6 +58,18 @@ def render(doc: dict[str, Any]) -> str:
                              f"{g.get('history', 'cold')}) Ks {g['ks']}: "
                              f"measured K={g['measured_best_k']}, predicted K={g['predicted_best_k']}"
                              f", measured tok/s lost {100 * g['lost_tok_s_frac']:.1f} %")
+    b = doc.get("best_config_agreement") or {}
+    if b.get("total"):
+        hot = [g for g in b["cells"] if g.get("history", "cold") != "cold"]
+        lines.append(f"best configuration (validation, every configuration measured in a "
+                     f"setting): {b['matched']}/{b['total']} groups"
+                     + (f", {sum(g['match'] for g in hot)}/{len(hot)} under a hot or repeat "
+                        "history" if hot else ""))
+        for g in b["cells"]:
+            lines.append(f"  {_setting(g)} ({g['forcing']}, {g.get('history', 'cold')}) "
+                         f"{len(g['configs'])} configs: measured {g['measured_best']}, predicted "
+                         f"{g['predicted_best']}, measured tok/s lost "
+                         f"{100 * g['lost_tok_s_frac']:.1f} %")
     for name, a in doc["acceptance_replay"].items():
         lines.append(f"acceptance replay ({name} table ordering"
                      f"{' = ' + doc['table_ordering'] if name == 'used' else ''}): mean |rel err| "
