@@ -119,7 +119,7 @@ def plan_cmd(
     from simkit.checks import output_file, output_format
 
     output_format(fmt)
-    output_file(out, "out")
+    output_file(out, "out", (".sh",))
     spec = get_model(model)
     mean_out = _mean_output_tokens(model, corpus)
     plan = make_plan(spec.name, corpus, budget_min=budget_min,

@@ -1,0 +1,93 @@
+"""The README's "Calibrate on your GPU and vLLM" walk-through, on recorded data: plan the runs,
+take the records a GPU returned for them (the committed vLLM 0.33 runs of that plan stand in for
+your GPU's), fit, and predict with the calibration file. The GPU step itself needs vLLM and a GPU
+and is not run here; `calibrate run` says so in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+V033 = ROOT / "calibrate" / "data" / "vllm-0.33"
+
+
+def _simkit(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "simkit", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=600)
+
+
+def _plan_records(plan: dict, out: Path) -> list[str]:
+    """The committed runs that the plan's engines and runs name, written as a records folder."""
+    runs = pd.read_parquet(V033 / "runs.parquet")
+    want = set()
+    for e in plan["engines"]:
+        for r in e["runs"]:
+            corpus, conc, n, _purpose, *hist = r["spec"].split(":")
+            want.add((e["config"], e["k"] if e["config"] != "suffix" else 24, corpus, int(conc),
+                      int(n)))
+            if hist:
+                want.add((e["config"], e["k"] if e["config"] != "suffix" else 24, corpus,
+                          int(conc), int(n), "hot"))
+    keys = runs.apply(lambda r: (r.config, int(r.k), r.corpus, int(r.concurrency),
+                                 int(r.num_requests)) + (("hot",) if r.history == "hot" else ()),
+                      axis=1)
+    mine = runs[keys.isin(want) & ~runs.run_id.str.contains("-rep")]
+    steps = pd.read_parquet(V033 / "steps.parquet")
+    out.mkdir(parents=True)
+    mine.to_parquet(out / "runs.parquet", index=False)
+    steps[steps.run_id.isin(set(mine.run_id))].to_parquet(out / "steps.parquet", index=False)
+    return sorted(mine.run_id)
+
+
+def test_walkthrough_plan_fit_predict_on_recorded_runs(tmp_path):
+    p = _simkit("calibrate", "plan", "--model", "llama-3.1-8b", "--corpus", "chat",
+                "--vllm-version", "0.33", "--format", "json", "--out", str(tmp_path / "plan.sh"))
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)
+    assert plan["estimated_s"] <= 15 * 60 and plan["vllm_version"] == "0.33"
+    assert [e["config"] for e in plan["engines"]] == ["vanilla", "suffix", "kpad", "kpad"]
+    script = (tmp_path / "plan.sh").read_text()
+    assert script.count("simkit calibrate run ") == len(plan["engines"])
+    assert "simkit calibrate requests --model llama-3.1-8b --corpus chat" in script
+
+    recs = tmp_path / "my-records"
+    ids = _plan_records(plan, recs)
+    assert len(ids) >= 10, ids          # lease E made 11 of the plan's 12 runs x passes
+    cal = tmp_path / "my-h200.json"
+    p = _simkit("calibrate", "fit", "--records", str(recs), "--vllm-version", "0.33",
+                "--name", "my-h200", "--out", str(cal), "--folds", "2")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(cal.read_text())
+    assert doc["vllm_version"] == "0.33" and set(doc["runs"]) == set(ids)
+
+    p = _simkit("predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--source", "shipped",
+                "--history", "hot", "--calibration", str(cal), "--configs", "vanilla,kpad:12",
+                "--seeds", "1", "--num-requests", "96", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    pred = json.loads(p.stdout)
+    assert pred["vllm_version"] == "0.33"
+    assert pred["assumptions"]["cost_model"]["value"]["label"] == "calibrated my-h200"
+    assert all(r["output_tok_s"] > 0 for r in pred["results"])
+
+
+def test_calibrate_run_without_vllm_says_what_it_needs(tmp_path):
+    req = tmp_path / "req"
+    req.mkdir()
+    (req / "llama-3.1-8b__chat.jsonl").write_text(
+        json.dumps({"id": "r0", "prompt_ids": [1, 2, 3], "output_ids": [4, 5]}) + "\n")
+    p = _simkit("calibrate", "run", "--model", "llama-3.1-8b", "--corpus", "chat", "--config",
+                "vanilla", "--out", str(tmp_path / "o"), "--requests-dir", str(req),
+                "--runs", "chat:8:1:calibration")
+    if p.returncode == 0 or "vLLM is not installed" not in p.stderr:
+        import importlib.util
+
+        assert importlib.util.find_spec("vllm") is not None, p.stderr
+    else:
+        assert p.returncode == 2 and p.stderr.count("\n") == 1
