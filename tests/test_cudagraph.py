@@ -84,3 +84,47 @@ def test_full_decode_keys_stop_at_q_times_max_num_seqs():
     assert d.sizes == (5, 10, 20, 25)
     assert d.dispatch(15, 3, 5) == (GraphMode.PIECEWISE, 20)  # padded 20 > 3*5: no FULL key
     assert d.dispatch(10, 2, 5) == (GraphMode.FULL, 10)
+
+
+def test_capture_lists_equal_every_recorded_run_of_both_vllm_versions():
+    """The lists simkit builds under each version's rule are the lists vLLM logged (runs.parquet
+    `capture_sizes`), for every configuration and K measured with 0.26 and with 0.33."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.costmodel.records import version_of
+
+    data = Path(__file__).resolve().parents[1] / "calibrate" / "data"
+    runs = pd.concat([pd.read_parquet(p) for p in sorted(data.rglob("runs*.parquet"))])
+    seen = set()
+    for row in runs.drop_duplicates(["vllm_version", "config", "k"]).to_dict("records"):
+        v = get_vllm_version(version_of(row["vllm_version"]))
+        k = int(row["k"])
+        mine = capture_sizes(int(row["max_num_seqs"]), k, int(row["max_num_batched_tokens"]),
+                             uniform_decode_sizes=v.uniform_decode_sizes)
+        assert mine == json.loads(row["capture_sizes"]), (v.key, row["config"], k)
+        seen.add((v.key, k))
+    assert {("0.26", 4), ("0.26", 12), ("0.33", 4), ("0.33", 12), ("0.33", 24)} <= seen
+
+
+def test_vllm_033_adds_request_count_sizes_only_where_the_grid_had_gaps():
+    old = capture_sizes(1024, 6, 8192)
+    new = capture_sizes(1024, 6, 8192, uniform_decode_sizes=True)
+    assert sorted(set(new) - set(old)) == [280, 392, 504] and old[-1] == 497
+    assert capture_sizes(1024, 12, 8192, uniform_decode_sizes=True) == capture_sizes(1024, 12, 8192)
+    assert capture_sizes(1024, 0, 8192, uniform_decode_sizes=True) == capture_sizes(1024, 0, 8192)
+
+
+def test_unknown_vllm_version_is_one_error_naming_the_known_ones():
+    import pytest
+
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="0.26, 0.33"):
+        get_vllm_version("0.30")
+    assert get_vllm_version("0.33.0").key == get_vllm_version("v0.33").key == "0.33"
+    assert get_vllm_version().key == "0.33"
