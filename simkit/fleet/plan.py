@@ -211,7 +211,8 @@ def fleet_point(policy: str, n: int, config: str, parts: list[tuple[dict, Any]],
                          "tree_evictions": h["tree_evictions"],
                          "prefix_hit_rate": r.prefix.get("hit_rate") if r else None,
                          "accepted_per_step": (r.accepted / r.decode_steps
-                                               if r and r.decode_steps else None),
+                                               if r and r.decode_steps and config != "vanilla"
+                                               else None),
                          "out_tok_s": r.metrics.output_tok_s if r else 0.0,
                          "ttft_ms_p99": r.metrics.ttft_ms_p99 if r else None,
                          "tpot_ms_p99": r.metrics.tpot_ms_p99 if r else None})

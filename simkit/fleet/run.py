@@ -94,7 +94,42 @@ def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficS
                          field="duration")
     fl = Fleet(tr, specs, cost, eng, ordering=ordering, concurrency=concurrency,
                executor=executor, workers=workers, address=address)
-    rows, tried = [], {}
+    served = float(sum(len(pool[i].output_ids) for i in tr.draws.tolist())) / traffic.duration_s
+    rows: list = []
+    tried: dict = {}
+    from contextlib import nullcontext
+
+    if executor == "ray":
+        from simkit.executors.ray_fleet import session
+
+        ctx = session(address, workers)
+    else:
+        ctx = nullcontext()
+    with ctx:
+        _search_all(fl, pols, specs, goals, max_replicas, replicas, gpu_hour_price, served,
+                    rows, tried)
+    mean_out = float(np.mean([len(pool[i].output_ids) for i in tr.draws.tolist()]))
+    return {"fleet": {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,
+                      "cost_model": cost.describe(), "proxy_note": proxy,
+                      "traffic": traffic.as_dict(), "traffic_label": traffic.label,
+                      "offered_out_tok_s": served,
+                      "mean_output_tokens": mean_out,
+                      "goals": {"ttft_ms_p99": goals.ttft_ms_p99,
+                                "tpot_ms_p99": goals.tpot_ms_p99},
+                      "gpu_hour_price": gpu_hour_price, "ordering": ordering,
+                      "concurrency": concurrency if ordering == "concurrent" else None,
+                      "max_replicas": max_replicas, "fixed_replicas": replicas,
+                      "pool_requests": len(pool), "pool_skipped": skipped,
+                      "policies": pols, "configs": [s.name for s in specs]},
+            "reuse": tr.summary(), "rows": rows, "evaluated": tried,
+            "evaluations": fl.evaluations}
+
+
+def _search_all(fl: Fleet, pols, specs, goals, max_replicas, replicas, gpu_hour_price, served,
+                rows: list, tried: dict) -> None:
+    """Fill rows (one per policy x configuration) and tried (the n evaluated for each)."""
+    from simkit.fleet.plan import meets
+
     for pol in pols:
         for s in specs:
             if replicas is not None:
@@ -108,25 +143,8 @@ def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficS
                              "binding": f"{bind} at {max_replicas} replicas",
                              "tok_s_per_gpu": None, "usd_per_m_tok": None})
                 continue
-            from simkit.fleet.plan import meets
-
             ok, why = meets(point, goals)
             rows.append({**point, "meets": ok, "binding": bind if ok else why,
-                         "tok_s_per_gpu": point["out_tok_s"] / point["gpus"],
-                         "usd_per_m_tok": cost_per_million(point["out_tok_s"], point["gpus"],
+                         "tok_s_per_gpu": served / point["gpus"],
+                         "usd_per_m_tok": cost_per_million(served, point["gpus"],
                                                            gpu_hour_price)})
-    mean_out = float(np.mean([len(pool[i].output_ids) for i in tr.draws.tolist()]))
-    return {"fleet": {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,
-                      "cost_model": cost.describe(), "proxy_note": proxy,
-                      "traffic": traffic.as_dict(), "traffic_label": traffic.label,
-                      "offered_out_tok_s": traffic.rate * mean_out,
-                      "mean_output_tokens": mean_out,
-                      "goals": {"ttft_ms_p99": goals.ttft_ms_p99,
-                                "tpot_ms_p99": goals.tpot_ms_p99},
-                      "gpu_hour_price": gpu_hour_price, "ordering": ordering,
-                      "concurrency": concurrency if ordering == "concurrent" else None,
-                      "max_replicas": max_replicas, "fixed_replicas": replicas,
-                      "pool_requests": len(pool), "pool_skipped": skipped,
-                      "policies": pols, "configs": [s.name for s in specs]},
-            "reuse": tr.summary(), "rows": rows, "evaluated": tried,
-            "evaluations": fl.evaluations}
