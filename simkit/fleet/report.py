@@ -150,7 +150,8 @@ def render_validation(rows: list[dict], summ: dict) -> str:
                   force_jupyter=False)
     cols = ["run_id", "policy", "replica", "config", "requests", "requests_match_records",
             "measured_accepted_per_step", "predicted_accepted_per_step", "accepted_error",
-            "measured_tok_s", "predicted_tok_s", "tok_s_error"]
+            "paced_accepted_per_step", "paced_accepted_error", "measured_tok_s",
+            "predicted_tok_s", "tok_s_error"]
     from rich.table import Table
 
     t = Table(show_edge=False, pad_edge=False)
@@ -161,7 +162,9 @@ def render_validation(rows: list[dict], summ: dict) -> str:
     for r in rows:
         t.add_row(*[(f"{r[c]:+.1%}" if c.endswith("error") and r[c] is not None else
                      _fmt(r[c], c)) for c in cols])
-    con.print("fleet validate: the vLLM fleet records, each replica's stream rebuilt and replayed")
+    con.print("fleet validate: the vLLM fleet records, each replica's stream rebuilt and replayed "
+              "(pred: concurrent table as simkit validate; paced: simkit.fleet.paced; tok/s on "
+              "the default calibration)")
     con.print(t)
     for k, v in summ.items():
         con.print(f"- {k}: {v}")
