@@ -31,7 +31,7 @@ def plan_cmd(
                                  help=POLICIES_HELP),
     configs: str = typer.Option("vanilla,suffix", "--configs", help="configurations, comma list "
                                 "(vanilla, suffix[:K], kpad:K, dynamic...)"),
-    rate: float = typer.Option(10.0, "--rate", help="mean arrivals per second, whole fleet"),
+    rate: float = typer.Option(40.0, "--rate", help="mean arrivals per second, whole fleet"),
     duration: float = typer.Option(60.0, "--duration", help="seconds of traffic"),
     cv: float = typer.Option(1.0, "--cv", help="coefficient of variation of the arrival gaps "
                              "(gamma; 1 = Poisson, > 1 bursty)"),

@@ -69,6 +69,7 @@ class Fleet:
         self.memo: dict[tuple[str, int], dict[str, dict]] = {}
         self.chains = [prompt_block_hashes(r.prompt_ids) for r in traffic.pool]
         self.evaluations = 0
+        self.cpu_s: list[dict] = []           # per replica job run: CPU s drafting, simulating
 
     # -- load-independent ------------------------------------------------------------------
     def jobs(self, rep: np.ndarray, n: int, specs: Sequence) -> list[ReplicaJob]:
@@ -112,6 +113,7 @@ class Fleet:
             else:
                 rep = assign(self.traffic, policy, n)
                 res = self.run_jobs(self.jobs(rep, n, self.specs))
+                self.cpu_s.extend(r["cpu_s"] for r in res)
                 self.memo[key] = {s.name: fleet_point(
                     policy, n, s.name, [(r["history"], r["runs"][s.name]) for r in res],
                     self.cost.tp) for s in self.specs}

@@ -84,16 +84,22 @@ class ReplicaJob:
 
 def run_group(jobs: Sequence[ReplicaJob]) -> list[dict[str, Any]]:
     """Run each job's configurations, one after another in this process: per job, the tree
-    history and per configuration a simkit.fleet.sim.ReplicaRun (None for an idle replica)."""
+    history, per configuration a simkit.fleet.sim.ReplicaRun (None for an idle replica), and
+    the CPU seconds spent drafting and simulating (for the benchmark; never in a report)."""
+    import time
+
     from simkit.fleet.sim import run_replica
 
     out = []
     for job in jobs:
+        t0 = time.process_time()
         speculative = any(s.speculative for s in job.specs)
         wl = stream_workload(job.requests, speculative=speculative, name=job.name,
                              ordering=job.ordering, concurrency=job.concurrency,
                              chains=job.chains)
+        t1 = time.process_time()
         runs = {s.name: (run_replica(wl, job.cost, job.engine, s, job.times) if job.requests
                          else None) for s in job.specs}
-        out.append({"replica": job.replica, "history": tree_history(job.draws), "runs": runs})
+        out.append({"replica": job.replica, "history": tree_history(job.draws), "runs": runs,
+                    "cpu_s": {"draft": t1 - t0, "simulate": time.process_time() - t1}})
     return out

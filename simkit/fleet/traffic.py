@@ -39,7 +39,7 @@ _TURN = re.compile(r"^(?P<conv>.+)/t(?P<turn>\d+)$")
 class TrafficSpec:
     """What generates the traffic; `label` is printed in every report."""
 
-    rate: float = 10.0               # mean req/s over the whole fleet
+    rate: float = 40.0               # mean req/s over the whole fleet
     duration_s: float = 60.0         # arrivals in [0, duration_s)
     cv: float = 1.0                  # gap coefficient of variation (1 = Poisson)
     daily_amplitude: float = 0.0     # A in [0, 1): rate swings between (1 - A) and (1 + A) x rate
