@@ -23,12 +23,13 @@ from simkit.commands import (  # noqa: E402
     acceptance,
     calibration,
     catalog,
+    fleet,
     predict,
     traces_cmd,
     whatif,
 )
 
-for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif):
+for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif, fleet):
     _module.register(app)
 
 

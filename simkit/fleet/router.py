@@ -7,6 +7,10 @@ its prompt's first `affinity_blocks` whole KV blocks (simkit.engine.block_hash, 
 so requests that share that prefix (a repeated prompt, a later turn of one conversation, a long
 shared preamble) meet the same replica's prefix cache and suffix tree; prompts shorter than one
 block hash their raw ids. No load cap: a skewed stream stays skewed, as a pure hash router would.
+`session-affinity` (route_sessions) sends every request of one session (a conversation id where
+the trace has one, simkit.fleet.traffic.session_ids) to the replica named by the session id's
+hash. `least-outstanding` is load-aware: it depends on the simulated timing and is decided inside
+the joint simulation (simkit.fleet.sim.run_joint), not here.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import numpy as np
 from simkit.engine.block_hash import BLOCK_SIZE, prompt_block_hashes
 from simkit.errors import InputError
 
-POLICIES = ("round-robin", "prefix-affinity")
+POLICIES = ("round-robin", "prefix-affinity")       # by prompt alone (the GPU fleet streams)
+SESSION_AFFINITY = "session-affinity"
+LEAST_OUTSTANDING = "least-outstanding"
+ALL_POLICIES = POLICIES + (SESSION_AFFINITY, LEAST_OUTSTANDING)
+LOAD_INDEPENDENT = POLICIES + (SESSION_AFFINITY,)
 AFFINITY_BLOCKS = 16          # 256 tokens: past any chat-template header of the built-in models
 
 
@@ -46,3 +54,11 @@ def route(policy: str, prompts: Sequence[Sequence[int] | np.ndarray], replicas: 
                         dtype=np.int64)
     raise InputError(f"unknown router policy {policy!r}; known: {', '.join(POLICIES)}",
                      field="policy")
+
+
+def route_sessions(sessions: Sequence[str], replicas: int) -> np.ndarray:
+    """Replica index (int64) of each request from its session id: BLAKE2b-64 of the id mod N."""
+    if replicas < 1:
+        raise InputError("must be >= 1", field="replicas")
+    return np.array([int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(),
+                                    "little") % replicas for s in sessions], dtype=np.int64)

@@ -1,0 +1,146 @@
+"""`simkit fleet plan|validate`: N replicas behind a router, each with its own suffix tree and
+prefix cache (docs/fleet.md). Checks every input before any work; heavy imports in the bodies."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from simkit.commands.options import calibration_option
+
+fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
+                             "and configuration, with the history each replica ends up with.",
+                        no_args_is_help=True)
+
+POLICIES_HELP = ("router policies, comma list: round-robin, prefix-affinity, session-affinity, "
+                 "least-outstanding")
+
+
+@fleet_app.command("plan")
+def plan_cmd(
+    model: str = typer.Option("llama-3.1-8b", "--model", help="catalogue model id (simkit "
+                              "models list)"),
+    corpus: str = typer.Option("mix", "--corpus", help="corpus name (simkit traces list); its "
+                               "raw traces are needed"),
+    hardware: str = typer.Option("h200", "--hardware", help="hardware id: h100, h200, b200 or "
+                                 "a hardware JSON path"),
+    tp: Optional[int] = typer.Option(None, "--tp", help="TP degree (default: the smallest that "
+                                     "fits)"),
+    policies: str = typer.Option("round-robin,prefix-affinity,least-outstanding", "--policies",
+                                 help=POLICIES_HELP),
+    configs: str = typer.Option("vanilla,suffix", "--configs", help="configurations, comma list "
+                                "(vanilla, suffix[:K], kpad:K, dynamic...)"),
+    rate: float = typer.Option(40.0, "--rate", help="mean arrivals per second, whole fleet"),
+    duration: float = typer.Option(60.0, "--duration", help="seconds of traffic"),
+    cv: float = typer.Option(1.0, "--cv", help="coefficient of variation of the arrival gaps "
+                             "(gamma; 1 = Poisson, > 1 bursty)"),
+    daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="daily cycle: rate "
+                                          "swings by +-A x rate, A in [0, 1) (default 0: none)"),
+    period: float = typer.Option(86400.0, "--period", help="the cycle's period in seconds"),
+    popularity: str = typer.Option("repeat", "--popularity", help="repeats: none, repeat "
+                                   "(--repeat-share, --reuse-distance) or zipf (--zipf-s)"),
+    repeat_share: float = typer.Option(0.3, "--repeat-share", help="share of arrivals repeating "
+                                       "an earlier arrival's request (popularity repeat)"),
+    reuse_distance: float = typer.Option(200.0, "--reuse-distance", help="mean arrivals between "
+                                         "a request and its repeat (geometric)"),
+    zipf_s: float = typer.Option(1.0, "--zipf-s", help="Zipf exponent (popularity zipf)"),
+    seed: int = typer.Option(0, "--seed", help="traffic seed"),
+    ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="fleet p99 TTFT goal (ms)"),
+    tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="fleet p99 TPOT goal (ms)"),
+    max_replicas: int = typer.Option(64, "--max-replicas", help="largest fleet searched"),
+    replicas: Optional[int] = typer.Option(None, "--replicas", help="evaluate this many replicas "
+                                           "instead of searching (default: search)"),
+    gpu_hour_price: Optional[float] = typer.Option(None, "--gpu-hour-price", help="US$ per "
+                                                   "GPU-hour, for cost per million output "
+                                                   "tokens (default: no cost)"),
+    ordering: str = typer.Option("sequential", "--ordering", help="suffix replay of each "
+                                 "replica's stream: sequential or concurrent"),
+    in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
+                                  "concurrent"),
+    calibration: Optional[str] = calibration_option(),
+    executor: str = typer.Option("local", "--executor", help="local or ray (load-independent "
+                                 "policies: one Ray task per replica group)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
+                                              "(default: a local Ray instance)"),
+    workers: int = typer.Option(1, "--workers", help="local worker processes, or Ray replica "
+                                "groups"),
+    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of replicas vs policy "
+                                       "(default: no plot)"),
+) -> None:
+    """Fewest replicas per (router policy, configuration) meeting p99 TTFT/TPOT goals."""
+    from simkit.checks import output_file, output_format, positive_int, positive_rate
+    from simkit.errors import InputError
+    from simkit.fleet.plan import Goals, check_policies
+    from simkit.fleet.traffic import TrafficSpec
+
+    output_format(fmt)
+    output_file(plot, "plot")
+    for name, val in (("max-replicas", max_replicas), ("replicas", replicas),
+                      ("workers", workers), ("in-flight", in_flight), ("tp", tp)):
+        positive_int(val, name)
+    for name, val in (("ttft-p99-ms", ttft), ("tpot-p99-ms", tpot),
+                      ("gpu-hour-price", gpu_hour_price)):
+        positive_rate(val, name)
+    check_policies(policies)
+    if ordering not in ("sequential", "concurrent"):
+        raise InputError(f"unknown ordering {ordering!r}; use sequential or concurrent",
+                         field="ordering")
+    if executor not in ("local", "ray"):
+        raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")
+    traffic = TrafficSpec(rate, duration, cv, daily_amplitude, period, popularity, repeat_share,
+                          reuse_distance, zipf_s, seed).check()
+    from simkit.engine.config import parse_configs
+
+    parse_configs(configs)
+    from simkit.fleet import report
+    from simkit.fleet.run import fleet
+
+    doc = fleet(model, corpus, traffic=traffic, policies=policies, configs=configs,
+                hardware=hardware, tp=tp, calibration=calibration, goals=Goals(ttft, tpot),
+                max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
+                ordering=ordering, concurrency=in_flight, executor=executor, workers=workers,
+                address=ray_address)
+    typer.echo(report.document(doc) if fmt == "json" else report.render(doc), nl=False)
+    if plot:
+        report.plot(doc, plot)
+        if fmt != "json":
+            typer.echo(f"plot: {plot}")
+
+
+@fleet_app.command("validate")
+def validate_cmd(
+    calibration: Optional[str] = calibration_option(),
+    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+) -> None:
+    """The recorded vLLM fleet runs (calibrate/data, corpora fleet-*): per replica, its stream
+    rebuilt and replayed in order; accepted tokens per step and tok/s, measured vs simkit."""
+    import json
+
+    from simkit.checks import output_format
+    from simkit.errors import InputError
+    from simkit.paths import traces_src_dir
+
+    output_format(fmt)
+    if traces_src_dir() is None:
+        raise InputError("fleet validate rebuilds each replica's requests from the raw traces "
+                         "(../shared/traces-src or SIMKIT_TRACES_SRC)", field="traces")
+    from simkit.fleet import report
+    from simkit.fleet.validate import summary, validate_fleet
+    from simkit.whatif.common import clean
+
+    rows = validate_fleet(calibration=calibration)
+    if not rows:
+        raise InputError("no fleet records (corpora fleet-*) under calibrate/data",
+                         field="records")
+    summ = summary(rows)
+    if fmt == "json":
+        typer.echo(json.dumps(clean({"runs": rows, "summary": summ}), indent=1, sort_keys=True))
+    else:
+        typer.echo(report.render_validation(rows, summ), nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `fleet` group to the root app."""
+    app.add_typer(fleet_app, name="fleet")

@@ -1,0 +1,168 @@
+"""The fleet against the real vLLM fleet records (calibrate/data/vllm-0.33, corpora fleet-*).
+
+The GPU fleet (calibrate.fleet_streams, issue 24): the first UNIQUE llama-3.1-8b code-reasoning
+requests of calibrate.make_requests (seed 0), each served twice with a reuse distance of
+REUSE_DISTANCE arrivals (simkit.fleet.streams.repeat_stream), routed over REPLICAS replicas by
+round-robin and prefix-affinity (simkit.fleet.router.route); each replica's stream ran as one
+closed-loop run at concurrency 8 on a freshly reset engine (its own suffix tree and prefix cache).
+
+Here each recorded run's stream is rebuilt from the raw traces with the same functions (same
+requests, same order), its suffix table is replayed over that stream in that order from an empty
+tree (ordering "concurrent" at the run's concurrency, as simkit validate does), and the closed loop
+is simulated under the run's conditions (simkit.validation.run_prediction.predict_run). Compared:
+accepted draft tokens per decode request-step inside the run's steady window (vLLM's own counts;
+independent of the cost model) and output tok/s (which depends on the cost model: the default
+calibration, h200-vllm026, fitted on vLLM 0.26, unless `calibration` names another).
+
+Each speculative run is predicted twice: with simkit validate's table ("concurrent": C requests
+advance one token per tick) and with the acceptance-paced replay (simkit.fleet.paced: each
+advances 1 + a(t, K) per tick, so a repeat in flight with its earlier copy catches up with it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODEL = "llama-3.1-8b"
+CORPUS = "code-reasoning"
+UNIQUE = 64
+REUSE_DISTANCE = 21
+REPLICAS = 4
+SHORT = {"rr": "round-robin", "pa": "prefix-affinity"}
+ACCEPT_GOAL = 0.02            # the issue's goal: accepted tokens per step within 2 %
+
+
+def fleet_streams(model: str = MODEL, corpus: str = CORPUS, unique: int = UNIQUE,
+                  reuse_distance: int = REUSE_DISTANCE, replicas: int = REPLICAS) -> dict[str, list]:
+    """Per recorded corpus name (fleet-rr-r0 ...), the replica's requests in arrival order, as
+    calibrate.fleet_streams wrote them (uncapped; run_requests applies the run's cap)."""
+    from simkit.fleet.router import route
+    from simkit.fleet.streams import repeat_stream
+    from simkit.validation.requests import request_pool
+
+    pool = request_pool(model, corpus, n=unique)
+    stream = repeat_stream(len(pool), reuse_distance)
+    arrivals = [pool[u] for u in stream.tolist()]
+    out: dict[str, list] = {}
+    for short, policy in SHORT.items():
+        rep = route(policy, [r.prompt_ids for r in arrivals], replicas)
+        for i in range(replicas):
+            out[f"fleet-{short}-r{i}"] = [r for r, k in zip(arrivals, rep.tolist()) if k == i]
+    return out
+
+
+def fleet_records(root=None):
+    """(steps, runs) of the recorded fleet runs only, or (None, None) when there are none."""
+    from simkit.validation.records import load_records
+
+    steps, runs = load_records(root)
+    if runs is None:
+        return None, None
+    runs = runs[runs["corpus"].astype(str).str.startswith("fleet-")]
+    runs = runs.sort_values("run_id", kind="stable").reset_index(drop=True)
+    return steps[steps["run_id"].isin(set(runs["run_id"]))], runs
+
+
+def validate_fleet(root=None, calibration: str | None = None,
+                   run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per recorded fleet run (run_id order): measured vs predicted accepted/step and tok/s,
+    and whether the rebuilt stream matches the records (request count, output tokens)."""
+    from simkit.validation.requests import check_against_run, run_requests
+    from simkit.validation.run_prediction import measured_figures, predict_run
+
+    steps, runs = fleet_records(root)
+    if runs is None or not len(runs):
+        return []
+    streams: dict[tuple, dict] = {}
+    rows = []
+    for run in runs.to_dict("records"):
+        if run_ids and run["run_id"] not in run_ids:
+            continue
+        key = (str(run["model"]),)
+        if key not in streams:
+            streams[key] = fleet_streams(model=key[0])
+        name = str(run["corpus"])
+        reqs, skipped = run_requests(streams[key][name], run)
+        s = steps[steps["run_id"] == run["run_id"]].sort_values("step")
+        check = check_against_run(reqs, run, s)
+        pred = predict_run(reqs, run, ordering="concurrent", calibration=calibration)
+        paced = _predict_paced(reqs, run, calibration) if str(run["config"]) != "vanilla" \
+            else None
+        meas = measured_figures(run, s)
+        spec = str(run["config"]) != "vanilla"
+        acc_err = (pred.accepted_per_step / meas["accepted_per_step"] - 1
+                   if spec and meas["accepted_per_step"] else None)
+        rows.append({
+            "run_id": run["run_id"], "policy": SHORT[name.split("-")[1]],
+            "replica": int(name.rsplit("r", 1)[1]), "config": str(run["config"]),
+            "k": int(run["k"] or 0), "vllm_version": str(run.get("vllm_version", "")),
+            "requests": len(reqs), "requests_match_records": check["ok"],
+            "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
+            "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
+            "accepted_error": acc_err,
+            "within_goal": None if acc_err is None else abs(acc_err) <= ACCEPT_GOAL,
+            "paced_accepted_per_step": paced.mean_accepted if paced else None,
+            "paced_accepted_error": (paced.mean_accepted / meas["accepted_per_step"] - 1
+                                     if paced and meas["accepted_per_step"] else None),
+            "paced_tok_s": paced.output_tok_s if paced else None,
+            "measured_tok_s": float(run["output_tok_s"]),
+            "predicted_tok_s": pred.output_tok_s,
+            "tok_s_error": pred.output_tok_s / float(run["output_tok_s"]) - 1,
+            "predicted_prefix_hit_rate": (pred.prefix or {}).get("hit_rate"),
+            "measured_prefill_tokens": check.get("steps_prefill_tokens"),
+            "predicted_prefill_tokens": (pred.prefix or {}).get("prefill_tokens"),
+        })
+    return rows
+
+
+def _predict_paced(reqs: list, run: dict[str, Any], calibration: str | None):
+    """RunMetrics of the run predicted as predict_run does (same cost model, limits, closed loop,
+    window rule, cold prefix cache), on the acceptance-paced table at the run's K and C."""
+    from simkit.costmodel.run_conditions import run_cost
+    from simkit.engine.runner import Cell, Job, engine_config, run_jobs
+    from simkit.engine.sim import ClosedLoop
+    from simkit.fleet.paced import paced_table
+    from simkit.validation.run_prediction import run_workload, spec_of
+
+    cost = run_cost(run, calibration=calibration)
+    cap = int(run["max_tokens_cap"] or 0)
+    cfg = engine_config(cost.base, max_tokens=cap if cap > 0 else 1 << 30,
+                        max_model_len=int(run["max_model_len"]),
+                        max_num_seqs=int(run["max_num_seqs"]),
+                        max_num_batched_tokens=int(run["max_num_batched_tokens"]),
+                        cudagraph_mode=str(run["cudagraph_mode"]))
+    wl = run_workload(reqs, run, "concurrent")
+    wl.tables["suffix"] = paced_table(reqs, int(run["k"]), int(run["concurrency"]))
+    wl._columns.clear()
+    job = Job(spec_of(run), 0, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
+              window_start_completion=1)
+    res, = run_jobs(Cell(wl, cost, cfg, None), [job], workers=1)
+    return res.metrics
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean absolute errors (accepted/step over spec runs, tok/s over all) and the policy ranking
+    (mean accepted/step per policy, measured and predicted)."""
+    import numpy as np
+
+    acc = [abs(r["accepted_error"]) for r in rows if r["accepted_error"] is not None]
+    paced = [abs(r["paced_accepted_error"]) for r in rows
+             if r.get("paced_accepted_error") is not None]
+    tok = [abs(r["tok_s_error"]) for r in rows]
+    rank: dict[str, dict[str, float]] = {}
+    for pol in sorted({r["policy"] for r in rows}):
+        mine = [r for r in rows if r["policy"] == pol and r["accepted_error"] is not None]
+        if mine:
+            rank[pol] = {"measured": float(np.mean([r["measured_accepted_per_step"] for r in mine])),
+                         "predicted": float(np.mean([r["predicted_accepted_per_step"]
+                                                     for r in mine]))}
+    order = lambda side: sorted(rank, key=lambda p: -rank[p][side])  # noqa: E731
+    return {"runs": len(rows), "accepted_mean_abs_error": float(np.mean(acc)) if acc else None,
+            "accepted_max_abs_error": float(np.max(acc)) if acc else None,
+            "accepted_within_goal": sum(1 for r in rows if r["within_goal"]),
+            "spec_runs": len(acc),
+            "paced_accepted_mean_abs_error": float(np.mean(paced)) if paced else None,
+            "paced_accepted_within_goal": sum(1 for x in paced if x <= ACCEPT_GOAL), "tok_s_mean_abs_error": float(np.mean(tok)) if tok else None,
+            "accepted_by_policy": rank,
+            "ranking_agrees": order("measured") == order("predicted") if rank else None,
+            "requests_match_records": all(r["requests_match_records"] for r in rows)}
