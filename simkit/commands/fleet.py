@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import calibration_option
+from simkit.commands.options import calibration_option, pick_vllm_version, vllm_version_option
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -59,6 +59,7 @@ def plan_cmd(
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
     calibration: Optional[str] = calibration_option(),
+    vllm_version: Optional[str] = vllm_version_option(),
     executor: str = typer.Option("local", "--executor", help="local or ray (load-independent "
                                  "policies: one Ray task per replica group)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
@@ -77,6 +78,7 @@ def plan_cmd(
 
     output_format(fmt)
     output_file(plot, "plot")
+    vllm_version = pick_vllm_version(vllm_version)
     for name, val in (("max-replicas", max_replicas), ("replicas", replicas),
                       ("workers", workers), ("in-flight", in_flight), ("tp", tp)):
         positive_int(val, name)
@@ -98,7 +100,8 @@ def plan_cmd(
     from simkit.fleet.run import fleet
 
     doc = fleet(model, corpus, traffic=traffic, policies=policies, configs=configs,
-                hardware=hardware, tp=tp, calibration=calibration, goals=Goals(ttft, tpot),
+                hardware=hardware, tp=tp, calibration=calibration, vllm_version=vllm_version,
+                goals=Goals(ttft, tpot),
                 max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
                 ordering=ordering, concurrency=in_flight, executor=executor, workers=workers,
                 address=ray_address)

@@ -164,7 +164,7 @@ def render_validation(rows: list[dict], summ: dict) -> str:
                      _fmt(r[c], c)) for c in cols])
     con.print("fleet validate: the vLLM fleet records, each replica's stream rebuilt and replayed "
               "(pred: concurrent table as simkit validate; paced: simkit.fleet.paced; tok/s on "
-              "the default calibration)")
+              "the calibration of each run's vLLM version)")
     con.print(t)
     for k, v in summ.items():
         con.print(f"- {k}: {v}")

@@ -61,7 +61,8 @@ def load_pool(model: str, corpus: str, *, max_tokens: int, max_model_len: int,
 def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficSpec,
           policies: str = "round-robin,prefix-affinity,least-outstanding",
           configs: str = "vanilla,suffix", hardware: str = "h200", tp: int | None = None,
-          calibration: str | None = None, goals: Goals = Goals(), max_replicas: int = 64,
+          calibration: str | None = None, vllm_version: str | None = None,
+          goals: Goals = Goals(), max_replicas: int = 64,
           replicas: int | None = None, gpu_hour_price: float | None = None,
           ordering: str = "sequential", concurrency: int = 8, executor: str = "local",
           workers: int = 1, address: str | None = None) -> dict[str, Any]:
@@ -83,7 +84,8 @@ def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficS
     if executor not in ("local", "ray"):
         raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")
     traffic.check()
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration)
+    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
+                           vllm_version=vllm_version)
     eng = engine_config(cost)
     pool, ids, skipped, proxy = load_pool(model, corpus, max_tokens=eng.max_tokens,
                                           max_model_len=eng.max_model_len,

@@ -11,8 +11,9 @@ requests, same order), its suffix table is replayed over that stream in that ord
 tree (ordering "concurrent" at the run's concurrency, as simkit validate does), and the closed loop
 is simulated under the run's conditions (simkit.validation.run_prediction.predict_run). Compared:
 accepted draft tokens per decode request-step inside the run's steady window (vLLM's own counts;
-independent of the cost model) and output tok/s (which depends on the cost model: the default
-calibration, h200-vllm026, fitted on vLLM 0.26, unless `calibration` names another).
+independent of the cost model) and output tok/s (which depends on the cost model: the
+calibration of the run's vLLM version, h200-vllm033 for these runs, unless `calibration` names
+another).
 
 Each speculative run is predicted twice: with simkit validate's table ("concurrent": C requests
 advance one token per tick) and with the acceptance-paced replay (simkit.fleet.paced: each
