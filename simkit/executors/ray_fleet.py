@@ -14,17 +14,17 @@ starts a local instance, stopped when the session ends.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from simkit.executors.ray_sweep import _import_ray
 
 
-def run_groups_ray(jobs: Sequence, *, groups: int = 1, address: str | None = None,
+def run_groups_ray(run_group: Callable[[list], list[dict[str, Any]]], jobs: Sequence, *,
+                   groups: int = 1, address: str | None = None,
                    num_cpus: int | None = None) -> list[dict[str, Any]]:
-    """run_group over `groups` interleaved groups of the jobs, one Ray task each; results in
-    replica order."""
-    from simkit.fleet.replica import run_group
-
+    """run_group (simkit.fleet.replica.run_group, passed in so that the executor layer never
+    imports the fleet above it) over `groups` interleaved groups of the jobs, one Ray task each;
+    results in replica order."""
     ray = _import_ray()
     jobs = list(jobs)
     groups = max(1, min(groups, len(jobs)))

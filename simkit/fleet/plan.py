@@ -90,7 +90,7 @@ class Fleet:
         if self.executor == "ray":
             from simkit.executors.ray_fleet import run_groups_ray
 
-            return run_groups_ray(jobs, groups=self.workers, address=self.address)
+            return run_groups_ray(run_group, jobs, groups=self.workers, address=self.address)
         if self.workers == 1 or len(jobs) == 1:
             return run_group(jobs)
         import multiprocessing as mp
