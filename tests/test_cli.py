@@ -108,7 +108,7 @@ def test_a_whatif_with_failed_points_exits_1_after_printing_them(capsys):
     assert err.count("failed: ") == 2 and "error: 2 requested point(s) failed" in err
 
 
-PREDICT_KEYS = ["model", "corpus", "hardware", "tp", "history", "assumptions", "columns",
+PREDICT_KEYS = ["model", "corpus", "hardware", "tp", "vllm_version", "history", "assumptions", "columns",
                 "results", "unavailable", "skipped", "best_config", "best_k", "steady_window",
                 "suggested_num_requests", "recommendation"]
 ROW_KEYS = ["config", "k", "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla",
@@ -180,7 +180,8 @@ def test_sweep_writes_its_documented_columns(capsys, tmp_path):
     assert out.startswith("1 cells, 2 rows -> ")
     header = (out_dir / "sweep.csv").read_text().splitlines()[0].split(",")
     assert header == list(SWEEP_COLUMNS) == [
-        "model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "config", "k",
+        "model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "vllm_version",
+        "config", "k",
         "output_tok_s", "output_tok_s_std", "speedup_vs_vanilla", "full_graph_frac",
         "mean_accepted", "tokens_per_step", "host_frac", "tpot_ms_p50", "ttft_ms_p50",
         "itl_ms_p99", "padded_token_waste", "preemptions", "is_best", "is_best_k",

@@ -20,21 +20,29 @@ SUBSET = ["qwen2.5-32b_vanilla_summarization_c32_n96", "qwen2.5-32b_kpad4_summar
 
 @pytest.fixture(scope="module")
 def records():
+    from simkit.costmodel.records import select_version
+
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 199
+    assert runs is not None and len(runs) == 199 + 66          # vLLM 0.26 and 0.33 records
+    assert len(select_version(runs, "0.33")) == 66
     return steps, runs
 
 
 @needs_traces
 def test_requests_rebuilt_match_every_run(records):
-    """Same requests as the GPU runs: count and total output tokens of every one of the 199 runs
-    (runs.total_output_tokens and the sum of the steps' emitted tokens); 70B at TP=2, the hot,
-    repeat and dynamic-K runs of session C included."""
+    """Same requests as the GPU runs: count and total output tokens of every run (runs.
+    total_output_tokens and the sum of the steps' emitted tokens): the 199 vLLM 0.26 runs (70B
+    at TP=2, hot, repeat and dynamic-K runs included) and the 50 vLLM 0.33 runs of a corpus
+    (the fleet streams are rebuilt by tests/test_fleet_validation.py)."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests
 
     steps, runs = records
     pools: dict = {}
+    checked = 0
     for run in runs.to_dict("records"):
+        if str(run["corpus"]).startswith("fleet-"):
+            continue
+        checked += 1
         key = (run["model"], run["corpus"])
         pools.setdefault(key, request_pool(*key))
         reqs, skipped = run_requests(pools[key], run)
@@ -44,6 +52,7 @@ def test_requests_rebuilt_match_every_run(records):
         assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
         # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
         assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
+    assert checked == 199 + 50
 
 
 @needs_traces
@@ -132,7 +141,8 @@ def test_repeats_are_averaged_per_k_and_regimes_kept_apart():
 def test_cli_json_on_real_subset(tmp_path):
     from simkit.cli import app
 
-    args = ["validate", "--format", "json", "--plot", str(tmp_path / "v.png")]
+    args = ["validate", "--vllm-version", "0.26", "--format", "json", "--plot",
+            str(tmp_path / "v.png")]
     for r in SUBSET:
         args += ["--run-id", r]
     res = CliRunner().invoke(app, args)
@@ -159,7 +169,7 @@ def test_cli_json_on_real_subset(tmp_path):
     assert (tmp_path / "v.png").stat().st_size > 0
     again = CliRunner().invoke(app, args)
     assert again.stdout == res.stdout                       # deterministic
-    table = CliRunner().invoke(app, ["validate", "--run-id", SUBSET[1]])
+    table = CliRunner().invoke(app, ["validate", "--vllm-version", "0.26", "--run-id", SUBSET[1]])
     assert table.exit_code == 0 and "MAPE held-out" in table.stdout
 
 
