@@ -308,6 +308,13 @@ def validate(
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
+    fleet_runs = runs[runs["corpus"].astype(str).str.startswith("fleet-")]
+    if not run_id and purpose in ("validation", "all") and len(fleet_runs):
+        from simkit.fleet.validate import summary, validate_fleet
+
+        print(f"predicting {len(fleet_runs)} fleet replica runs", file=sys.stderr)
+        doc["fleet"] = report._clean(summary(validate_fleet(
+            records, run_ids=list(fleet_runs["run_id"]))))
     if plot:
         report.plot(cells, plot)
     if format == "json":

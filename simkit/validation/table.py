@@ -88,6 +88,15 @@ def render(doc: dict[str, Any]) -> str:
         if a:
             lines.append(f"  acceptance replay, history {h}: mean |rel err| "
                          f"{100 * a['mean_abs_rel_error']:.2f} % over {a['cells']} runs")
+    fleet = doc.get("fleet")
+    if fleet:
+        acc = fleet.get("accepted_mean_abs_error")
+        lines.append(f"fleet runs (one replica's routed stream each; simkit fleet validate): "
+                     f"{fleet['runs']} runs, accepted/step within 2 % in "
+                     f"{fleet['accepted_within_goal']} of {fleet['spec_runs']} speculative runs"
+                     + (f" (mean |rel err| {100 * acc:.1f} %)" if acc is not None else "")
+                     + f", policy ranking {'right' if fleet['ranking_agrees'] else 'wrong'}, "
+                     f"tok/s mean |rel err| {100 * (fleet['tok_s_mean_abs_error'] or 0):.1f} %")
     dyn = doc["dynamic_k"]
     if dyn["status"] != "measured":
         lines.append(f"dynamic-K vs best-K: {dyn['status']} ({dyn['why']})")
