@@ -153,6 +153,14 @@ def _setting_doc(key: tuple) -> dict[str, Any]:
     return dict(zip(SETTING_KEYS, key))
 
 
+def _fastest(by: dict) -> tuple[dict, Any, Any]:
+    """Mean measured tok/s per key (repeats averaged) and the measured and predicted fastest key
+    (ties: the first in sorted order)."""
+    meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by.items()}
+    pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by.items()}
+    return meas, max(sorted(meas), key=meas.get), max(sorted(pred), key=pred.get)
+
+
 def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
     """Per (model, corpus, concurrency, forcing regime) group with >= 2 measured kpad Ks: the
     measured and the predicted best K among those Ks, and the measured throughput lost by running
@@ -166,9 +174,7 @@ def best_k_agreement(cells: list[dict[str, Any]], purpose: str | None = None) ->
     for key, by_k in sorted(groups.items()):
         if len(by_k) < 2:
             continue
-        meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
-        pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_k.items()}
-        mb, pb = max(meas, key=meas.get), max(pred, key=pred.get)
+        meas, mb, pb = _fastest(by_k)
         out.append({**_setting_doc(key), "ks": sorted(by_k), "repeats": {k: len(cs) for k, cs in sorted(by_k.items())
                                                     if len(cs) > 1},
                     "measured_best_k": mb, "predicted_best_k": pb, "match": mb == pb,
@@ -189,9 +195,7 @@ def best_config_agreement(cells: list[dict[str, Any]], purpose: str | None = Non
     for key, by_cfg in sorted(groups.items()):
         if len(by_cfg) < 2:
             continue
-        meas = {k: sum(c["measured_tok_s"] for c in cs) / len(cs) for k, cs in by_cfg.items()}
-        pred = {k: sum(c["predicted_tok_s"] for c in cs) / len(cs) for k, cs in by_cfg.items()}
-        mb, pb = max(sorted(meas), key=meas.get), max(sorted(pred), key=pred.get)
+        meas, mb, pb = _fastest(by_cfg)
         out.append({**_setting_doc(key), "configs": sorted(by_cfg), "measured_best": mb,
                     "predicted_best": pb, "match": mb == pb,
                     "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
