@@ -103,3 +103,41 @@ def test_extend_on_a_corpus_without_capped_requests_prints_the_same_figures(caps
     keep, ext = json.loads(keep), json.loads(ext)
     assert keep["results"] == ext["results"]
     assert ext["assumptions"]["prefix_caching"] == keep["assumptions"]["prefix_caching"]
+
+
+# -- hardware and model names are case-insensitive ---------------------------------------------
+
+def _recase(draw_flags, name: str) -> str:
+    return "".join(c.upper() if f else c for c, f in zip(name, draw_flags))
+
+
+@FAST
+@given(data=st.data())
+def test_hardware_and_model_names_are_case_insensitive(data):
+    from simkit.catalog.hardware import canonical_hardware, list_hardware
+    from simkit.catalog.models import canonical_model, get_model, list_models
+    from simkit.costmodel.calibrations import default_calibration, load_cost_model
+
+    hw = data.draw(st.sampled_from(list_hardware()))
+    model = data.draw(st.sampled_from(["llama-3.1-8b", "qwen2.5-7b"]))
+    hw_v = _recase(data.draw(st.lists(st.booleans(), min_size=len(hw), max_size=len(hw))), hw)
+    m_v = _recase(data.draw(st.lists(st.booleans(), min_size=len(model),
+                                     max_size=len(model))), model)
+    assert canonical_hardware(hw_v) == hw and canonical_model(m_v) == model
+    assert default_calibration(hw_v) == default_calibration(hw)
+    assert get_model(m_v) == get_model(model)
+    assert load_cost_model(m_v, hw_v).label == load_cost_model(model, hw).label
+    assert model in list_models()
+
+
+def test_upper_case_hardware_prints_the_lower_case_prediction(capsys):
+    """--hardware H200 ran h200's calibrated figures but labelled them analytic."""
+    base = ("predict", "--corpus", "chat", "--configs", "vanilla", "--seeds", "1",
+            "--num-requests", "64", "--source", "shipped", "--format", "json", "--workers", "1")
+    code, low, _ = run(capsys, *base, "--model", "llama-3.1-8b", "--hardware", "h200")
+    assert code == 0
+    code, up, _ = run(capsys, *base, "--model", "Llama-3.1-8B", "--hardware", "H200")
+    assert code == 0
+    low, up = json.loads(low), json.loads(up)
+    assert up["assumptions"]["cost_model"]["value"]["profile"] == "h200-vllm026"
+    assert up == low

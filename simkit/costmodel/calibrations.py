@@ -77,10 +77,11 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> Path:
 
 
 def default_calibration(hardware: str) -> str | None:
-    """The embedded calibration marked default for this hardware, or None (then: analytic)."""
+    """The embedded calibration marked default for this hardware (its id in any case), or None
+    (then: analytic)."""
     for name in list_calibrations():
         doc = read_calibration(name)
-        if hardware in doc.get("default_for", []):
+        if str(hardware).lower() in (str(h).lower() for h in doc.get("default_for", [])):
             return name
     return None
 

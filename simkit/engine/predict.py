@@ -109,8 +109,14 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     `workload` and `cost`, when given together, are used as they are instead of loading the
     (model, corpus) profile and the cost model (model and corpus then only name the cell).
     """
+    from simkit.catalog.hardware import canonical_hardware
+    from simkit.catalog.models import canonical_model
     from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
+
+    # one spelling of each name from here on: the label, the default calibration and the
+    # report all key on the catalogue id (H200 once ran h200's calibration labelled analytic)
+    model, hardware = canonical_model(model), canonical_hardware(hardware)
 
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")

@@ -217,10 +217,12 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.load_profile; capped outputs
     kept or extended to max_tokens (simkit.engine.capped)."""
+    from simkit.catalog.models import canonical_model
     from simkit.engine.capped import apply_capped_outputs, check_mode
     from simkit.profiles import load_profile
 
     check_mode(capped_outputs)
+    model = canonical_model(model)
     prof = load_profile(model, corpus, source=source, tree=history)
     workload = Workload.from_profile(prof)
     if not workload.name:
@@ -234,8 +236,11 @@ def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibratio
               capped_outputs: str = "keep", max_tokens: int = 8192) -> tuple[Workload, Any]:
     """(workload, cost model) of a (model, corpus, hardware) cell, loaded once per process:
     load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
+    from simkit.catalog.hardware import canonical_hardware
+    from simkit.catalog.models import canonical_model
     from simkit.engine.capped import check_mode
 
+    model, hardware = canonical_model(model), canonical_hardware(hardware)
     key = (model, corpus, hardware, tp, calibration, source, max_model_len,
            max_num_batched_tokens)
     if history is not None:
