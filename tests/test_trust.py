@@ -141,3 +141,99 @@ def test_upper_case_hardware_prints_the_lower_case_prediction(capsys):
     low, up = json.loads(low), json.loads(up)
     assert up["assumptions"]["cost_model"]["value"]["profile"] == "h200-vllm026"
     assert up == low
+
+
+# -- settings vLLM refuses are refused, with its reason, before any work ----------------------
+
+PREDICT = ("predict", "--model", "llama-3.1-8b", "--corpus", "chat", "--configs", "vanilla",
+           "--seeds", "1", "--source", "shipped")
+
+
+def _models_and_tps():
+    from simkit.catalog.models import list_models
+
+    return st.tuples(st.sampled_from(list_models()), st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8]))
+
+
+@FAST
+@given(case=_models_and_tps())
+def test_a_tp_that_does_not_divide_the_heads_is_refused_with_the_reason(capsys, case):
+    from simkit.catalog.models import get_model
+
+    model, tp = case
+    spec = get_model(model)
+    code, out, err = run(capsys, "predict", "--model", model, "--corpus", "chat", "--tp",
+                         str(tp), "--format", "csv", "--plot", "tp.nope")
+    # the plot path is refused after the TP: a TP vLLM accepts reaches that check
+    if spec.heads % tp:
+        assert code == 2 and out == ""
+        one_line_error(err, "field 'tp'", f"attention heads ({spec.heads})",
+                       f"divisible by tensor parallel size ({tp})")
+    elif spec.attention != "mla" and spec.kv_heads % tp and tp % spec.kv_heads:
+        one_line_error(err, "field 'tp'", f"{spec.kv_heads} KV heads")
+    else:
+        one_line_error(err, "field 'plot'", "tp.nope")
+
+
+def test_qwen_7b_at_tp_8_is_refused_everywhere(capsys):
+    """28 attention heads: vLLM refuses TP 8, so predict and the what-ifs must too."""
+    from simkit.costmodel.calibrations import load_cost_model
+    from simkit.errors import InputError
+
+    for argv in (("predict", "--model", "qwen2.5-7b", "--corpus", "chat", "--tp", "8"),
+                 ("whatif", "concurrency", "--model", "qwen2.5-7b", "--tp", "8"),
+                 ("whatif", "capacity", "--model", "qwen2.5-7b", "--tp", "8"),
+                 ("whatif", "hardware", "--model", "qwen2.5-7b", "--tps", "1,8")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "", argv
+        one_line_error(err, "attention heads (28)", "tensor parallel size (8)")
+    with pytest.raises(InputError, match="attention heads"):
+        load_cost_model("qwen2.5-7b", "h200", tp=8)
+
+
+@FAST
+@given(seqs=st.integers(2, 4096), data=st.data())
+def test_fewer_batched_tokens_than_max_num_seqs_is_refused(capsys, seqs, data):
+    tokens = data.draw(st.integers(1, seqs - 1))
+    code, out, err = run(capsys, *PREDICT, "--max-num-seqs", str(seqs),
+                         "--max-num-batched-tokens", str(tokens))
+    assert code == 2 and out == ""
+    one_line_error(err, "max-num-batched-tokens", f"({tokens:,})", f"max_num_seqs ({seqs:,})")
+
+
+@FAST
+@given(tokens=st.integers(16385, 10**9))
+def test_max_tokens_above_max_model_len_is_refused(capsys, tokens):
+    for argv in (PREDICT, ("sweep", "--out", "never-written")):
+        code, out, err = run(capsys, *argv, "--max-tokens", str(tokens))
+        assert code == 2 and out == ""
+        one_line_error(err, "max-tokens", "max_model_len (16,384)")
+    assert not Path("never-written").exists()
+
+
+@pytest.mark.parametrize("gmu", [0.0, -0.5, 1.01, float("nan")])
+def test_gpu_memory_utilization_outside_0_1_is_refused(gmu):
+    from simkit.costmodel.calibrations import load_cost_model
+    from simkit.errors import InputError
+
+    with pytest.raises(InputError, match=r"gpu_memory_utilization .*\(0, 1\]"):
+        load_cost_model("llama-3.1-8b", "h200", tp=1, gmu=gmu)
+
+
+@FAST
+@given(n=st.integers(1_000_001, 10**15),
+       opt=st.sampled_from(["--num-requests", "--concurrency"]))
+def test_huge_request_counts_are_refused_not_a_memory_error(capsys, n, opt):
+    code, out, err = run(capsys, *PREDICT, opt, str(n))
+    assert code == 2 and out == ""
+    one_line_error(err, opt.lstrip("-"), f"{n:,}")
+
+
+@pytest.mark.parametrize("argv", [("whatif", "concurrency", "--levels", "1,99999999999"),
+                                  ("whatif", "capacity", "--max-requests", "99999999999"),
+                                  ("sweep", "--out", "never-written", "--num-requests",
+                                   "99999999999")])
+def test_huge_counts_in_the_other_commands_are_refused(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_line_error(err, "at most")

@@ -100,6 +100,9 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     hw = get_hardware(hardware) if isinstance(hardware, str) else hardware
     mem = {"max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs}
     chosen = tp is None
+    from simkit.serving_checks import check_serving
+
+    check_serving(spec, tp, gmu=gmu)          # what vLLM would refuse to start with
     if chosen:
         tp = choose_tp(spec, hw, gmu=gmu, max_model_len=max_model_len, **mem)
     capacity = kv_capacity_tokens(spec, hw, tp, gmu, **mem)

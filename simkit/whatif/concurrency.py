@@ -48,6 +48,9 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          field="levels") from None
     if not cs or cs[0] < 1:
         raise InputError("concurrency levels must be >= 1", field="levels")
+    from simkit.checks import positive_int
+
+    positive_int(cs[-1], "levels")
     specs = parse_configs(configs)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
