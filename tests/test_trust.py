@@ -237,3 +237,17 @@ def test_huge_counts_in_the_other_commands_are_refused(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     one_line_error(err, "at most")
+
+
+# -- whatif concurrency claims nothing it did not run ------------------------------------------
+
+def test_concurrency_whatif_without_a_speculative_config_claims_no_best_one(capsys):
+    code, out, err = run(capsys, "whatif", "concurrency", "--configs", "vanilla", "--levels",
+                         "1,4", "--min-requests", "16", "--corpus", "chat", "--format", "json",
+                         "--workers", "1")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    best = [n for n in notes if n.startswith("best speculative config")]
+    assert best == ["best speculative config: none was run (--configs vanilla has no "
+                    "speculative config with an acceptance table)"]
+    assert not any("beats vanilla" in n for n in notes)
