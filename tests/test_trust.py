@@ -251,3 +251,70 @@ def test_concurrency_whatif_without_a_speculative_config_claims_no_best_one(caps
     assert best == ["best speculative config: none was run (--configs vanilla has no "
                     "speculative config with an acceptance table)"]
     assert not any("beats vanilla" in n for n in notes)
+
+
+# -- two imports under one new name: one wins, the other is refused ----------------------------
+
+def _tiny_block(marker: int):
+    from traces.cache import TokenizedBlock
+
+    return TokenizedBlock(["r0"], np.array([1, 2, marker], np.int32), np.array([0, 3]),
+                          np.array([5, 6], np.int32), np.array([0, 2]), np.array([True]),
+                          np.array([0], np.int32), ["m"], {}, {"format": "tokens"})
+
+
+def test_concurrent_imports_under_one_new_name_never_lose_one_silently(tmp_path, monkeypatch):
+    """Both imports pass the up-front 'name free?' check before either stores (a barrier
+    forces the interleaving); exactly one may succeed and the other must fail naming --name."""
+    import threading
+
+    import traces.importers
+    from simkit.commands.traces_cmd import _import
+    from simkit.errors import InputError
+    from traces.user import load_user_block, read_import_record
+
+    barrier = threading.Barrier(2, timeout=30)
+
+    def fake_import(path, fmt, family, producer):
+        barrier.wait()                          # both have checked the name by now
+        return _tiny_block(int(path.stem[-1]))
+
+    monkeypatch.setattr(traces.importers, "import_file", fake_import)
+    files = []
+    for i in (1, 2):
+        f = tmp_path / f"trace{i}"
+        f.write_text("x")
+        files.append(f)
+    results: dict[int, object] = {}
+
+    def one(i):
+        try:
+            _import(files[i - 1], "tokens", "shared", "llama3", None)
+            results[i] = "ok"
+        except InputError as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    ok = [i for i, r in results.items() if r == "ok"]
+    refused = [r for r in results.values() if isinstance(r, InputError)]
+    assert len(ok) == 1 and len(refused) == 1, results
+    assert "field 'name'" in str(refused[0]) and "--replace" in str(refused[0])
+    winner = files[ok[0] - 1]
+    assert read_import_record("shared")["path"] == str(winner.resolve())
+    assert int(load_user_block("shared").prompt_tokens[-1]) == ok[0]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt", "vllm-custom", "tokens", "vllm-log"])
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_an_empty_import_file_gives_a_reason(capsys, tmp_path, fmt, text):
+    f = tmp_path / "empty.jsonl"
+    f.write_text(text)
+    code, out, err = run(capsys, "traces", "import", str(f), "--format", fmt, "--name", "e",
+                         "--tokenizer", "llama3")
+    assert code == 2 and out == ""
+    line = one_line_error(err, str(f), f"holds no {fmt} record")
+    assert "reasons: )" not in line
