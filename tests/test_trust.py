@@ -318,3 +318,52 @@ def test_an_empty_import_file_gives_a_reason(capsys, tmp_path, fmt, text):
     assert code == 2 and out == ""
     line = one_line_error(err, str(f), f"holds no {fmt} record")
     assert "reasons: )" not in line
+
+
+# -- Ctrl-C: one line, exit 130, the workers stopped ------------------------------------------
+
+@pytest.mark.parametrize("raised", ["plain", "numba"])
+def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch, raised):
+    """numba's dispatcher turns a Ctrl-C during drafting into a SystemError whose context is
+    the KeyboardInterrupt; both used to end in a traceback or 'internal error'."""
+    import simkit.engine.predict
+
+    def interrupted(*a, **k):
+        if raised == "plain":
+            raise KeyboardInterrupt
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("CPUDispatcher(<function sequential_chunk>) returned a result "
+                              "with an exception set")
+
+    monkeypatch.setattr(simkit.engine.predict, "predict", interrupted)
+    code, out, err = run(capsys, *PREDICT)
+    assert code == 130 and out == ""
+    one_line_error(err, "interrupted")
+
+
+def test_ctrl_c_stops_a_run_on_worker_processes(tmp_path):
+    """A run of minutes on two workers, Ctrl-C to the whole process group (as a terminal
+    sends it): exit 130 with one line, and no worker left running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("SIMKIT_DEBUG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simkit", *PREDICT, "--seeds", "4", "--workers", "2",
+         "--num-requests", "200000"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: (os.setpgrp(), signal.signal(signal.SIGINT, signal.SIG_DFL)))
+    time.sleep(4)                            # into the simulations (they take minutes)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)  # a hang guard, not a timing assertion
+    assert proc.returncode == 130, err
+    assert out == ""
+    one_line_error(err, "interrupted")
+    with pytest.raises(ProcessLookupError):  # the group is gone: no worker survived
+        os.killpg(proc.pid, 0)

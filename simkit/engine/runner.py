@@ -159,17 +159,40 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
     _CELLS[key] = (cell, history)
     try:
         with ProcessPoolExecutor(max_workers=workers,
-                                 mp_context=mp.get_context("fork") if fork else None) as pool:
+                                 mp_context=mp.get_context("fork") if fork else None,
+                                 initializer=_ignore_sigint) as pool:
             futures = [pool.submit(_run_registered, key, job) if fork else
                        pool.submit(_simulate, cell, history, job) for job in jobs]
             out = []
-            for fut in futures:
-                out.append(fut.result())
-                if progress:
-                    progress(1)
+            try:
+                for fut in futures:
+                    out.append(fut.result())
+                    if progress:
+                        progress(1)
+            except KeyboardInterrupt:
+                _stop_pool(pool)
+                raise
             return out
     finally:
         del _CELLS[key]
+
+
+def _ignore_sigint() -> None:
+    """A worker's initializer: Ctrl-C is the parent's to handle (it ends the workers), so a
+    worker neither dies with a traceback of its own nor carries on with the queued jobs."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C: end the workers now (a simulation writes nothing, so a half-run one leaves
+    nothing behind), so that the command stops at once instead of after every queued job;
+    the pool then fails the jobs left (BrokenProcessPool) and shuts down without waiting.
+    Futures are not cancelled here: Python 3.11's pool thread then fails on them."""
+    # the worker processes: Python < 3.14 has no public way to end them
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
 
 
 def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
