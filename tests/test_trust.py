@@ -367,3 +367,34 @@ def test_ctrl_c_stops_a_run_on_worker_processes(tmp_path):
     one_line_error(err, "interrupted")
     with pytest.raises(ProcessLookupError):  # the group is gone: no worker survived
         os.killpg(proc.pid, 0)
+
+
+# -- validate refuses duplicated run records, naming the file and the run ids -----------------
+
+def _records_copy(tmp_path, twice_in_one: bool):
+    import pandas as pd
+
+    src = ROOT / "calibrate" / "data"
+    runs = pd.read_parquet(src / "runs.parquet")
+    steps = pd.read_parquet(src / "steps.parquet")
+    rid = str(runs["run_id"].iloc[0])
+    keep = runs.iloc[:3]
+    folder = tmp_path / "records"
+    folder.mkdir()
+    steps[steps["run_id"].isin(keep["run_id"])].to_parquet(folder / "steps.parquet")
+    if twice_in_one:
+        pd.concat([keep, keep.iloc[:1]]).to_parquet(folder / "runs.parquet")
+    else:
+        keep.to_parquet(folder / "runs.parquet")
+        keep.iloc[:1].to_parquet(folder / "runs-again.parquet")
+    return folder, rid
+
+
+@pytest.mark.parametrize("twice_in_one", [True, False])
+def test_validate_refuses_duplicated_runs_naming_file_and_ids(capsys, tmp_path, twice_in_one):
+    folder, rid = _records_copy(tmp_path, twice_in_one)
+    code, out, err = run(capsys, "validate", "--records", str(folder))
+    assert code == 2 and out == ""
+    line = one_line_error(err, "field 'run_id'", rid)
+    assert str(folder / ("runs.parquet" if twice_in_one else "runs-again.parquet")) in line
+    assert "predicting" not in err                   # refused before any prediction
