@@ -25,10 +25,26 @@ def output_format(fmt: str, choices: tuple[str, ...] = ("table", "json")) -> str
     return fmt
 
 
+# Upper bounds of counts that size what a run holds in memory: one entry per request of a run
+# (and 4 x concurrency requests by default), one job per (config, seed). Far above any useful
+# value; a larger one used to die with a MemoryError (or run for days) instead of one line.
+MAX_REQUESTS = 1_000_000
+LIMITS = {"num-requests": (MAX_REQUESTS, "requests per run"),
+          "min-requests": (MAX_REQUESTS, "requests per run"),
+          "max-requests": (MAX_REQUESTS, "requests per run"),
+          "concurrency": (MAX_REQUESTS // 4, "clients (a run sends 4 x as many requests)"),
+          "levels": (MAX_REQUESTS // 4, "clients (a run sends 4 x as many requests)"),
+          "seeds": (1000, "seeds (one simulation each per config)")}
+
+
 def positive_int(value: int | None, field: str) -> int | None:
-    """`value` when it is None or >= 1; else InputError naming `field`."""
+    """`value` when it is None or >= 1 (and, for the counts in LIMITS, at most their bound);
+    else InputError naming `field`."""
     if value is not None and value < 1:
         raise InputError(f"must be >= 1, got {value}", field=field)
+    most, what = LIMITS.get(field, (None, ""))
+    if value is not None and most is not None and value > most:
+        raise InputError(f"at most {most:,} {what}, got {value:,}", field=field)
     return value
 
 

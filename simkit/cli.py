@@ -80,10 +80,35 @@ def _one_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+INTERRUPTED = 130          # the shell's exit status of a process stopped by SIGINT (128 + 2)
+
+
+def _interrupt_in_chain(exc: BaseException) -> bool:
+    """True when `exc` is a KeyboardInterrupt or was raised while handling one (numba's
+    dispatcher turns a Ctrl-C during compiled drafting into a SystemError whose context is
+    the KeyboardInterrupt)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line and exit 130. Caches are written to a temporary name and renamed,
+    so an interrupted run leaves only whole entries (the next run rebuilds the rest)."""
+    typer.echo("error: interrupted (Ctrl-C): stopped before the results were complete",
+               err=True)
+    sys.exit(INTERRUPTED)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point, the one error path of the CLI: a SimkitError (bad input) or an
     OSError (a file or folder the OS refused) prints one `error: ...` line on stderr and exits 2;
-    any other exception is a simkit bug and prints one line asking for --debug, exit 1.
+    any other exception is a simkit bug and prints one line asking for --debug, exit 1;
+    Ctrl-C prints one line and exits 130.
     `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead."""
     debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
     try:
@@ -103,7 +128,13 @@ def main(argv: list[str] | None = None) -> None:
         hint = f" (see simkit {path[1]} --help)" if len(path) == 2 else ""
         typer.echo(f"error: {exc.format_message()}{hint}", err=True)
         sys.exit(getattr(exc, "exit_code", 2) or 2)
-    except _ABORTS:
+    except KeyboardInterrupt:
+        if debug():
+            raise
+        _interrupted()
+    except _ABORTS as exc:                   # Click turns a Ctrl-C into Abort
+        if _interrupt_in_chain(exc):
+            _interrupted()
         typer.echo("error: aborted", err=True)
         sys.exit(1)
     except (SimkitError, OSError) as exc:
@@ -114,9 +145,13 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see docstring
         if _DEBUG["on"] or os.environ.get("SIMKIT_DEBUG"):
             raise
+        if _interrupt_in_chain(exc):
+            _interrupted()
         typer.echo(f"error: internal error {type(exc).__name__}: {_one_line(exc)} "
                    "(a simkit bug; rerun with --debug for the traceback)", err=True)
         sys.exit(1)
+    if code == INTERRUPTED:                  # Typer's silent answer to a Ctrl-C
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -7,6 +7,7 @@ still there unchanged; otherwise the error names the command that re-imports it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -59,15 +60,43 @@ def read_import_record(name: str) -> dict:
         return {}
 
 
-def save_user_corpus(name: str, block: cache.TokenizedBlock, record: dict | None = None) -> None:
-    """Store an imported corpus under its name (atomically), with its import record."""
-    cache.save_block(user_corpus_path(name), block)
-    if record is not None:
-        target = import_record_path(name)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp.json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(record, fh, indent=1, sort_keys=True)
-        os.replace(tmp, target)
+@contextlib.contextmanager
+def _name_lock(name: str):
+    """An exclusive lock on one corpus name (flock on `<name>.lock` in the user cache), so
+    that checking whether the name is taken and writing it are one step for concurrent
+    imports; released when the block ends (or the process dies)."""
+    import fcntl
+
+    path = user_corpus_path(name).with_suffix(".lock")
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def save_user_corpus(name: str, block: cache.TokenizedBlock, record: dict | None = None,
+                     replace: bool = True) -> bool:
+    """Store an imported corpus under its name (atomically), with its import record; True when
+    it replaced an earlier one. replace=False refuses (InputError) a name that is taken, also
+    when another import took it after the caller last looked: two imports under one new name
+    used to both succeed, the second silently overwriting the first."""
+    with _name_lock(name):
+        existed = user_corpus_path(name).exists()
+        if existed and not replace:
+            old = read_import_record(name).get("path", "another import")
+            raise InputError(f"corpus '{name}' was stored meanwhile by another import (from "
+                             f"{old}); pass --replace to overwrite it, or choose another "
+                             "--name", field="name")
+        cache.save_block(user_corpus_path(name), block)
+        if record is not None:
+            target = import_record_path(name)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp.json")
+            with os.fdopen(fd, "w") as fh:
+                json.dump(record, fh, indent=1, sort_keys=True)
+            os.replace(tmp, target)
+    return existed
 
 
 def _reimport(name: str, record: dict, damage) -> cache.TokenizedBlock | None:

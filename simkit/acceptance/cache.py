@@ -153,12 +153,17 @@ def save_cached(table: AcceptanceTable, path: Path) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name in _ARRAYS:
-        np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(table, name)), allow_pickle=False)
-    meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
-            "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
-            "content_sha256": content_digest({n: getattr(table, n) for n in _ARRAYS})}
-    (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))   # written last: marks complete
+    try:
+        for name in _ARRAYS:
+            np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(table, name)),
+                    allow_pickle=False)
+        meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
+                "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
+                "content_sha256": content_digest({n: getattr(table, n) for n in _ARRAYS})}
+        (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))   # last: marks complete
+    except BaseException:                # Ctrl-C or a full disk: leave no half folder behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         os.replace(tmp, path)
     except OSError:                      # another process stored the same table first

@@ -121,4 +121,12 @@ def get_hardware(name: str) -> HardwareSpec:
     raise UnknownNameError("hardware", name, list(cat))
 
 
-__all__ = ["HardwareSpec", "get_hardware", "list_hardware", "hardware_from_dict", "hardware_from_json"]
+def canonical_hardware(name: str) -> str:
+    """The catalogue id of `name` matched case-insensitively (H200 -> h200), else `name` as
+    given (a hardware JSON path or an unknown name, which get_hardware refuses). Labels,
+    default calibrations and reports key on the id, so one spelling must reach them all."""
+    key = str(name).lower()
+    return key if key in _catalog() else name
+
+
+__all__ = ["HardwareSpec", "canonical_hardware", "get_hardware", "list_hardware", "hardware_from_dict", "hardware_from_json"]

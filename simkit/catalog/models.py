@@ -322,9 +322,19 @@ def list_models() -> list[str]:
     return sorted(_catalog())
 
 
+def canonical_model(name: str) -> str:
+    """The catalogue id of `name` matched case-insensitively (Llama-3.1-8B -> llama-3.1-8b),
+    else `name` as given (a config.json path or an unknown name, which get_model refuses)."""
+    if name in _catalog():
+        return name
+    by_lower = {k.lower(): k for k in _catalog()}
+    return by_lower.get(str(name).lower(), name)
+
+
 def get_model(name: str) -> ModelSpec:
-    """An embedded model by id, or a model read from a config.json path."""
+    """An embedded model by id (case-insensitive), or a model read from a config.json path."""
     cat = _catalog()
+    name = canonical_model(name)
     if name in cat:
         return cat[name]
     if name.endswith(".json") and Path(name).is_file():
@@ -339,6 +349,6 @@ def param_error(spec: ModelSpec) -> float | None:
     return spec.param_count() / (spec.published_params_b * 1e9) - 1.0
 
 
-__all__ = ["ModelSpec", "get_model", "list_models", "model_from_config_json", "param_error",
+__all__ = ["ModelSpec", "canonical_model", "get_model", "list_models", "model_from_config_json", "param_error",
            "spec_from_config", "DTYPE_BYTES"]
 

@@ -107,10 +107,18 @@ def register(app: typer.Typer) -> None:
         from simkit.checks import output_file, output_format, positive_int, positive_rate
         from simkit.engine.predict import predict as run_predict
 
+        from simkit.serving_checks import check_serving
+
         output_format(fmt, ("table", "json", "csv"))
         positive_int(num_requests, "num-requests")
         positive_int(workers, "workers")
+        for value, name in ((seeds, "seeds"), (concurrency, "concurrency"), (tp, "tp"),
+                            (max_tokens, "max-tokens"), (max_num_seqs, "max-num-seqs"),
+                            (max_num_batched_tokens, "max-num-batched-tokens")):
+            positive_int(value, name)
         positive_rate(request_rate, "request-rate")
+        check_serving(model, tp, max_tokens=max_tokens, max_num_seqs=max_num_seqs,
+                      max_num_batched_tokens=max_num_batched_tokens)   # vLLM's refusals
         output_file(plot, "plot")                    # before the work, not after it
         calibration = pick_calibration(calibration, cost_profile)
         vllm_version = pick_vllm_version(vllm_version)
@@ -178,12 +186,16 @@ def register(app: typer.Typer) -> None:
         from simkit.checks import output_dir, positive_int
         from traces.corpora import list_corpora
 
+        from simkit.serving_checks import check_serving
+
         parse_configs(configs)                       # fail fast on a bad config string
         vllm_version = pick_vllm_version(vllm_version)
         positive_int(num_requests, "num-requests")
         positive_int(seeds, "seeds")
         positive_int(workers, "workers")
         positive_int(concurrency, "concurrency")
+        positive_int(max_tokens, "max-tokens")
+        check_serving(max_tokens=max_tokens)         # vLLM's refusals (TP: chosen per model)
         output_dir(out, "out")
         if executor not in ("local", "ray"):
             from simkit.errors import InputError

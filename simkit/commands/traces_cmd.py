@@ -147,13 +147,15 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
     producer = model_outputs(model).own if model else "unknown"
     block = import_file(path, fmt, family, producer)
     if len(block) == 0:
-        raise InputError("no usable records (see skipped reasons: "
+        if not block.skipped:                        # nothing was even read: say that
+            raise InputError(f"no records: the file holds no {fmt} record (empty, or blank lines only)",
+                             path=str(path))
+        raise InputError("no usable records (skipped: "
                          + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()) + ")",
                          path=str(path))
     record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": fmt,
               "tokenizer": family, "model": model, "producer": producer}
-    replaced = name in list_user_corpora()
-    save_user_corpus(name, block, record)
+    replaced = save_user_corpus(name, block, record, replace=replace)   # under a name lock
     typer.echo(f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
                f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
                + (" (replaced the earlier import)" if replaced else ""))

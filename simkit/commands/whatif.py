@@ -120,10 +120,14 @@ def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
     """A what-if command's options checked before any work: (the what-if function's keyword
     arguments, output format, plot path), the calibration resolved from --calibration or its
     deprecated alias."""
+    from simkit.serving_checks import check_serving
+
     kwargs = dict(options)
     fmt, plot = kwargs.pop("fmt"), kwargs.pop("plot")
     check_format(fmt, plot)
     check_numbers(kwargs)
+    if kwargs.get("model") is not None:              # vLLM's refusals (a TP it cannot shard)
+        check_serving(kwargs["model"], kwargs.get("tp"))
     kwargs["calibration"] = pick_calibration(kwargs.get("calibration"),
                                              kwargs.pop("cost_profile", None))
     kwargs["vllm_version"] = pick_vllm_version(kwargs.get("vllm_version"))

@@ -89,7 +89,8 @@ def default_calibration(hardware: str, vllm_version: str | None = None) -> str |
     version = get_vllm_version(vllm_version).key
     for name in list_calibrations():
         doc = read_calibration(name)
-        if hardware in doc.get("default_for", []) and calibration_version(doc) == version:
+        if (str(hardware).lower() in (str(h).lower() for h in doc.get("default_for", []))
+                and calibration_version(doc) == version):
             return name
     return None
 
@@ -111,6 +112,9 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     hw = get_hardware(hardware) if isinstance(hardware, str) else hardware
     mem = {"max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs}
     chosen = tp is None
+    from simkit.serving_checks import check_serving
+
+    check_serving(spec, tp, gmu=gmu)          # what vLLM would refuse to start with
     if chosen:
         tp = choose_tp(spec, hw, gmu=gmu, max_model_len=max_model_len, **mem)
     capacity = kv_capacity_tokens(spec, hw, tp, gmu, **mem)

@@ -101,9 +101,12 @@ def extend_capped(workload: Workload, max_tokens: int) -> Workload:
                else new_len.astype(np.int32))
     prov = dict(workload.provenance)
     prov["capped_outputs"] = "extend"
+    # prompts are unchanged, so their block hashes carry over (dropping them used to turn
+    # prefix caching off silently under extend, even on a corpus with no capped request)
     return Workload(np.asarray(workload.prompt_len, np.int32).copy(), out_len, tables,
                     name=workload.name, proxy_note=workload.proxy_note, origin=workload.origin,
-                    provenance=prov, weights=workload.weights)
+                    provenance=prov, block_hashes=workload.block_hashes,
+                    weights=workload.weights)
 
 
 def apply_capped_outputs(workload: Workload, mode: str, max_tokens: int) -> Workload:

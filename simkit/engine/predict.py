@@ -112,8 +112,14 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     `vllm_version` (None: the newest simkit knows) picks the engine rules and the default
     calibration (simkit.catalog.vllm_versions).
     """
+    from simkit.catalog.hardware import canonical_hardware
+    from simkit.catalog.models import canonical_model
     from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
+
+    # one spelling of each name from here on: the label, the default calibration and the
+    # report all key on the catalogue id (H200 once ran h200's calibration labelled analytic)
+    model, hardware = canonical_model(model), canonical_hardware(hardware)
 
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
@@ -121,8 +127,16 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
         raise InputError("must be >= 1", field="concurrency")
     from simkit.checks import positive_int, positive_rate
 
+    positive_int(seeds, "seeds")
+    positive_int(concurrency, "concurrency")
+
     positive_int(num_requests, "num-requests")
     positive_rate(request_rate, "request-rate")
+    from simkit.serving_checks import check_serving
+
+    check_serving(model if workload is None else None, tp, max_tokens=max_tokens,
+                  max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                  max_num_batched_tokens=max_num_batched_tokens)   # before any loading
     specs = parse_configs(configs)
     if (workload is None) != (cost is None):
         raise InputError("give both a workload and a cost model, or neither", field="workload")

@@ -160,17 +160,40 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
     _CELLS[key] = (cell, history)
     try:
         with ProcessPoolExecutor(max_workers=workers,
-                                 mp_context=mp.get_context("fork") if fork else None) as pool:
+                                 mp_context=mp.get_context("fork") if fork else None,
+                                 initializer=_ignore_sigint) as pool:
             futures = [pool.submit(_run_registered, key, job) if fork else
                        pool.submit(_simulate, cell, history, job) for job in jobs]
             out = []
-            for fut in futures:
-                out.append(fut.result())
-                if progress:
-                    progress(1)
+            try:
+                for fut in futures:
+                    out.append(fut.result())
+                    if progress:
+                        progress(1)
+            except KeyboardInterrupt:
+                _stop_pool(pool)
+                raise
             return out
     finally:
         del _CELLS[key]
+
+
+def _ignore_sigint() -> None:
+    """A worker's initializer: Ctrl-C is the parent's to handle (it ends the workers), so a
+    worker neither dies with a traceback of its own nor carries on with the queued jobs."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C: end the workers now (a simulation writes nothing, so a half-run one leaves
+    nothing behind), so that the command stops at once instead of after every queued job;
+    the pool then fails the jobs left (BrokenProcessPool) and shuts down without waiting.
+    Futures are not cancelled here: Python 3.11's pool thread then fails on them."""
+    # the worker processes: Python < 3.14 has no public way to end them
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
 
 
 def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
@@ -225,10 +248,12 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.load_profile; capped outputs
     kept or extended to max_tokens (simkit.engine.capped)."""
+    from simkit.catalog.models import canonical_model
     from simkit.engine.capped import apply_capped_outputs, check_mode
     from simkit.profiles import load_profile
 
     check_mode(capped_outputs)
+    model = canonical_model(model)
     prof = load_profile(model, corpus, source=source, tree=history)
     workload = Workload.from_profile(prof)
     if not workload.name:
@@ -243,11 +268,14 @@ def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibratio
               vllm_version: str | None = None) -> tuple[Workload, Any]:
     """(workload, cost model) of a (model, corpus, hardware) cell, loaded once per process:
     load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
+    from simkit.catalog.hardware import canonical_hardware
+    from simkit.catalog.models import canonical_model
     from simkit.engine.capped import check_mode
 
     from simkit.catalog.vllm_versions import get_vllm_version
 
     version = get_vllm_version(vllm_version).key
+    model, hardware = canonical_model(model), canonical_hardware(hardware)
     key = (model, corpus, hardware, tp, calibration, source, max_model_len,
            max_num_batched_tokens, version)
     if history is not None:

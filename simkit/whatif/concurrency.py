@@ -48,6 +48,9 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                          field="levels") from None
     if not cs or cs[0] < 1:
         raise InputError("concurrency levels must be >= 1", field="levels")
+    from simkit.checks import positive_int
+
+    positive_int(cs[-1], "levels")
     specs = parse_configs(configs)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
@@ -56,16 +59,18 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)
     cell = Cell(workload, cost, engine_config(cost))
-    rows = []
+    rows, unavailable = [], {}
     for c in cs:
         n = max(min_requests, 4 * c)
-        for r in run_ladder(cell, specs, seeds=seeds, num_requests=n, load=ClosedLoop(c),
-                            workers=workers).rows:
+        ladder = run_ladder(cell, specs, seeds=seeds, num_requests=n, load=ClosedLoop(c),
+                            workers=workers)
+        unavailable.update(ladder.unavailable)
+        for r in ladder.rows:
             rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,
                          "speedup_vs_vanilla": r.speedup_vs_vanilla,
                          "tpot_ms_p50": r.tpot_ms_p50, "ttft_ms_p50": r.ttft_ms_p50,
                          "tpot_ms_p99": r.tpot_ms_p99, "num_requests": n})
-    spec_names = [s.name for s in specs if s.speculative]
+    spec_names = [s.name for s in specs if s.speculative and s.name not in unavailable]
     verdicts = {name: stops_paying(rows, name) for name in spec_names}
     best_per_c = {}
     for c in cs:
@@ -86,9 +91,15 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     for name, c in verdicts.items():
         notes.append(f"{name}: " + (f"stops paying from concurrency {c}" if c else
                                     f"pays at every concurrency measured (up to {cs[-1]})"))
-    notes.append("best speculative config: " + (
-        f"no longer beats vanilla from concurrency {overall}" if overall else
-        f"beats vanilla at every concurrency measured (up to {cs[-1]})"))
+    if not best_per_c:                       # nothing to compare: say so, claim nothing
+        notes.append("best speculative config: none was run (--configs "
+                     f"{configs} has no speculative config with an acceptance table)")
+    else:
+        notes.append("best speculative config: " + (
+            f"no longer beats vanilla from concurrency {overall}" if overall else
+            f"beats vanilla at every concurrency measured (up to {cs[-1]})"))
+    for name, why in sorted(unavailable.items()):
+        notes.append(f"not run: {why}")
     if workload.proxy_note:
         notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
     return WhatIfResult("concurrency", f"throughput vs concurrency for {model} on "

@@ -37,6 +37,10 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
             tp_list = [int(t) for t in tps.split(",") if t.strip()]
         except ValueError:
             raise InputError(f"TP degrees must be integers, got {tps!r}", field="tps") from None
+        from simkit.serving_checks import check_tp
+
+        for tp in tp_list:                     # vLLM's refusal, before any work
+            check_tp(model, tp, field="tps")
     workload = workload or load_workload(model, corpus, source, history, capped_outputs)
     specs = parse_configs(configs)
     rows, notes, first, failures = [], [], {}, []
