@@ -15,8 +15,6 @@ from dataclasses import dataclass, replace
 from calibrate.requests_io import CalRequest
 from simkit.history import History, parse_history, repeat_indices
 
-SUPPORTED = ("cold", "hot", "repeat")
-
 
 @dataclass(frozen=True)
 class Pass:

@@ -27,7 +27,6 @@ import numpy as np
 
 from simkit.errors import InputError
 
-KINDS = ("cold", "warm", "repeat")
 DEFAULT_HISTORY = "warm"
 REPEAT_SEED = 20261201          # which requests repeat: fixed, so the GPU harness and simkit agree
 

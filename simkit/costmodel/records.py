@@ -16,8 +16,6 @@ BATCH_COLUMNS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tok
                  "num_decode_reqs", "num_spec_tokens", "num_pad_drafts", "num_drafting_reqs", "context_tokens",
                  "graph_mode")
 TIME_COLUMNS = ("t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_draft_s", "t_update_s", "t_step_s")
-# run settings the fit needs beside each step (joined from runs.parquet by run_id)
-SETTING_COLUMNS = ("model", "tp", "async_scheduling")
 # the columns a records file must have before fit / validate read it (checked by read_parquet)
 RUN_KEYS = ("run_id", "model", "config", "tp", "gpu")
 # and what predicting a whole run needs beside them (simkit validate)
@@ -165,16 +163,6 @@ def read_parquet(path: str | Path, required: tuple[str, ...] | list[str] = ()) -
     return frame
 
 
-def read_records(steps_path: str, runs_path: str) -> Any:
-    """steps.parquet joined with runs.parquet, ready for StepTimeEstimator.fit."""
-    import pandas as pd
-
-    try:
-        steps, runs = pd.read_parquet(steps_path), pd.read_parquet(runs_path)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read parquet: {exc}", path=str(steps_path)) from None
-    return join_runs(steps, runs)
-
-
-__all__ = ["join_runs", "read_parquet", "read_records", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed", "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "SETTING_COLUMNS",
-           "STEP_COLUMNS"]
+__all__ = ["join_runs", "read_parquet", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed",
+           "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
+           "select_version", "version_of"]

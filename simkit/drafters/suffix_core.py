@@ -200,11 +200,6 @@ def new_node(T, count, token, length, rp, parent):
     return v
 
 
-@njit(cache=True, inline="always")
-def nkids(N, u):
-    return N[u, CL] & _LOW
-
-
 @njit(cache=True)
 def _free_block(T, start, cls):
     pl, fl = T[2], T[4]

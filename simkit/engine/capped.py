@@ -33,7 +33,6 @@ from simkit.engine.workload import Workload
 from simkit.errors import InputError
 
 MODES = ("keep", "extend")
-DEFAULT = "keep"
 TAIL_WINDOW = 512   # tokens of a capped request's own tail that its continuation repeats
 
 
