@@ -177,7 +177,10 @@ def validate(
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
     if plot:
+        from simkit.outfiles import wrote
+
         report.plot(cells, plot)
+        wrote(plot)
     if format == "json":
         typer.echo(json.dumps(doc, indent=1, sort_keys=True))
         return
