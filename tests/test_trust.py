@@ -462,3 +462,19 @@ def test_a_full_disk_during_sweep_keeps_the_csv(capsys, tmp_path, monkeypatch):
     assert f"not written: {out_dir / 'sweep.parquet'}: No space left on device" in err
     assert f"wrote {out_dir / 'sweep.csv'}" in err
     assert sorted(p.name for p in out_dir.iterdir()) == ["speedup_per_k.png", "sweep.csv"]
+
+
+# -- a recommendation from runs without a steady window says so ----------------------------
+
+def test_a_recommendation_without_a_steady_window_carries_a_caveat(capsys):
+    args = (*PREDICT, "--configs", "vanilla,suffix", "--format", "json", "--workers", "1")
+    code, out, _ = run(capsys, *args, "--num-requests", "40")
+    assert code == 0
+    doc = json.loads(out)
+    assert not doc["steady_window"]
+    line = doc["recommendation"]["line"]
+    assert "caution: vanilla, suffix had no steady window" in line
+    assert f"--num-requests {doc['suggested_num_requests']} gives one" in line
+    code, out, _ = run(capsys, *args, "--num-requests", "128")
+    assert json.loads(out)["steady_window"]
+    assert "caution" not in json.loads(out)["recommendation"]["line"]
