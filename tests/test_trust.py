@@ -478,3 +478,31 @@ def test_a_recommendation_without_a_steady_window_carries_a_caveat(capsys):
     code, out, _ = run(capsys, *args, "--num-requests", "128")
     assert json.loads(out)["steady_window"]
     assert "caution" not in json.loads(out)["recommendation"]["line"]
+
+
+# -- a fresh machine without the raw traces: one line saying what is needed, before any work --
+
+@pytest.mark.parametrize("src", ["empty", "absent"])
+@pytest.mark.parametrize("argv", [("traces", "list"), ("traces", "show", "chat"),
+                                  ("validate",)])
+def test_commands_that_need_raw_traces_say_so_first(capsys, monkeypatch, tmp_path, src, argv):
+    folder = tmp_path / "traces-src"
+    if src == "empty":
+        folder.mkdir()
+    monkeypatch.setenv("SIMKIT_TRACES_SRC", str(folder))
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert "predicting" not in err                   # validate: nothing started
+    one_line_error(err, f"simkit {argv[0]}", "needs the raw traces", "SOURCES.md",
+                   "SIMKIT_TRACES_SRC")
+
+
+def test_traces_list_says_which_corpora_mix_holds(capsys):
+    from simkit.paths import traces_src_dir
+
+    if traces_src_dir() is None:
+        pytest.skip("raw traces not present")
+    code, out, _ = run(capsys, "traces", "list")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "every corpus" not in flat and "puzzle not included" in flat

@@ -160,6 +160,9 @@ def validate(
         if history == "warm":
             raise InputError("warm needs a whole corpus served before; a measured run's "
                              "requests can be predicted cold, hot or repeat:P", field="history")
+    from simkit.paths import require_traces_src
+
+    require_traces_src("simkit validate (it rebuilds each measured run's requests)")
     steps, runs = load_records(records)
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
