@@ -506,3 +506,24 @@ def test_traces_list_says_which_corpora_mix_holds(capsys):
     assert code == 0
     flat = " ".join(out.split())
     assert "every corpus" not in flat and "puzzle not included" in flat
+
+
+# -- no project-internal words in what a user reads --------------------------------------------
+
+INTERNAL = __import__("re").compile(r"\b(session|lease[ds]?|lent)\b", __import__("re").I)
+
+
+def test_no_project_internal_words_in_user_facing_text(capsys):
+    """The data files feed the reports (hardware and calibration text); the report and the
+    catalogue commands print them."""
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sorted((ROOT / "simkit" / "data")
+                                                                 .rglob("*.json"))
+            for m in INTERNAL.finditer(p.read_text())]
+    assert not hits, hits
+    for argv in ((*PREDICT, "--num-requests", "64"), (*PREDICT, "--num-requests", "64",
+                                                      "--format", "json"),
+                 ("hardware", "show", "h200"), ("hardware", "list"), ("predict", "--help"),
+                 ("whatif", "reference", "--help")):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert not INTERNAL.search(out + err), (argv, INTERNAL.findall(out + err))
