@@ -36,3 +36,23 @@ def traces_src_dir() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def require_traces_src(what: str) -> Path:
+    """The raw trace folder, checked before `what` (a command, e.g. 'simkit validate') does
+    any work: without it (a fresh machine: the traces are not shipped with simkit) one line
+    says what is needed and where it comes from, instead of failing half-way on a missing
+    tokenizer file."""
+    from simkit.errors import InputError
+
+    src = traces_src_dir()
+    env = os.environ.get("SIMKIT_TRACES_SRC")
+    where = f"SIMKIT_TRACES_SRC={env}" if env else "../shared/traces-src beside simkit"
+    need = (f"{what} needs the raw traces (the public prompt/output files and tokenizer files "
+            "of a traces-src folder, listed in its SOURCES.md; not shipped with simkit)")
+    if src is None:
+        raise InputError(f"{need}: none found at {where}; set SIMKIT_TRACES_SRC to that folder")
+    if not (src / "tokenizers").is_dir():
+        raise InputError(f"{need}: {src} has no tokenizers/ folder; set SIMKIT_TRACES_SRC to "
+                         "that folder")
+    return src

@@ -20,12 +20,21 @@ def plt_agg() -> Any:
 def save_png(fig: Any, path: str | Path | IO[bytes], *, dpi: int = 110,
              fmt: str | None = None) -> None:
     """Write `fig` to `path` (format from its extension, or `fmt`) without the
-    'Software' metadata entry, then close it."""
+    'Software' metadata entry, then close it; a file path is written atomically
+    (simkit.outfiles: never a truncated image, an error names the file)."""
     import matplotlib.pyplot as plt
 
     kw = {"format": fmt} if fmt else {}
-    fig.savefig(path, dpi=dpi, metadata={"Software": None}, **kw)
-    plt.close(fig)
+    try:
+        if isinstance(path, (str, Path)):
+            from simkit.outfiles import write_atomic
+
+            write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=dpi, metadata={"Software": None},
+                                                       **kw))
+        else:
+            fig.savefig(path, dpi=dpi, metadata={"Software": None}, **kw)
+    finally:
+        plt.close(fig)
 
 
 __all__ = ["plt_agg", "save_png"]

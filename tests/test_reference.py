@@ -101,7 +101,7 @@ def test_reference_cli_json(profiles, tmp_path):
                                    "--num-requests", "48", "--workers", "2", "--format", "json",
                                    "--plot", str(png)])
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.output)
+    doc = json.loads(out.stdout)             # stderr says where the plot went
     assert doc["whatif"] == "reference" and doc["rows"][0]["van_pub"] == 8850
     assert png.stat().st_size > 1000
 

@@ -398,3 +398,132 @@ def test_validate_refuses_duplicated_runs_naming_file_and_ids(capsys, tmp_path, 
     line = one_line_error(err, "field 'run_id'", rid)
     assert str(folder / ("runs.parquet" if twice_in_one else "runs-again.parquet")) in line
     assert "predicting" not in err                   # refused before any prediction
+
+
+# -- output paths: checked before the run, written whole, named on stderr ----------------------
+
+@pytest.mark.parametrize("bad", ["no-such-folder/r.html", "r.txt", "."])
+def test_html_path_is_checked_before_the_run(capsys, bad, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *PREDICT, "--html", bad)
+    assert code == 2 and out == ""                   # no table printed: nothing was run
+    one_line_error(err, "field 'html'")
+
+
+def test_plot_and_html_say_where_they_wrote(capsys, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    png, page = folder / "p.png", folder / "r.html"
+    code, out, err = run(capsys, *PREDICT, "--num-requests", "64", "--plot", str(png),
+                         "--html", str(page))
+    assert code == 0 and png.stat().st_size > 0 and page.stat().st_size > 0
+    assert f"wrote {png}" in err.splitlines() and f"wrote {page}" in err.splitlines()
+    assert sorted(p.name for p in folder.iterdir()) == ["p.png", "r.html"]   # no temp left
+
+
+def test_a_failed_write_names_the_file_and_leaves_no_partial_file(tmp_path):
+    import errno
+
+    from simkit.outfiles import write_atomic
+
+    target = tmp_path / "t.csv"
+    target.write_text("old\n")
+
+    def full_disk(tmp):
+        tmp.write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as exc:
+        write_atomic(target, full_disk)
+    assert exc.value.filename == str(target) and exc.value.errno == errno.ENOSPC
+    assert target.read_text() == "old\n"            # the earlier file survives whole
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_a_full_disk_during_sweep_keeps_the_csv(capsys, tmp_path, monkeypatch):
+    """The parquet write fails (full disk): the CSV and the plot are still written, the
+    failure is named, and the exit status says the run did not fully succeed."""
+    import errno
+
+    import pandas as pd
+
+    def no_space(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", no_space)
+    out_dir = tmp_path / "sweep"
+    code, out, err = run(capsys, "sweep", "--out", str(out_dir), "--models", "llama-3.1-8b",
+                         "--corpora", "chat", "--configs", "vanilla", "--seeds", "1",
+                         "--num-requests", "32", "--source", "shipped", "--workers", "1")
+    assert code == 1
+    assert (out_dir / "sweep.csv").read_text().startswith("model,")
+    assert (out_dir / "speedup_per_k.png").stat().st_size > 0
+    assert not (out_dir / "sweep.parquet").exists()
+    assert f"not written: {out_dir / 'sweep.parquet'}: No space left on device" in err
+    assert f"wrote {out_dir / 'sweep.csv'}" in err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["speedup_per_k.png", "sweep.csv"]
+
+
+# -- a recommendation from runs without a steady window says so ----------------------------
+
+def test_a_recommendation_without_a_steady_window_carries_a_caveat(capsys):
+    args = (*PREDICT, "--configs", "vanilla,suffix", "--format", "json", "--workers", "1")
+    code, out, _ = run(capsys, *args, "--num-requests", "40")
+    assert code == 0
+    doc = json.loads(out)
+    assert not doc["steady_window"]
+    line = doc["recommendation"]["line"]
+    assert "caution: vanilla, suffix had no steady window" in line
+    assert f"--num-requests {doc['suggested_num_requests']} gives one" in line
+    code, out, _ = run(capsys, *args, "--num-requests", "128")
+    assert json.loads(out)["steady_window"]
+    assert "caution" not in json.loads(out)["recommendation"]["line"]
+
+
+# -- a fresh machine without the raw traces: one line saying what is needed, before any work --
+
+@pytest.mark.parametrize("src", ["empty", "absent"])
+@pytest.mark.parametrize("argv", [("traces", "list"), ("traces", "show", "chat"),
+                                  ("validate",)])
+def test_commands_that_need_raw_traces_say_so_first(capsys, monkeypatch, tmp_path, src, argv):
+    folder = tmp_path / "traces-src"
+    if src == "empty":
+        folder.mkdir()
+    monkeypatch.setenv("SIMKIT_TRACES_SRC", str(folder))
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert "predicting" not in err                   # validate: nothing started
+    one_line_error(err, f"simkit {argv[0]}", "needs the raw traces", "SOURCES.md",
+                   "SIMKIT_TRACES_SRC")
+
+
+def test_traces_list_says_which_corpora_mix_holds(capsys):
+    from simkit.paths import traces_src_dir
+
+    if traces_src_dir() is None:
+        pytest.skip("raw traces not present")
+    code, out, _ = run(capsys, "traces", "list")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "every corpus" not in flat and "puzzle not included" in flat
+
+
+# -- no project-internal words in what a user reads --------------------------------------------
+
+INTERNAL = __import__("re").compile(r"\b(session|lease[ds]?|lent)\b", __import__("re").I)
+
+
+def test_no_project_internal_words_in_user_facing_text(capsys):
+    """The data files feed the reports (hardware and calibration text); the report and the
+    catalogue commands print them."""
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sorted((ROOT / "simkit" / "data")
+                                                                 .rglob("*.json"))
+            for m in INTERNAL.finditer(p.read_text())]
+    assert not hits, hits
+    for argv in ((*PREDICT, "--num-requests", "64"), (*PREDICT, "--num-requests", "64",
+                                                      "--format", "json"),
+                 ("hardware", "show", "h200"), ("hardware", "list"), ("predict", "--help"),
+                 ("whatif", "reference", "--help")):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert not INTERNAL.search(out + err), (argv, INTERNAL.findall(out + err))

@@ -230,7 +230,7 @@ def test_cli_json_and_plot(workload, tmp_path):
                                    "--configs", "vanilla,kpad:4", "--num-requests", "64",
                                    "--workers", "2", "--format", "json", "--plot", str(png)])
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.output)
+    doc = json.loads(out.stdout)             # stderr says where the plot went
     assert doc["whatif"] == "host" and list(doc["rows"][0]) == doc["columns"]
     assert {r["config"] for r in doc["rows"]} == {"vanilla", "kpad-4"}
     assert png.stat().st_size > 1000

@@ -286,8 +286,10 @@ def validate(
                              "requests can be predicted cold, hot or repeat:P", field="history")
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.records import select_version
+    from simkit.paths import require_traces_src
 
     version = get_vllm_version(vllm_version)
+    require_traces_src("simkit validate (it rebuilds each measured run's requests)")
     steps, runs = load_records(records)
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
@@ -316,7 +318,10 @@ def validate(
         doc["fleet"] = report._clean(summary(validate_fleet(
             records, run_ids=list(fleet_runs["run_id"]))))
     if plot:
+        from simkit.outfiles import wrote
+
         report.plot(cells, plot)
+        wrote(plot)
     if format == "json":
         typer.echo(json.dumps(doc, indent=1, sort_keys=True))
         return

@@ -120,6 +120,7 @@ def register(app: typer.Typer) -> None:
         check_serving(model, tp, max_tokens=max_tokens, max_num_seqs=max_num_seqs,
                       max_num_batched_tokens=max_num_batched_tokens)   # vLLM's refusals
         output_file(plot, "plot")                    # before the work, not after it
+        output_file(html, "html", (".html", ".htm"))
         calibration = pick_calibration(calibration, cost_profile)
         vllm_version = pick_vllm_version(vllm_version)
         with _progress(f"{model}/{corpus}") as prog:
@@ -144,14 +145,18 @@ def register(app: typer.Typer) -> None:
             from simkit.report.render import render_table
 
             typer.echo(render_table(pred, legend=legend), nl=False)
+        from simkit.outfiles import wrote
+
         if plot:
             from simkit.report.chart import plot_prediction
 
             plot_prediction(pred, plot)
+            wrote(plot)
         if html:
             from simkit.report.html import write_html
 
             write_html(pred, html)
+            wrote(html)
 
     @app.command()
     def sweep(
@@ -226,10 +231,25 @@ def register(app: typer.Typer) -> None:
                             source=source, history=history,
                             prefix_caching=prefix_caching, capped_outputs=capped_outputs,
                             calibration=calibration, vllm_version=vllm_version)
-        typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
-                   f"sweep.csv, speedup_per_k.png")
+        from simkit.outfiles import wrote
+
+        not_written = res.get("not_written", {})
+        if not not_written:
+            typer.echo(f"{res['cells']} cells, {res['rows']} rows -> {res['out']}/sweep.parquet, "
+                       f"sweep.csv, speedup_per_k.png")
+        else:                                        # name only what is really there
+            typer.echo(f"{res['cells']} cells, {res['rows']} rows -> "
+                       + (", ".join(res.get("written", [])) or "nothing written"))
+        for path in res.get("written", []):
+            wrote(path)
+        for path, why in not_written.items():
+            typer.echo(f"not written: {path}: {why}", err=True)
         for cell, err in sorted(res["failed"].items()):
             typer.echo(f"not run: {cell}: {err}", err=True)
         if res["failed"]:                            # the others are written; the run failed
             typer.echo(f"error: {len(res['failed'])} of {res['cells']} cells failed", err=True)
+            raise typer.Exit(1)
+        if not_written:
+            typer.echo(f"error: {len(not_written)} of the sweep's files could not be written",
+                       err=True)
             raise typer.Exit(1)

@@ -20,11 +20,13 @@ def _console():
 
 
 def _list(model: str, fmt: str) -> None:
-    from traces.corpora import CORPORA, MIX, load_corpus
+    from simkit.paths import require_traces_src
+    from traces.corpora import CORPORA, MIX, MIX_PARTS, load_corpus
     from traces.stats import summary
     from traces.user import list_user_corpora
 
     output_format(fmt)
+    require_traces_src("simkit traces list")       # counts come from the raw traces
     rows = [summary(load_corpus(c, model, progress=fmt == "table")) for c in CORPORA]
     mix = load_corpus(MIX, model)
     rows.append(summary(mix) | {"proportions": {k: round(v, 4)
@@ -54,7 +56,10 @@ def _list(model: str, fmt: str) -> None:
     for r in rows:
         con.print(f"  {r['corpus']}: {r.get('proxy_note') or r.get('error')}")
     shares = ", ".join(f"{k} {v:.1%}" for k, v in mix.proportions.items())
-    con.print(f"mix = every corpus shuffled (seed fixed); proportions: {shares}")
+    left_out = [c for c in CORPORA if c not in MIX_PARTS]
+    con.print(f"mix = {', '.join(MIX_PARTS)} shuffled together (seed fixed"
+              + (f"; {', '.join(left_out)} not included" if left_out else "")
+              + f"); proportions: {shares}")
     con.print(CAPPED_NOTE)
 
 
@@ -71,10 +76,13 @@ def _capped_cell(row: dict) -> str:
 
 
 def _show(name: str, model: str, fmt: str) -> None:
-    from traces.corpora import load_corpus
+    from simkit.paths import require_traces_src
+    from traces.corpora import CORPORA, MIX, load_corpus
     from traces.stats import detail
 
     output_format(fmt)
+    if name in CORPORA or name == MIX:               # an imported one is in the cache
+        require_traces_src("simkit traces show")
     d = detail(load_corpus(name, model, progress=fmt == "table"))
     if fmt == "json":
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False))

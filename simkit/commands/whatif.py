@@ -143,9 +143,10 @@ def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
     else:
         typer.echo(render(result).rstrip())
     if plot_path:
+        from simkit.outfiles import wrote
+
         plot_fn(result, plot_path)
-        if fmt != "json":
-            typer.echo(f"plot: {plot_path}")
+        wrote(plot_path)
     fail_on_errors(result)
 
 
@@ -395,7 +396,10 @@ def reference_cmd(
         doc["sections"] = [e.to_json_dict() for e in extra]
         typer.echo(json.dumps(doc, indent=1))
         if plot:                                     # after the results, as in emit
+            from simkit.outfiles import wrote
+
             ref_plot(res, plot)
+            wrote(plot)
         return
     emit(res, fmt, plot, ref_plot)
     for e in extra:

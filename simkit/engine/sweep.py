@@ -72,12 +72,30 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: in
                     tick(1)
     rows = [row for res in results for row in res["rows"]]
     frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-    frame.to_parquet(out / "sweep.parquet", index=False)
-    frame.to_csv(out / "sweep.csv", index=False, float_format="%.6g")
-    plot_speedup_per_k(frame, out / "speedup_per_k.png")
+    written, not_written = write_artefacts(frame, out)
     failed = {f"{r['model']}/{r['corpus']}": r["error"] for r in results if r["error"]}
     return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
-            "frame": frame}
+            "frame": frame, "written": written, "not_written": not_written}
+
+
+def write_artefacts(frame, out: Path) -> tuple[list[str], dict[str, str]]:
+    """Write sweep.csv, sweep.parquet and speedup_per_k.png into `out`, each atomically and
+    independently: one that fails (a full disk) is named with its reason and the others are
+    still written (the CSV first, the cheapest to keep). Returns (written paths, path ->
+    reason for each not written)."""
+    from simkit.outfiles import write_atomic
+
+    jobs = ((out / "sweep.csv", lambda p: frame.to_csv(p, index=False, float_format="%.6g")),
+            (out / "sweep.parquet", lambda p: frame.to_parquet(p, index=False)),
+            (out / "speedup_per_k.png", lambda p: plot_speedup_per_k(frame, p)))
+    written, not_written = [], {}
+    for path, write in jobs:
+        try:
+            write_atomic(path, write)
+            written.append(str(path))
+        except OSError as exc:
+            not_written[str(path)] = exc.strerror or str(exc)
+    return written, not_written
 
 
 def plot_speedup_per_k(frame, path: str | Path) -> None:

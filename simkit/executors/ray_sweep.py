@@ -42,7 +42,7 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
     """Run every (model, corpus) cell as a Ray task; write the local sweep's files."""
     import pandas as pd
 
-    from simkit.engine.sweep import SWEEP_COLUMNS, plot_speedup_per_k
+    from simkit.engine.sweep import SWEEP_COLUMNS, write_artefacts
 
     ray = _import_ray()
     kwargs.pop("workers", None)
@@ -72,10 +72,8 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
             ray.shutdown()
     rows = [row for res in results for row in res["rows"]]
     frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-    frame.to_parquet(out / "sweep.parquet", index=False)
-    frame.to_csv(out / "sweep.csv", index=False, float_format="%.6g")
-    plot_speedup_per_k(frame, out / "speedup_per_k.png")
+    written, not_written = write_artefacts(frame, out)
     failed = {k: v for res in results for k, v in res["failed"].items()}
     return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
-            "frame": frame, "executor": "ray", "address": address or "local",
+            "frame": frame, "written": written, "not_written": not_written, "executor": "ray", "address": address or "local",
             "cluster_cpus": resources.get("CPU")}

@@ -146,7 +146,8 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
                                     "profile says so)") + " (an assumption, not fitted: "
              "simkit whatif reference --history cold,warm,hot compares them)",
              f"conditions: {CONDITIONS}; host factor {host_factor:g} on the B200 host "
-             "(its host_speed is an assumption, 1.0 = the lent H200 machine's CPU)",
+             "(its host_speed is an assumption, 1.0 = the CPU of the H200 machine the calibration "
+             "runs were measured on)",
              "TP degrees are simkit's choice (smallest TP with a useful KV cache), the study did "
              "not publish them: " + ", ".join(f"{r['model']} TP{r['tp']}" for r in rows),
              "cost model: " + "; ".join(sorted({r["cost_label"] for r in rows})),

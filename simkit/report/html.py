@@ -53,9 +53,10 @@ def render_html(pred: Prediction) -> str:
 
 def write_html(pred: Prediction, path: str | Path) -> Path:
     """Write the page; returns its path."""
-    path = Path(path)
-    path.write_text(render_html(pred), encoding="utf-8")
-    return path
+    from simkit.outfiles import write_atomic
+
+    page = render_html(pred)
+    return write_atomic(Path(path), lambda tmp: tmp.write_text(page, encoding="utf-8"))
 
 
 __all__ = ["plot_png", "render_html", "write_html"]

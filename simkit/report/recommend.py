@@ -74,6 +74,12 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None) -> di
         dyn = _dynamic(rows, bk)
         if dyn:
             parts.append(dyn)
+    unsteady = [r.config for r in rows if not r.steady_window]
+    if unsteady:             # figures from start-up and drain: the call is not to be trusted
+        more = getattr(pred, "suggested_num_requests", None)
+        parts.append(f"caution: {', '.join(unsteady)} had no steady window (start-up and "
+                     "drain included), so this call may not hold"
+                     + (f"; --num-requests {more} gives one" if more else ""))
     return {"config": best.config, "line": "; ".join(parts), "reasons": reasons}
 
 
