@@ -59,6 +59,8 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
                  f"{val['held_out_mape_pct']:.1f} % (worst run {val['worst_held_out_pct']:+.1f} %; "
                  f"repeats of one setting differ by up to {val['repeat_spread_max_pct']:.1f} %); "
                  f"source: {val['source']}")
+        if val.get("machines"):
+            text += f"; {val['machines']}"
         if doc["hardware"] != pred.hardware:
             text += (f"; that error was measured on {doc['hardware']}, never on "
                      f"{pred.hardware}")
