@@ -1,8 +1,8 @@
 """Coefficients of the step-time model with their analytic defaults, and where each comes from.
 
 Device coefficients scale analytic terms (1.0 = the roofline with the efficiencies below) or are
-seconds per event; host coefficients are seconds on the reference host CPU (the lent H200
-machine, host_speed 1.0). The analytic host values are order-of-magnitude priors, NOT
+seconds per event; host coefficients are seconds on the reference host CPU (the 16-core Xeon
+of the H200 machine the calibration runs were measured on, host_speed 1.0). The analytic host values are order-of-magnitude priors, NOT
 measurements: docs/costmodel.md says where each comes from. A calibration (fitted coefficients) replaces them."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run-to-run drift as a distribution: the interval a prediction of one run carries.
 
-Repeats of one setting on the H200 differ (host-side step time drifts between runs and leases;
+Repeats of one setting on the H200 differ (host-side step time drifts between runs, machines and days;
 calibrate/data/README.md). The pooled standard deviation of log(measured tok/s) around each
 repeated setting's mean, over the calibration runs only (so the held-out runs never inform their
 own interval), gives a log-normal band: prediction x exp(+-z sigma). It covers drift, not model
