@@ -24,28 +24,8 @@ FAST = settings(max_examples=25, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("SIMKIT_DEBUG", raising=False)
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of `simkit ARGV` through the console entry point."""
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out = capsys.readouterr()
-    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None
-                                                                    else 1)
-    return code, out.out, out.err
-
-
-def one_line_error(err: str, *needles: str) -> None:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert "Traceback" not in err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
+from cli_helpers import one_line_error, run  # noqa: E402
+from cli_helpers import own_cache as _own_cache  # noqa: E402,F401 (autouse)
 
 
 PREDICT = ("predict", "--model", "llama-3.1-8b", "--corpus", "chat", "--configs", "vanilla",
