@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine_doubles import LinearCost, make_table
-from simkit.cli import main
 from simkit.engine.block_hash import pack
 from simkit.engine.capped import extend_capped
 from simkit.engine.config import EngineConfig, kpad, vanilla
