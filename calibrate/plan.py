@@ -100,19 +100,19 @@ class Plan:
 
 
 def _config(text: str) -> tuple[str, int]:
-    name, _, k = text.strip().partition(":")
-    if name not in REF_TOK_S:
-        raise InputError(f"unknown configuration {text!r}; plan vanilla, suffix or kpad:K",
-                         field="configs")
-    if name == "kpad":
-        if not k.isdigit() or int(k) < 1:
-            raise InputError(f"{text!r}: kpad needs a K >= 1, e.g. kpad:4", field="configs")
-        return name, int(k)
-    if k:
-        if not k.isdigit():
-            raise InputError(f"{text!r}: K must be an integer", field="configs")
-        return name, int(k)
-    return name, 0
+    """(runner config, K) of one ladder config (simkit.engine.config.parse_configs syntax);
+    only what one calibration engine runs: vanilla, suffix[:K], kpad:K."""
+    from simkit.drafters.base import SUFFIX_DRAFTER
+    from simkit.engine.config import parse_configs
+
+    specs = parse_configs(text)
+    if len(specs) != 1 or specs[0].ks or (specs[0].speculative
+                                          and specs[0].drafter != SUFFIX_DRAFTER):
+        raise InputError(f"{text!r}: plan vanilla, suffix[:K] or kpad:K", field="configs")
+    s = specs[0]
+    if not s.speculative:
+        return "vanilla", 0
+    return ("kpad", s.k) if s.pad else ("suffix", 0 if text.strip() == "suffix" else s.k)
 
 
 def run_seconds(config: str, concurrency: int, num_requests: int, history: str,

@@ -39,12 +39,6 @@ class VllmVersion:
         """The embedded calibration fitted on this version's runs on that GPU."""
         return f"{hardware}-vllm{self.key.replace('.', '')}"
 
-    def runner(self, speculative: bool) -> tuple[str, bool]:
-        """(model runner, async scheduling) a configuration runs with: vanilla on Model Runner V2
-        with async scheduling; suffix (and K-pad, dynamic-K: suffix drafts) on the V1 runner,
-        synchronous, in both versions."""
-        return ("v1", False) if speculative else ("v2", True)
-
 
 V026 = VllmVersion(
     key="0.26", release="0.26.0", uniform_decode_sizes=False, ngram_modelled=True,

@@ -43,10 +43,13 @@ GPU_NAMES = ("b200", "h200", "h100")     # catalogue hardware a recorded GPU str
 
 def version_of(recorded: Any) -> str:
     """simkit's key of a run's recorded vLLM version ('0.26.0' -> '0.26'); '' for an unknown one."""
-    from simkit.catalog.vllm_versions import VERSIONS
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.errors import UnknownNameError
 
-    text = str(recorded or "").strip().lower().removeprefix("v")
-    return next((v.key for v in VERSIONS.values() if text in (v.key, v.release)), "")
+    try:
+        return get_vllm_version(str(recorded or "")).key
+    except UnknownNameError:
+        return ""
 
 
 def select_version(runs: Any, vllm_version: str | None) -> Any:
