@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine_doubles import make_table
-from simkit.engine.capped import TAIL_WINDOW, apply_capped_outputs, extend_capped
+from simkit.app.capped import TAIL_WINDOW, apply_capped_outputs, extend_capped
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from traces.caps import CAP_TOLERANCE, OutputCap, is_capped, threshold
@@ -95,7 +95,7 @@ def test_default_is_keep_byte_identical_and_extend_changes_figures():
 
 def test_whatif_workloads_take_the_same_choice():
     from simkit.profiles import load_shipped
-    from simkit.engine.runner import load_workload
+    from simkit.app.cells import load_workload
 
     shipped = load_shipped("llama-3.1-8b", "math")
     capped = shipped.provenance["capped_sample"]

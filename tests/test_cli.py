@@ -170,7 +170,7 @@ def test_whatif_json_keys(argv, capsys):
 
 
 def test_sweep_writes_its_documented_columns(capsys, tmp_path):
-    from simkit.engine.sweep import SWEEP_COLUMNS
+    from simkit.app.sweep import SWEEP_COLUMNS
 
     out_dir = tmp_path / "sw"
     code, out, err = _run(["sweep", "--out", str(out_dir), "--models", "llama-3.1-8b",

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.engine.config import parse_configs
-from simkit.engine.predict import verdict
+from simkit.app.predict import verdict
 from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS, Row
 from simkit.errors import InputError, UnknownNameError
 

@@ -37,7 +37,7 @@ def test_no_prefix_caching_gives_the_figures_of_before(monkeypatch):
     assumes, the steady-window flag), so the comparison is value by value over what the golden
     holds, not byte for byte."""
     from simkit import profiles
-    from simkit.engine.runner import clear_loaded
+    from simkit.app.cells import clear_loaded
 
     monkeypatch.setattr(profiles, "shipped_dir", lambda: DATA / "profiles_even128")
     clear_loaded()                                 # nothing loaded from today's profile
@@ -78,7 +78,7 @@ def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
     shutil.copytree(src, root / "llama-3.1-8b")
     (root / "llama-3.1-8b" / "code.prefix.npz").unlink()
     monkeypatch.setattr(profiles, "shipped_dir", lambda: root)
-    from simkit.engine.runner import clear_loaded
+    from simkit.app.cells import clear_loaded
 
     clear_loaded()
     doc = json.loads(_run("--format", "json"))
@@ -107,7 +107,7 @@ def test_hit_rate_reported_when_modelled():
 
     from simkit.costmodel import load_cost_model
     from simkit.engine.block_hash import pack
-    from simkit.engine.predict import predict
+    from simkit.app.predict import predict
     from simkit.engine.workload import Workload
     from simkit.profiles import load_profile
     from simkit.report.render import document, render_csv, render_table

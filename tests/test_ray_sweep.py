@@ -10,7 +10,7 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
     import ray  # noqa: F401  (in the [test] extra: its absence fails, never skips)
     import pandas as pd
 
-    from simkit.engine.sweep import sweep
+    from simkit.app.sweep import sweep
     from simkit.executors.ray_sweep import sweep_ray
 
     grid = dict(configs="vanilla,kpad:4,8", seeds=1, num_requests=48)

@@ -108,7 +108,7 @@ def test_reference_cli_json(profiles, tmp_path):
 
 def test_dynamic_verdict_counts_small_gaps_as_ties():
     from simkit.engine.summary import Row
-    from simkit.engine.verdict import dynamic_verdict
+    from simkit.app.verdict import dynamic_verdict
 
     def row(t, std=0.0):
         return Row("x", 4, t, std, None, 0.9, 1.0, 0.1, 1.0, 1.0)

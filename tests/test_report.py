@@ -16,7 +16,7 @@ import pytest
 
 from simkit.engine.config import EngineConfig
 from simkit.engine.cudagraph import capture_sizes, CudagraphMode
-from simkit.engine.predict import Prediction
+from simkit.app.predict import Prediction
 from simkit.engine.summary import DETAIL_KEYS, RESULT_KEYS, Row
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import COLUMNS, key_meanings

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from simkit.app.cells import clear_loaded, load_cell
 from simkit.engine import runner
 from simkit.engine.config import parse_configs
-from simkit.engine.runner import Cell, Job, engine_config, load_cell, run_jobs, run_ladder
+from simkit.engine.runner import Cell, Job, engine_config, run_jobs, run_ladder
 from simkit.engine.sim import ClosedLoop, OpenLoop
 
 
@@ -38,7 +39,7 @@ def test_run_jobs_keeps_job_order_and_counts_progress(cell):
 def test_load_cell_loads_once_until_cleared():
     a = load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped")
     assert load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped") is a
-    runner.clear_loaded()
+    clear_loaded()
     b = load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped")
     assert b is not a and b[0].num_requests == a[0].num_requests
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from engine_doubles import LinearCost, make_table
 from simkit.engine.block_hash import pack
-from simkit.engine.capped import extend_capped
+from simkit.app.capped import extend_capped
 from simkit.engine.config import EngineConfig, kpad, vanilla
 from simkit.engine.sim import ClosedLoop, simulate
 from simkit.engine.workload import Workload
@@ -305,7 +305,7 @@ def test_an_empty_import_file_gives_a_reason(capsys, tmp_path, fmt, text):
 def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch, raised):
     """numba's dispatcher turns a Ctrl-C during drafting into a SystemError whose context is
     the KeyboardInterrupt; both used to end in a traceback or 'internal error'."""
-    import simkit.engine.predict
+    import simkit.app.predict
 
     def interrupted(*a, **k):
         if raised == "plain":
@@ -316,7 +316,7 @@ def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch, raised):
             raise SystemError("CPUDispatcher(<function sequential_chunk>) returned a result "
                               "with an exception set")
 
-    monkeypatch.setattr(simkit.engine.predict, "predict", interrupted)
+    monkeypatch.setattr(simkit.app.predict, "predict", interrupted)
     code, out, err = run(capsys, *PREDICT)
     assert code == 130 and out == ""
     one_line_error(err, "interrupted")

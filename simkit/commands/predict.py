@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
         from simkit.checks import output_file, output_format, positive_int, positive_rate
-        from simkit.engine.predict import predict as run_predict
+        from simkit.app.predict import predict as run_predict
 
         from simkit.serving_checks import check_serving
 
@@ -187,7 +187,7 @@ def register(app: typer.Typer) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
         from simkit.catalog.models import list_models
         from simkit.engine.config import parse_configs
-        from simkit.engine.sweep import sweep as run_sweep
+        from simkit.app.sweep import sweep as run_sweep
         from simkit.checks import output_dir, positive_int
         from traces.corpora import list_corpora
 

@@ -1,2 +1,2 @@
-"""Where sweeps run: local processes (simkit.engine.sweep, the default) or a Ray cluster
+"""Where sweeps run: local processes (simkit.app.sweep, the default) or a Ray cluster
 (`ray_sweep.sweep_ray`, optional extra `simkit[ray]`)."""

@@ -1,7 +1,7 @@
 """The model x corpus x configuration sweep on a Ray cluster (the real `ray` package).
 
 One Ray task per (model, corpus) cell; each task runs the engine's own local sweep over that one
-cell (`simkit.engine.sweep.sweep`, one process), so a cell's rows are exactly what the local
+cell (`simkit.app.sweep.sweep`, one process), so a cell's rows are exactly what the local
 executor computes. The driver assembles the rows in cell order and writes the same files as the
 local sweep (sweep.parquet, sweep.csv, speedup_per_k.png): the table is identical whatever the
 executor and the number of nodes. Every node needs simkit installed (and the traces or shipped
@@ -19,7 +19,7 @@ from simkit.errors import InputError
 
 def _run_cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One cell through the local sweep in this worker; rows as records plus failures."""
-    from simkit.engine.sweep import sweep
+    from simkit.app.sweep import sweep
 
     with tempfile.TemporaryDirectory(prefix="simkit-ray-") as tmp:
         res = sweep([model], [corpus], tmp, workers=1, **kwargs)
@@ -42,7 +42,7 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
     """Run every (model, corpus) cell as a Ray task; write the local sweep's files."""
     import pandas as pd
 
-    from simkit.engine.sweep import SWEEP_COLUMNS, write_artefacts
+    from simkit.app.sweep import SWEEP_COLUMNS, write_artefacts
 
     ray = _import_ray()
     kwargs.pop("workers", None)

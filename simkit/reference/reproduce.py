@@ -13,10 +13,11 @@ from typing import Any
 
 from simkit.catalog.models import list_models
 from simkit.engine.config import DEFAULT_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, default_num_requests, engine_config, load_workload, run_ladder
+from simkit.engine.runner import Cell, default_num_requests, engine_config, run_ladder
+from simkit.app.cells import load_workload
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.summary import Row
-from simkit.engine.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
+from simkit.app.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)

@@ -13,7 +13,7 @@ from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
-    from simkit.engine.predict import Prediction
+    from simkit.app.predict import Prediction
 
 CAVEAT = ("what the current inputs imply, not a validated forecast: the step-time cost model "
           "has the measured error stated under cost_model")
@@ -162,7 +162,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
         out["capped_outputs"] = _entry(pred.capped_outputs, pred.capped_note or (
             f"{pred.capped_outputs}: requests whose trace output stopped at a generation cap "
             + ("end where the trace ends" if pred.capped_outputs == "keep" else
-               f"continue to max_tokens {eng.max_tokens:,}") + " (simkit.engine.capped)"))
+               f"continue to max_tokens {eng.max_tokens:,}") + " (simkit.app.capped)"))
         out["max_model_len"] = _entry(eng.max_model_len, f"{eng.max_model_len:,} tokens")
         out["max_num_seqs"] = _entry(eng.max_num_seqs, f"{eng.max_num_seqs:,} sequences per step at most")
         out["max_num_batched_tokens"] = _entry(eng.max_num_batched_tokens,

@@ -9,7 +9,7 @@ from typing import IO, TYPE_CHECKING
 from simkit.plotting import plt_agg, save_png
 
 if TYPE_CHECKING:                    # type hints only
-    from simkit.engine.predict import Prediction
+    from simkit.app.predict import Prediction
 
 
 def plot_prediction(pred: Prediction, path: str | Path | IO[bytes]) -> None:

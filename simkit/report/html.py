@@ -18,7 +18,7 @@ from simkit.report.recommend import recommendation
 from simkit.report.render import cell, model_error_pct, title, verdict_lines
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
-    from simkit.engine.predict import Prediction
+    from simkit.app.predict import Prediction
 
 
 def plot_png(pred: Prediction) -> bytes:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simkit.engine.verdict import DRIFT, best_kpad, dynamic_verdict, fastest, is_dynamic
+from simkit.app.verdict import DRIFT, best_kpad, dynamic_verdict, fastest, is_dynamic
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
-    from simkit.engine.predict import Prediction
+    from simkit.app.predict import Prediction
 
 _SAME_K_TOL = 1e-9
 

@@ -13,7 +13,7 @@ from simkit.report.legend import columns, key_meanings, legend_lines
 from simkit.report.recommend import recommendation
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
-    from simkit.engine.predict import Prediction
+    from simkit.app.predict import Prediction
     from simkit.engine.summary import Row
 
 WRAP = 110          # header and legend lines wrap here, at word boundaries

@@ -106,7 +106,7 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
     import pandas as pd
 
     from simkit.engine.config import recorded_config
-    from simkit.engine.predict import predict
+    from simkit.app.predict import predict
 
     out = []
     for row in runs.to_dict("records"):

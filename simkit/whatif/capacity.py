@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
-from simkit.engine.runner import Cell, Job, engine_config, load_workload, prepare, run_jobs
+from simkit.engine.runner import Cell, Job, engine_config, prepare, run_jobs
+from simkit.app.cells import load_workload
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.workload import Workload
 from simkit.errors import InputError

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
+from simkit.engine.runner import Cell, engine_config, run_ladder
+from simkit.app.cells import load_workload
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError

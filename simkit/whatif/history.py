@@ -8,9 +8,10 @@ import math
 from pathlib import Path
 
 from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
+from simkit.engine.runner import Cell, engine_config, run_ladder
+from simkit.app.cells import load_workload
 from simkit.engine.sim import ClosedLoop
-from simkit.engine.verdict import best_kpad, fastest
+from simkit.app.verdict import best_kpad, fastest
 from simkit.errors import InputError
 from simkit.history import parse_history
 from simkit.plotting import plt_agg, save_png

@@ -23,9 +23,10 @@ import numpy as np
 
 from simkit.costmodel import CostModel
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, load_workload, run_ladder
+from simkit.engine.runner import Cell, engine_config, run_ladder
+from simkit.app.cells import load_workload
 from simkit.engine.sim import ClosedLoop
-from simkit.engine.verdict import fastest
+from simkit.app.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png

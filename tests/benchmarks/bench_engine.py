@@ -55,8 +55,9 @@ def main() -> None:
 
     from simkit.engine.config import parse_configs
     from simkit.engine.config import DEFAULT_CONFIGS
-    from simkit.engine.predict import predict
-    from simkit.engine.runner import engine_config, load_cell
+    from simkit.app.predict import predict
+    from simkit.engine.runner import engine_config
+    from simkit.app.cells import load_cell
     from simkit.engine.sim import ClosedLoop, simulate
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
@@ -86,7 +87,7 @@ def main() -> None:
 
     if not args.no_sweep:
         from simkit.catalog.models import list_models
-        from simkit.engine.sweep import sweep
+        from simkit.app.sweep import sweep
         from traces.corpora import list_corpora
 
         models, corpora = list_models(), list_corpora()

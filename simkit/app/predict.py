@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkit.engine.capped import describe as capped_describe
+from simkit.app.capped import describe as capped_describe
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
-from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config,
-                                  load_cell,
-                                  run_ladder)
+from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
+from simkit.app.cells import load_cell
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
-from simkit.engine.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
+from simkit.app.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
 
 
@@ -52,7 +51,7 @@ class Prediction:
     history: str = ""                   # simkit.history label the workload's tables assume
     # request count that gives every run a steady window, when this one did not (else None)
     suggested_num_requests: int | None = None
-    capped_outputs: str = "keep"        # simkit.engine.capped: keep | extend
+    capped_outputs: str = "keep"        # simkit.app.capped: keep | extend
     capped_note: str = ""               # its one-sentence description (assumptions block)
     prefix_caching: bool = False        # on: rows carry prefix_hit_rate (None = not modelled)
     prefix_note: str = ""               # why caching was not modelled, when it was not
@@ -66,7 +65,7 @@ class Prediction:
 
 def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
     """(best_config, best_k, dynamic-vs-best-K line, why line of the best config); the
-    dynamic line under simkit.engine.verdict's tie rule."""
+    dynamic line under simkit.app.verdict's tie rule."""
     best = fastest(rows)
     if best is None:
         return None, None, "", ""
@@ -99,7 +98,7 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
     """Simulate every configuration over `seeds` seeds and pick the best K.
 
     `capped_outputs` (keep | extend) is how requests whose trace output stopped at a generation
-    cap are replayed (simkit.engine.capped; keep = as the traces end).
+    cap are replayed (simkit.app.capped; keep = as the traces end).
 
     `num_requests` defaults to default_num_requests (the profile's request count, at least
     4 x concurrency so that the steady window exists; 1,024 for a weighted profile sample).

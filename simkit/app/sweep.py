@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simkit.engine.summary import FIELDS
-from simkit.engine.verdict import is_kpad
+from simkit.app.verdict import is_kpad
 
 # the cell's identity, then the row figures the sweep keeps (simkit.engine.summary.FIELDS)
 CELL_COLUMNS = ("model", "corpus", "hardware", "tp", "cost_label", "origin", "history", "vllm_version")
@@ -23,8 +23,8 @@ SWEEP_COLUMNS = CELL_COLUMNS + ROW_COLUMNS
 
 def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Run one cell in this process; returns its rows, or the reason it could not run."""
-    from simkit.engine.predict import predict
-    from simkit.engine.runner import clear_loaded
+    from simkit.app.predict import predict
+    from simkit.app.cells import clear_loaded
     from simkit.errors import SimkitError
 
     try:
