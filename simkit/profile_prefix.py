@@ -1,7 +1,7 @@
 """The prefix table shipped beside a profile (<corpus>.prefix.npz): per sampled request, the
 earliest earlier sampled request it shares its longest prefix of whole 16-token prompt blocks
 with, and that length. Enough to rebuild canonical block keys for prefix caching without storing
-token ids or hashes (simkit.engine.block_hash)."""
+token ids or hashes (simkit.block_hash)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from simkit.errors import InputError
 PREFIX_RULE = ("prompt prefix sharing for prefix caching: per sampled request, ref = the earliest "
                "earlier sampled request with its longest common prefix of whole 16-token blocks "
                "(-1: none) and shared = that prefix in blocks, from chained 64-bit block hashes "
-               "of the token ids (simkit.engine.block_hash); no token ids or hashes stored")
+               "of the token ids (simkit.block_hash); no token ids or hashes stored")
 
 
 def save_prefix_table(block_hashes: tuple, path: Path) -> None:
@@ -23,7 +23,7 @@ def save_prefix_table(block_hashes: tuple, path: Path) -> None:
     import os
     import zipfile
 
-    from simkit.engine.block_hash import share_table, unpack
+    from simkit.block_hash import share_table, unpack
 
     ref, shared = share_table(unpack(*block_hashes))
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
@@ -40,7 +40,7 @@ def save_prefix_table(block_hashes: tuple, path: Path) -> None:
 
 def load_prefix_table(path: Path, prompt_len: np.ndarray) -> tuple:
     """Canonical block keys from a shipped prefix table; InputError naming the file if broken."""
-    from simkit.engine.block_hash import chains_from_share
+    from simkit.block_hash import chains_from_share
 
     try:
         with np.load(path, allow_pickle=False) as z:

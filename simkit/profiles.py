@@ -18,7 +18,7 @@ built over the sample with the global suffix tree of a sequential replay of the 
 Prefix caching: each profile also holds its sampled prompts' prefix table (<corpus>.prefix.npz:
 per request the earliest earlier sampled request with its longest common prefix of whole 16-token
 blocks, and that length), derived from chained block hashes of the token ids; loaded as canonical
-block keys (`CorpusProfile.block_hashes`, simkit.engine.block_hash). A profile without the file
+block keys (`CorpusProfile.block_hashes`, simkit.block_hash). A profile without the file
 (written before it existed) leaves caching unmodelled, and predictions say so.
 """
 
@@ -58,7 +58,7 @@ class CorpusProfile:
     proxy_note: str = ""
     origin: str = "raw-traces"        # "raw-traces", "shipped" or "shipped (... verified ...)"
     tables: dict = field(default_factory=dict)   # drafter -> AcceptanceTable (SUFFIX_DRAFTER's is .table)
-    # prompt block hashes of the sampled requests (simkit.engine.block_hash: flat uint64, offsets),
+    # prompt block hashes of the sampled requests (simkit.block_hash: flat uint64, offsets),
     # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
     # only an old shipped profile is at hand (caching then reported as not modelled).
     block_hashes: tuple | None = None
@@ -230,9 +230,9 @@ def _build_command(model: str, corpus: str, tree: str) -> str:
 
 
 def _canonical_hashes(reqs: list) -> tuple:
-    """Canonical block keys of these requests' prompts (simkit.engine.block_hash.canonical):
+    """Canonical block keys of these requests' prompts (simkit.block_hash.canonical):
     what a shipped profile rebuilds from its prefix table, so raw and shipped agree."""
-    from simkit.engine.block_hash import canonical, pack, prompt_block_hashes
+    from simkit.block_hash import canonical, pack, prompt_block_hashes
 
     return canonical(*pack(prompt_block_hashes(r.prompt_ids) for r in reqs))
 
@@ -260,7 +260,7 @@ def sampled_prompts(prof: CorpusProfile) -> list[np.ndarray]:
 def attach_block_hashes(prof: CorpusProfile) -> CorpusProfile:
     """Give a shipped profile verified against the raw traces the block hashes of its sampled
     prompts (from the cached tokenized corpus: no table is rebuilt)."""
-    from simkit.engine.block_hash import canonical, pack, prompt_block_hashes
+    from simkit.block_hash import canonical, pack, prompt_block_hashes
 
     prof.block_hashes = canonical(*pack(prompt_block_hashes(p) for p in sampled_prompts(prof)))
     return prof

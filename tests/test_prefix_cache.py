@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine_doubles import LinearCost, make_table
-from simkit.engine.block_hash import pack, prompt_block_hashes, unpack
+from simkit.block_hash import pack, prompt_block_hashes, unpack
 from simkit.engine.config import EngineConfig, parse_configs
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Scheduler
@@ -33,7 +33,7 @@ def test_hash_chain_names_the_whole_prefix():
 
 
 def test_share_table_keeps_every_block_equality():
-    from simkit.engine.block_hash import canonical, chains_from_share, share_table
+    from simkit.block_hash import canonical, chains_from_share, share_table
 
     rng = np.random.default_rng(5)
     head = rng.integers(0, 5, 64)

@@ -106,7 +106,7 @@ def test_hit_rate_reported_when_modelled():
     import numpy as np
 
     from simkit.costmodel import load_cost_model
-    from simkit.engine.block_hash import pack
+    from simkit.block_hash import pack
     from simkit.app.predict import predict
     from simkit.engine.workload import Workload
     from simkit.profiles import load_profile

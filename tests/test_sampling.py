@@ -153,7 +153,7 @@ def test_bad_weights_are_named():
 def test_repeat_history_draws_of_repeated_requests_repeat_their_prompts():
     """On a weighted sample under hot / repeat:P every draw of a repeated request stands for a
     corpus request served before: it repeats its prompt (frozenset form of repeat_prompts)."""
-    from simkit.engine.block_hash import pack
+    from simkit.block_hash import pack
     from simkit.engine.runner import history_repeated
     from simkit.engine.sim import simulate
     from simkit.history import repeat_indices

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine_doubles import LinearCost, make_table
-from simkit.engine.block_hash import pack
+from simkit.block_hash import pack
 from simkit.app.capped import extend_capped
 from simkit.engine.config import EngineConfig, kpad, vanilla
 from simkit.engine.sim import ClosedLoop, simulate

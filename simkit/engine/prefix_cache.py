@@ -10,7 +10,7 @@ matter. State:
 The scheduler keeps the total free count (`anon + len(lru)` == Scheduler.free_blocks, invariant
 checked by the tests).
 
-Keys: a prompt block's key is its chained hash (simkit.engine.block_hash, a non-negative int).
+Keys: a prompt block's key is its chained hash (simkit.block_hash, a non-negative int).
 Blocks past the prompt's last whole block (they hold output tokens) get the request-unique key
 (seq, block index): only the same request, resuming after a preemption, can hit them, as in vLLM
 where no other request of a replayed corpus shares those tokens.

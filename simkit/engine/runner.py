@@ -81,7 +81,7 @@ def history_cached_prefixes(workload: Workload, engine: EngineConfig) -> list | 
 
     if not parse_history(label).is_repeat:
         return None
-    from simkit.engine.block_hash import unpack
+    from simkit.block_hash import unpack
     from simkit.engine.prefix_cache import history_prefixes
 
     return history_prefixes(unpack(*workload.block_hashes), label) or None

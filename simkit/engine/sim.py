@@ -251,7 +251,7 @@ def _prefix_setup(workload: Workload, cfg: EngineConfig,
                   cached_prefixes: Sequence[Sequence[int]] | None
                   ) -> tuple[list | None, PrefixCache | None, dict | None]:
     """(per-request hash chains, block pool, result dict) for the run's prefix caching."""
-    from simkit.engine.block_hash import BLOCK_SIZE
+    from simkit.block_hash import BLOCK_SIZE
     from simkit.errors import InputError
 
     if not cfg.prefix_caching:

@@ -42,7 +42,7 @@ class Workload:
     proxy_note: str = ""
     origin: str = ""
     provenance: dict = field(default_factory=dict)   # the profile's provenance (tree mode, sample, sources)
-    # prompt block hashes (simkit.engine.block_hash, CSR: flat uint64 + int64 offsets, n+1);
+    # prompt block hashes (simkit.block_hash, CSR: flat uint64 + int64 offsets, n+1);
     # None when the source has none (old shipped profiles): prefix caching cannot be modelled
     block_hashes: tuple[np.ndarray, np.ndarray] | None = None
     # how many corpus requests each request stands for (a stratified profile sample: inverse
@@ -115,7 +115,7 @@ class Workload:
         if self.block_hashes is None:
             return None
         if "_chains" not in self._columns:
-            from simkit.engine.block_hash import unpack
+            from simkit.block_hash import unpack
 
             flat, offs = self.block_hashes
             if len(offs) != self.num_requests + 1:

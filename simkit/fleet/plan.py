@@ -61,7 +61,7 @@ class Fleet:
     def __init__(self, traffic: Traffic, specs: Sequence, cost: Any, engine: Any, *,
                  ordering: str = "sequential", concurrency: int = 8, executor: str = "local",
                  workers: int = 1, address: str | None = None) -> None:
-        from simkit.engine.block_hash import prompt_block_hashes
+        from simkit.block_hash import prompt_block_hashes
 
         self.traffic, self.specs, self.cost, self.engine = traffic, list(specs), cost, engine
         self.ordering, self.concurrency = ordering, concurrency
@@ -155,7 +155,7 @@ class Fleet:
         """Workload of the whole traffic in arrival order; its suffix table row for each request
         is the one the replica `rep` names gives it (that replica's stream replayed in order)."""
         from simkit.acceptance.table import AcceptanceTable
-        from simkit.engine.block_hash import pack
+        from simkit.block_hash import pack
         from simkit.engine.workload import Workload
         from simkit.fleet.replica import stream_workload
 

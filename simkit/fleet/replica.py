@@ -36,7 +36,7 @@ def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",
     """Workload of `requests` in this order: lengths, block hashes and (speculative) the suffix
     table replayed over them in this order from an empty tree."""
     from simkit.acceptance.cache import cached_table
-    from simkit.engine.block_hash import pack, prompt_block_hashes
+    from simkit.block_hash import pack, prompt_block_hashes
 
     plen = np.array([len(r.prompt_ids) for r in requests], np.int32)
     olen = np.array([len(r.output_ids) for r in requests], np.int32)

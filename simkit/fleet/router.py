@@ -3,7 +3,7 @@
 These are the policies whose assignment does not depend on timing, so each replica's stream can be
 simulated (or served on a real GPU) on its own, one after another. `round-robin` sends arrival i
 to replica i mod N. `prefix-affinity` sends a request to the replica named by the chained hash of
-its prompt's first `affinity_blocks` whole KV blocks (simkit.engine.block_hash, 16 tokens each),
+its prompt's first `affinity_blocks` whole KV blocks (simkit.block_hash, 16 tokens each),
 so requests that share that prefix (a repeated prompt, a later turn of one conversation, a long
 shared preamble) meet the same replica's prefix cache and suffix tree; prompts shorter than one
 block hash their raw ids. No load cap: a skewed stream stays skewed, as a pure hash router would.
@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simkit.engine.block_hash import BLOCK_SIZE, prompt_block_hashes
+from simkit.block_hash import BLOCK_SIZE, prompt_block_hashes
 from simkit.errors import InputError
 
 POLICIES = ("round-robin", "prefix-affinity")       # by prompt alone (the GPU fleet streams)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simkit.engine.block_hash import prompt_block_hashes
+from simkit.block_hash import prompt_block_hashes
 from simkit.engine.prefix_cache import history_prefixes
 from simkit.validation.records import DEFAULT_DIR
 

@@ -41,7 +41,7 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
     along for prefix caching."""
     from simkit.acceptance.history import cached_history_table
-    from simkit.engine.block_hash import pack, prompt_block_hashes
+    from simkit.block_hash import pack, prompt_block_hashes
     from simkit.engine.workload import Workload
 
     plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
@@ -125,7 +125,7 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
     workload = run_workload(reqs, run, ordering, hist)
     if cached_prefixes is None and prefix_caching:
         # what the run's history left in the prefix cache: the repeated prompts, as served
-        from simkit.engine.block_hash import unpack
+        from simkit.block_hash import unpack
         from simkit.engine.prefix_cache import history_prefixes
 
         cached_prefixes = history_prefixes(unpack(*workload.block_hashes), hist) or None

@@ -36,7 +36,7 @@ def preamble_ids(n: int) -> np.ndarray:
 
 def with_preamble(workload: Workload, prompts: list[np.ndarray], n: int) -> Workload:
     """The workload with the preamble in front of every prompt: lengths + n, hashes recomputed."""
-    from simkit.engine.block_hash import pack, prompt_block_hashes
+    from simkit.block_hash import pack, prompt_block_hashes
 
     pre = preamble_ids(n)
     hashes = pack(prompt_block_hashes(np.concatenate([pre, np.asarray(p, np.int32)]))
