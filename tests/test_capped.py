@@ -94,7 +94,7 @@ def test_default_is_keep_byte_identical_and_extend_changes_figures():
 
 
 def test_whatif_workloads_take_the_same_choice():
-    from simkit.profiles import load_shipped
+    from simkit.profiles.corpus_profile import load_shipped
     from simkit.app.cells import load_workload
 
     shipped = load_shipped("llama-3.1-8b", "math")

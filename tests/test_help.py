@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from simkit.cli import app
 from simkit.engine.cudagraph import CudagraphMode
-from simkit.profiles import SOURCES, TREES
+from simkit.profiles.corpus_profile import SOURCES, TREES
 
 # options whose value is one of a fixed set: the help must name every choice
 CHOICES = {"--cudagraph-mode": [m.value for m in CudagraphMode], "--source": list(SOURCES),

@@ -65,9 +65,9 @@ def test_verdict_names_best_k_and_compares_dynamic():
 @pytest.fixture
 def real_profiles():
     """The shipped/raw profiles (load_profile); a real import, so a broken one fails."""
-    import simkit.profiles
+    import simkit.profiles.corpus_profile
 
-    return simkit.profiles
+    return simkit.profiles.corpus_profile
 
 
 def _predict_json(args):

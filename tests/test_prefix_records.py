@@ -40,7 +40,7 @@ def test_without_caching_the_prefill_is_far_off():
 
 @needs_traces
 def test_profile_hashes_cover_whole_prompt_blocks():
-    from simkit.profiles import load_profile
+    from simkit.profiles.corpus_profile import load_profile
 
     prof = load_profile("qwen2.5-7b", "code")
     flat, offs = prof.block_hashes

@@ -36,7 +36,7 @@ def test_no_prefix_caching_gives_the_figures_of_before(monkeypatch):
     profile the golden was made with). The report has gained fields since (the history it
     assumes, the steady-window flag), so the comparison is value by value over what the golden
     holds, not byte for byte."""
-    from simkit import profiles
+    from simkit.profiles import corpus_profile as profiles
     from simkit.app.cells import clear_loaded
 
     monkeypatch.setattr(profiles, "shipped_dir", lambda: DATA / "profiles_even128")
@@ -71,7 +71,7 @@ def test_profile_without_hashes_says_not_modelled(tmp_path, monkeypatch):
     """An old shipped profile (no prefix table) gives n/a and the reason, not a silent 0."""
     import shutil
 
-    from simkit import profiles
+    from simkit.profiles import corpus_profile as profiles
 
     root = tmp_path / "profiles"
     src = profiles.shipped_dir() / "llama-3.1-8b"
@@ -109,7 +109,7 @@ def test_hit_rate_reported_when_modelled():
     from simkit.block_hash import pack
     from simkit.app.predict import predict
     from simkit.engine.workload import Workload
-    from simkit.profiles import load_profile
+    from simkit.profiles.corpus_profile import load_profile
     from simkit.report.render import document, render_csv, render_table
 
     prof = load_profile("llama-3.1-8b", "code", source="shipped")

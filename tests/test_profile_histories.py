@@ -1,4 +1,4 @@
-"""History tables shipped beside the profiles (simkit.profile_histories): a machine without the
+"""History tables shipped beside the profiles (simkit.profiles.shipped_histories): a machine without the
 raw traces predicts mix under cold and hot too, with the tables a raw-trace build gives."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simkit import profiles
+from simkit.profiles import corpus_profile as profiles
 from simkit.acceptance.table import AcceptanceTable
 from simkit.errors import InputError
 from simkit.history import parse_history
 from simkit.paths import traces_src_dir
-from simkit.profile_histories import (history_file, load_history_table, parse_histories,
+from simkit.profiles.shipped_histories import (history_file, load_history_table, parse_histories,
                                       shipped_histories, write_history_tables)
 from traces.corpora import MIX, list_models
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simkit import profiles, sampling
+from simkit.profiles import corpus_profile as profiles, sampling
 from simkit.errors import InputError, UnknownNameError
 from simkit.paths import traces_src_dir
 from traces.corpora import CORPORA, MIX, list_models
@@ -85,7 +85,7 @@ def test_shipped_set_is_small_and_holds_no_token_ids():
     # 24 MiB: the four full-thinking reasoning profiles (the R1 distills' KORGym and R1's
     # IntegralBench outputs, 8-10 k tokens each, so ~1 M positions per 128-request sample) take
     # 6.3 MB together; the other 106 profiles 13.1 MB, since the stratified rule ships up to
-    # 160,000 output positions per corpus (simkit.sampling.POSITION_BUDGET; whole corpora that
+    # 160,000 output positions per corpus (simkit.profiles.sampling.POSITION_BUDGET; whole corpora that
     # fit it); the cold and hot history tables of the 11 mix profiles 3.0 MiB more. 21.6 MiB in
     # all (measured 2026-12-01; 10.4 MiB under the old 128-request rule, 18.6 MiB before the
     # history tables)

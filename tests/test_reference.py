@@ -65,9 +65,9 @@ def test_errors_are_computed_from_the_published_numbers():
 @pytest.fixture(scope="module")
 def profiles():
     """The workload profiles module (a real import: a broken one fails, never skips)."""
-    import simkit.profiles
+    import simkit.profiles.corpus_profile
 
-    return simkit.profiles
+    return simkit.profiles.corpus_profile
 
 
 def test_reproduction_side_by_side_on_real_profiles(profiles):

@@ -233,7 +233,7 @@ def test_warm_rows_equal_full_replay_rows_on_real_corpus(corpus, n, cache):
     """Real slice, vLLM defaults (and a FIFO of 12 so that eviction happens): exact equality."""
     if traces_src_dir() is None:
         pytest.skip("raw traces (../shared/traces-src) not present")
-    from simkit.sampling import sample_indices
+    from simkit.profiles.sampling import sample_indices
     from traces.corpora import load_corpus
 
     reqs = load_corpus(corpus, "llama-3.1-8b").requests[:n]

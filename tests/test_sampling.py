@@ -1,4 +1,4 @@
-"""The stratified, calibrated profile sample (simkit.sampling) and the engine's weighted draw:
+"""The stratified, calibrated profile sample (simkit.profiles.sampling) and the engine's weighted draw:
 deterministic, weights that sum to the corpus and match its totals, strata as designed, and a
 run whose request counts follow the weights."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simkit import sampling
+from simkit.profiles import sampling
 from simkit.acceptance.stats import summarize
 from simkit.engine.config import EngineConfig
 from simkit.engine.scheduler import mean_accepted_per_step

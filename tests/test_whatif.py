@@ -17,7 +17,7 @@ SEARCH = dict(seeds=1, min_requests=64, max_requests=900, workers=2, rel_tol=0.1
 
 @pytest.fixture(scope="module")
 def workload():
-    """The real (model, corpus) workload (simkit.profiles, issue 3)."""
+    """The real (model, corpus) workload (simkit.profiles.corpus_profile, issue 3)."""
     from simkit.app.cells import load_workload
 
     return load_workload(MODEL, CORPUS)

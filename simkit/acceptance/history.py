@@ -4,7 +4,7 @@ before the requests were served.
 cold: the requests' own replay from an empty tree. repeat:P: the responses of the share P of these
 same requests that simkit.history.repeat_indices names enter the tree first, in that order; hot
 (repeat:1): all of them in list order (the GPU harness serves them in these orders too);
-optionally cut to their first M tokens (diverge:M); then the replay. warm is the whole-corpus replay of simkit.profiles (it needs the
+optionally cut to their first M tokens (diverge:M); then the replay. warm is the whole-corpus replay of simkit.profiles.corpus_profile (it needs the
 corpus, not only the requests).
 """
 
@@ -26,7 +26,7 @@ def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarr
     """The responses a repeat history served before `requests` (empty for cold)."""
     h = parse_history(history)
     if h.kind == "warm":
-        raise ValueError("warm history needs the whole corpus (simkit.profiles builds it)")
+        raise ValueError("warm history needs the whole corpus (simkit.profiles.corpus_profile builds it)")
     if h.kind == "cold" or h.share == 0:
         return []
     # hot: the whole list was served before in list order (calibrate.passes' first pass); a

@@ -18,11 +18,11 @@ _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 def load_workload(model: str, corpus: str, source: str = "auto", history: str | None = None,
                   capped_outputs: str = "keep", max_tokens: int = 8192) -> Workload:
     """The acceptance-replay workload of one (model, corpus) under a request history
-    (simkit.history; None = the profile's own): simkit.profiles.load_profile; capped outputs
+    (simkit.history; None = the profile's own): simkit.profiles.corpus_profile.load_profile; capped outputs
     kept or extended to max_tokens (simkit.app.capped)."""
     from simkit.catalog.models import canonical_model
     from simkit.app.capped import apply_capped_outputs, check_mode
-    from simkit.profiles import load_profile
+    from simkit.profiles.corpus_profile import load_profile
 
     check_mode(capped_outputs)
     model = canonical_model(model)

@@ -28,7 +28,7 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     """(table, origin line, proxy note, tree mode, weights or None) for the request sample, from
     raw traces or the shipped profile: the profile's own sample (weighted) at --max-requests
     SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all)."""
-    from simkit import profiles, sampling
+    from simkit.profiles import corpus_profile as profiles, sampling
     from simkit.drafters.base import NGRAM_DRAFTER
     from simkit.paths import traces_src_dir
 
@@ -157,7 +157,7 @@ def profiles_build(
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
     from pathlib import Path
 
-    from simkit import profiles
+    from simkit.profiles import corpus_profile as profiles
     from simkit.paths import traces_src_dir
     from traces.corpora import CORPORA, MIX, list_models
 
@@ -187,7 +187,7 @@ def profiles_build(
 
 def profiles_list() -> None:
     """List the shipped profiles with their sample sizes and proxy notes."""
-    from simkit import profiles
+    from simkit.profiles import corpus_profile as profiles
 
     for npz in profiles.shipped_tables():
         js = npz.with_suffix(".json")

@@ -1,6 +1,6 @@
 """Calibrations (fitted step-time coefficients as JSON) and load_cost_model, which picks the
 analytic model or a calibration and labels the result accordingly. ("Profile" in simkit means
-the corpus workload profile, simkit.profiles; a calibration is the cost side.)"""
+the corpus workload profile, simkit.profiles.corpus_profile; a calibration is the cost side.)"""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class Workload:
     # None when the source has none (old shipped profiles): prefix caching cannot be modelled
     block_hashes: tuple[np.ndarray, np.ndarray] | None = None
     # how many corpus requests each request stands for (a stratified profile sample: inverse
-    # inclusion probability; simkit.profiles); None = each stands for itself (equal draws)
+    # inclusion probability; simkit.profiles.corpus_profile); None = each stands for itself (equal draws)
     weights: np.ndarray | None = None
     _columns: dict = field(default_factory=dict, repr=False)
 
@@ -58,7 +58,7 @@ class Workload:
 
     @classmethod
     def from_profile(cls, profile) -> "Workload":
-        """Build from a simkit.profiles CorpusProfile (.table, optional .tables for other drafters)."""
+        """Build from a simkit.profiles.corpus_profile CorpusProfile (.table, optional .tables for other drafters)."""
         tables: dict[str, AcceptanceTable] = {}
         extra = getattr(profile, "tables", None) or {}
         for key, tab in dict(extra).items():

@@ -65,7 +65,7 @@ def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = 
            source: str = "auto") -> WhatIfResult:
     """The ladder at each preamble length, prefix caching on and off."""
     from simkit.costmodel import load_cost_model
-    from simkit.profiles import load_profile, sampled_prompts
+    from simkit.profiles.corpus_profile import load_profile, sampled_prompts
 
     levels = parse_levels(preamble)
     specs = parse_configs(configs)

@@ -8,7 +8,7 @@ with FP4 tensor cores: 4-bit values plus one FP8 scale per 16 weights = 0.5625 b
 without FP4 tensor cores the FLOP speed-up is 1.
 
 Acceptance: quantized weights change the outputs, so the drafts match differently. Either give
-the quantized model's outputs as traces (a corpus name for simkit.profiles, `quant_corpus`), or
+the quantized model's outputs as traces (a corpus name for simkit.profiles.corpus_profile, `quant_corpus`), or
 an `acceptance_scale` s: every accepted length a(t, K) becomes min(d(t, K), floor(s a + u)) with
 one seeded uniform u per table row (unbiased: the mean becomes s x the mean, before the cap).
 That knob is a parametric stand-in, not a model of how quantization changes text.

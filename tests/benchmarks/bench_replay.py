@@ -25,7 +25,7 @@ def _build(args: tuple[str, str, int, str, str]) -> dict:
     model, corpus, max_requests, out_dir, engine = args
     from simkit.acceptance.build import build_table
     from simkit.acceptance.cache import save_cached
-    from simkit.sampling import sample_indices
+    from simkit.profiles.sampling import sample_indices
     from traces.corpora import load_corpus
 
     reqs = load_corpus(corpus, model).requests
@@ -43,8 +43,8 @@ def _sample_bias(model: str, tables: dict) -> None:
     """K=8 mean accepted per step: whole corpus, the profile's sampled requests inside the whole-corpus
     replay, and the shipped profile (warm: should equal the previous column; cold: sample alone)."""
     from simkit.acceptance.stats import summarize
-    from simkit.profiles import load_shipped
-    from simkit.sampling import sample_indices
+    from simkit.profiles.corpus_profile import load_shipped
+    from simkit.profiles.sampling import sample_indices
 
     print(f"{'corpus':16} {'K=8 acc: whole corpus':>22} {'sampled reqs in corpus':>23} {'shipped (tree)':>20}")
     for c, tab in tables.items():

@@ -2,7 +2,7 @@
 
 For each (model, corpus): the same ladder (same engine, cost model, seeds, requests per run) on
 three profiles of the same warm whole-corpus replay: EVERY request (the reference), the shipped
-rule's sample (stratified, weighted: simkit.sampling) and the old evenly spaced, unweighted sample
+rule's sample (stratified, weighted: simkit.profiles.sampling) and the old evenly spaced, unweighted sample
 of the same size. Prints tok/s per configuration and each sample's relative error. The reference
 is run on two seed sets (0..S-1 and S..2S-1) so its own seed noise is printed beside the errors:
 with 1,024 requests per run the draw of 1,024 of the corpus's requests differs per seed, and the
@@ -45,7 +45,7 @@ def bench_pair(model: str, corpus: str, args) -> list[dict]:
     from simkit.costmodel import load_cost_model
     from simkit.engine.config import parse_configs
     from simkit.engine.workload import Workload
-    from simkit.profiles import profile_from_raw
+    from simkit.profiles.corpus_profile import profile_from_raw
 
     t0 = time.time()
     from traces.corpora import load_corpus

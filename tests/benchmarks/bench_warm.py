@@ -41,8 +41,8 @@ def main() -> None:
     from simkit.acceptance.build import build_table, build_warm_table
     from simkit.acceptance.stats import summarize
     from simkit.paths import traces_src_dir
-    from simkit.profiles import KMAX
-    from simkit.sampling import sample_indices
+    from simkit.profiles.corpus_profile import KMAX
+    from simkit.profiles.sampling import sample_indices
     from traces.corpora import load_corpus
 
     ap = argparse.ArgumentParser()

@@ -5,7 +5,7 @@ acceptance table under vLLM's default suffix parameters (K = 1..16, sequential o
 plus the n-gram (prompt lookup 5/5) table of the same requests in `.tables["ngram"]`.
 No token ids or text. Built from the raw traces when they are here (cached), else read from the
 profiles shipped in traces/profiles/<model>/<corpus>.npz with <corpus>.json (provenance) beside it.
-Sample rule ("stratified", simkit.sampling): the whole corpus (unweighted) when its outputs total
+Sample rule ("stratified", simkit.profiles.sampling): the whole corpus (unweighted) when its outputs total
 at most sampling.POSITION_BUDGET positions or n <= sampling.SAMPLE_SIZE; else as many requests as
 fit that budget (at least SAMPLE_SIZE) of the corpus order of traces.corpora.load_corpus,
 stratified on the capped outputs and the output length and weighted (each sampled request stands
@@ -34,9 +34,9 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
-from simkit.profile_histories import load_history_table, parse_histories, write_history_tables
-from simkit.profile_prefix import PREFIX_RULE, load_prefix_table, save_prefix_table
-from simkit.sampling import (SAMPLE_SIZE, choose_sample, rule_is_current,
+from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
+from simkit.profiles.prefix_table import PREFIX_RULE, load_prefix_table, save_prefix_table
+from simkit.profiles.sampling import (SAMPLE_SIZE, choose_sample, rule_is_current,
                              sample_indices)
 
 KMAX = 16
@@ -62,7 +62,7 @@ class CorpusProfile:
     # for prefix caching; derived from the raw traces' token ids, never stored as ids. None when
     # only an old shipped profile is at hand (caching then reported as not modelled).
     block_hashes: tuple | None = None
-    # corpus requests each sampled request stands for (simkit.sampling); None = unweighted
+    # corpus requests each sampled request stands for (simkit.profiles.sampling); None = unweighted
     weights: np.ndarray | None = None
 
 
@@ -150,7 +150,7 @@ def _tree_text(tree: str) -> str:
 
 
 def _sample_text(info: dict) -> str:
-    from simkit.sampling import rule_text
+    from simkit.profiles.sampling import rule_text
 
     if info["rule"] == "even":
         size = info["size"]
@@ -288,7 +288,7 @@ def _as_built(provenance: dict) -> dict:
 def write_profile(profile: CorpusProfile, root: Path | None = None,
                   histories: dict[str, AcceptanceTable] | None = None) -> tuple[Path, Path]:
     """Write the suffix and n-gram npz files (bzip2, byte-stable), the history tables
-    (tree label -> table of the same requests; simkit.profile_histories) and the provenance
+    (tree label -> table of the same requests; simkit.profiles.shipped_histories) and the provenance
     JSON; returns (suffix npz, json)."""
     npz, js, ngram_npz = _paths(profile.model, profile.corpus, root)
     save_table(profile.table, npz, compression="bzip2")
@@ -341,7 +341,7 @@ def shipped_tables() -> list[Path]:
 
 def with_history(prof: CorpusProfile, history: str) -> CorpusProfile | None:
     """A shipped profile under another request history, from the history table it ships
-    (simkit.profile_histories), labelled as profile_from_raw labels that history; None when it
+    (simkit.profiles.shipped_histories), labelled as profile_from_raw labels that history; None when it
     ships none for it."""
     npz = _paths(prof.model, prof.corpus)[0]
     table = load_history_table(npz, prof.provenance, history)
@@ -466,7 +466,7 @@ def build_profiles(models: list[str], corpora: list[str], root: Path | None = No
                    histories: str = "auto") -> list[tuple[Path, Path]]:
     """Build and write profiles for every (model, corpus) pair (`workers` processes; the files do
     not depend on it), each with the history tables `histories` names ('auto': the shipped rule
-    of simkit.profile_histories; 'none'; or a comma list); returns the written paths in
+    of simkit.profiles.shipped_histories; 'none'; or a comma list); returns the written paths in
     (model, corpus) order."""
     tree = check_tree(tree)
     for c in corpora:                             # bad labels fail before any build
