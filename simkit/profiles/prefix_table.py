@@ -11,10 +11,12 @@ import numpy as np
 
 from simkit.errors import InputError
 
+# "simkit.engine.block_hash" is the scheme's module as the shipped profiles record it (where it
+# lived when they were built, now simkit.block_hash); the text stays byte-identical to theirs
 PREFIX_RULE = ("prompt prefix sharing for prefix caching: per sampled request, ref = the earliest "
                "earlier sampled request with its longest common prefix of whole 16-token blocks "
                "(-1: none) and shared = that prefix in blocks, from chained 64-bit block hashes "
-               "of the token ids (simkit.block_hash); no token ids or hashes stored")
+               "of the token ids (simkit.engine.block_hash); no token ids or hashes stored")
 
 
 def save_prefix_table(block_hashes: tuple, path: Path) -> None:

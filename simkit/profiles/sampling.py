@@ -340,7 +340,9 @@ def rule_text(info: dict) -> str:
         return (f"{size}all {info['corpus_requests']} requests of the corpus "
                 f"({info.get('corpus_positions', '?'):,} output positions), unweighted")
     st = ", ".join(f"{k} {v['sample']} of {v['corpus']}" for k, v in info["strata"].items())
-    return (f"{size}{RULE} v{info['version']} (simkit.profiles.sampling): strata capped/uncapped ({st}) from a "
+    # "(simkit.sampling)" is the rule's name as the shipped profiles record it (this module's
+    # name when they were built); the text must stay byte-identical to that provenance
+    return (f"{size}{RULE} v{info['version']} (simkit.sampling): strata capped/uncapped ({st}) from a "
             f"warm whole-corpus replay drafting every request; within a stratum, sorted by "
             f"(output length, accepted drafts at K={info['calibration_ks'][-1]}), contiguous "
             f"blocks of equal output_len^{info['alpha']:g} mass, the middle request of each "
