@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simkit.drafters.suffix import SuffixCache, SuffixParams
+from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
 from simkit.paths import traces_src_dir
 
 pytestmark = pytest.mark.arctic

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simkit.acceptance.build import build_table, build_warm_table
-from simkit.drafters.suffix_replay import resolve_engine
-from simkit.drafters import suffix_compiled
-from simkit.drafters.suffix import SuffixParams
+from simkit.drafters.suffix.replay import resolve_engine
+from simkit.drafters.suffix import compiled as suffix_compiled
+from simkit.drafters.suffix.cache import SuffixParams
 from simkit.paths import traces_src_dir
 
 

@@ -92,7 +92,7 @@ def test_history_orders_acceptance_cold_below_repeat_below_hot(chat_slice):
 @needs_traces
 def test_eviction_at_max_cached_requests_limits_what_a_repeat_sees(chat_slice):
     from simkit.acceptance.history import cached_history_table
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
 
     full = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
     tiny = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False,
@@ -161,7 +161,7 @@ def test_history_describe_and_dict_are_consistent():
 def test_compiled_prelude_equals_the_reference_engine(chat_slice):
     from simkit.acceptance.build import build_table
     from simkit.acceptance.history import prelude_outputs
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
 
     for h in ("repeat:0.5", "hot,diverge:40"):
         for params in (SuffixParams(), SuffixParams(max_cached_requests=5)):

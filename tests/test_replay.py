@@ -17,8 +17,8 @@ from simkit.acceptance.replay import ReplayMismatch, replay_direct, replay_table
 from simkit.acceptance.stats import summarize
 from simkit.acceptance.table import load_table, save_table
 from simkit.drafters.ngram import NgramParams, ngram_propose
-from simkit.drafters.suffix import SuffixCache, SuffixParams
-from simkit.drafters.suffix_tree import SuffixTree
+from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
+from simkit.drafters.suffix.tree import SuffixTree
 from simkit.paths import traces_src_dir
 
 

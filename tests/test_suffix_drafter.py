@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simkit.drafters.suffix import SuffixCache, SuffixParams
-from simkit.drafters.suffix_tree import ROOT, SuffixTree, f32, spec_cap
+from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
+from simkit.drafters.suffix.tree import ROOT, SuffixTree, f32, spec_cap
 
 
 def _occurrences(seqs: list[list[int]], pattern: list[int]) -> int:

@@ -2,7 +2,7 @@
 
 The drafter (simkit.drafters.base: "suffix", "ngram", ...) does the replay; this module sizes the
 arrays and wraps them in an AcceptanceTable. Orderings ("sequential", "concurrent") and the
-suffix drafter's replay engines are described in simkit.drafters.suffix_replay.
+suffix drafter's replay engines are described in simkit.drafters.suffix.replay.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
 from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
-from simkit.drafters.suffix import SuffixParams
-from simkit.drafters.suffix_replay import replay_sequential
+from simkit.drafters.suffix.cache import SuffixParams
+from simkit.drafters.suffix.replay import replay_sequential
 
 ORDERINGS = ("sequential", "concurrent")
 

@@ -118,7 +118,7 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
     kmax), already in memory: the sample's rows are taken from it (they are the rows a replay
     gives) instead of replaying."""
     from simkit.acceptance.build import build_warm_table
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
 
     params = params or SuffixParams()
     idx = [int(i) for i in sample]

@@ -50,7 +50,7 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
     history label (which with the requests decides the prelude)."""
     from simkit.acceptance.build import build_table
     from simkit.acceptance.cache import _load_or_build, cached_table, table_key
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
     from simkit.paths import cache_dir
 
     h = parse_history(history)

@@ -25,11 +25,11 @@ if TYPE_CHECKING:                    # type hints only (keeps this module free o
     import numpy as np
 
 NO_DRAFTER = "none"
-SUFFIX_DRAFTER = "suffix"     # simkit.drafters.suffix_replay.SuffixDrafter.name
+SUFFIX_DRAFTER = "suffix"     # simkit.drafters.suffix.replay.SuffixDrafter.name
 NGRAM_DRAFTER = "ngram"       # simkit.drafters.ngram.NgramDrafter.name
 
 # the modules that define the built-in drafters, imported on first use of the registry
-BUILTIN = ("simkit.drafters.suffix_replay", "simkit.drafters.ngram")
+BUILTIN = ("simkit.drafters.suffix.replay", "simkit.drafters.ngram")
 
 _REGISTRY: dict[str, "Drafter"] = {}
 

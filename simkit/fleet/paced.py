@@ -1,6 +1,6 @@
 """A suffix replay paced by acceptance: C requests in flight advance 1 + a(t, K) tokens per tick.
 
-simkit.drafters.suffix_replay's "concurrent" ordering advances every in-flight request by ONE
+simkit.drafters.suffix.replay's "concurrent" ordering advances every in-flight request by ONE
 token per tick. When a request and its repeat are in flight together (a repeat arriving within
 C requests of its earlier copy on the same replica, as prefix-affinity makes common), that
 lockstep keeps the repeat a fixed distance behind its earlier copy forever, so the earlier copy's
@@ -11,7 +11,7 @@ produced so far. Here each tick is one engine step: a request at position t draf
 of the positions it passes (t + 1 .. t + a) are drafted in the same tick against the tree as it
 stands, so the table stays complete (the engine may read any position) and is valid for that K.
 
-Same tree, same calls as the reference replay (simkit.drafters.suffix.SuffixCache); only the
+Same tree, same calls as the reference replay (simkit.drafters.suffix.cache.SuffixCache); only the
 interleaving differs. Pure Python: meant for small streams (the fleet validation), not corpora.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
 from simkit.drafters.base import SUFFIX_DRAFTER
-from simkit.drafters.suffix import SuffixCache, SuffixParams
+from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
 
 
 def paced_table(requests: Sequence, k: int, concurrency: int, kmax: int = 16,

@@ -166,7 +166,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     a history; `rule`: SAMPLE_RULES)."""
     from simkit import __version__
     from simkit.acceptance.cache import BUILD_VERSION, cached_table, cached_warm_table
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
     from traces.corpora import load_corpus
 
     from simkit.acceptance.history import cached_history_table

@@ -118,7 +118,7 @@ def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, mod
     tables) or from a warm replay drafting every request, which is then returned too (its rows
     are every sample's warm rows). Capped flags are recomputed (traces.caps) each time."""
     from simkit.acceptance.build import build_warm_table
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
     from traces.request_caps import capped_flags
 
     params = params or SuffixParams()

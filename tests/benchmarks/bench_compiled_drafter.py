@@ -64,7 +64,7 @@ def _arctic_one_k(reqs, k: int) -> float | None:
         return None
     import numpy as np
 
-    from simkit.drafters.suffix import SuffixParams
+    from simkit.drafters.suffix.cache import SuffixParams
     p = SuffixParams()
     cache = SuffixDecodingCache(max_tree_depth=p.max_tree_depth, max_cached_requests=p.max_cached_requests)
     c0 = time.process_time()

@@ -23,7 +23,7 @@ def _insert_only(reqs, engine: str) -> float:
     """CPU seconds to insert every response into the global tree (no local trees, no drafts)."""
     import numpy as np
 
-    from simkit.drafters.suffix import SuffixCache, SuffixParams
+    from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
     c0 = time.process_time()
     if engine == "python":
         cache = SuffixCache(SuffixParams())
@@ -31,7 +31,7 @@ def _insert_only(reqs, engine: str) -> float:
             if len(req.output_ids):
                 cache.insert_response(r, req.output_ids)
     else:
-        from simkit.drafters.suffix_compiled import replay_sequential
+        from simkit.drafters.suffix.compiled import replay_sequential
         none = np.zeros((0, 16), np.uint8)
         replay_sequential(reqs, SuffixParams(), 16, np.full(len(reqs), -1, np.int64), none, none, None)
     return time.process_time() - c0

@@ -1,4 +1,4 @@
-"""Compiled (numba) suffix-tree primitives with the exact semantics of simkit.drafters.suffix_tree.
+"""Compiled (numba) suffix-tree primitives with the exact semantics of simkit.drafters.suffix.tree.
 
 The pure-Python SuffixTree is the reference; this module keeps the same tree move for move, in flat
 arrays so that numba can compile it. Differences of representation only (tested byte for byte):
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters._jit_cache import install as _install_cache_locators
+from simkit.drafters.suffix._jit_cache import install as _install_cache_locators
 
 _install_cache_locators()
 SHIFT = 21

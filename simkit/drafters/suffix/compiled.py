@@ -1,7 +1,7 @@
 """Entry points of the compiled suffix drafter: lay requests out in one token array, run the kernels.
 
 Same tables as the pure-Python replay (simkit.acceptance.build with engine="python"), byte for
-byte (tests/test_compiled_drafter.py); the kernels live in suffix_kernels.py / suffix_core.py.
+byte (tests/test_compiled_drafter.py); the kernels live in kernels.py / core.py.
 numba compiles them on first use and caches the machine code (cache=True) next to the sources.
 """
 
@@ -11,8 +11,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from simkit.drafters.suffix import SuffixParams
-from simkit.drafters.suffix_tree import MAX_TOKEN, f32, spec_cap
+from simkit.drafters.suffix.cache import SuffixParams
+from simkit.drafters.suffix.tree import MAX_TOKEN, f32, spec_cap
 
 CHUNK_TOKENS = 100_000        # output tokens per kernel call between progress callbacks
 FOREST_SIZES = (1 << 12, 1 << 14, 1 << 13)   # initial nodes, child-pool slots, hash slots (tests shrink them)
@@ -64,14 +64,14 @@ def _require_numba() -> None:
 
 def _setup(requests: Sequence, params: SuffixParams, rowbase: np.ndarray):
     _require_numba()
-    from simkit.drafters.suffix_core import new_forest
-    from simkit.drafters.suffix_kernels import GROOT
+    from simkit.drafters.suffix.core import new_forest
+    from simkit.drafters.suffix.kernels import GROOT
 
     if params.max_cached_requests > 0x7FFFFFFF:
         raise ValueError("max_cached_requests must be at most 2^31")
     flat, pbase, plen, olen = pack(requests, rowbase >= 0)
     T = new_forest(*FOREST_SIZES)
-    from simkit.drafters.suffix_core import new_node
+    from simkit.drafters.suffix.core import new_node
     root = new_node(T, 0, 0, 0, 0, -1)
     assert root == GROOT
     n = len(requests)
@@ -86,11 +86,11 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int, rowba
                       acc: np.ndarray, dr: np.ndarray, progress: Callable[[int], None] | None) -> None:
     """Sequential replay into acc/dr (uint8, rows x kmax); rowbase[r] = first row of request r, or
     -1 for a request that only enters the global tree (build_warm_table)."""
-    from simkit.drafters.suffix_kernels import sequential_chunk
+    from simkit.drafters.suffix.kernels import sequential_chunk
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
-    from simkit.drafters.suffix_core import new_forest
+    from simkit.drafters.suffix.core import new_forest
     TL = new_forest(*FOREST_SIZES)           # local trees, one at a time
     lo, n = 0, len(requests)
     while lo < n:
@@ -112,7 +112,7 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowba
                       acc: np.ndarray, dr: np.ndarray, concurrency: int,
                       progress: Callable[[int], None] | None) -> None:
     """Round-robin replay of `concurrency` in-flight requests (one output token per tick) into acc/dr."""
-    from simkit.drafters.suffix_kernels import concurrent_all
+    from simkit.drafters.suffix.kernels import concurrent_all
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Hashable, Sequence
 
 from simkit.drafters.base import SUFFIX_DRAFTER
-from simkit.drafters.suffix_tree import MAX_TOKEN, SuffixTree, f32, spec_cap
+from simkit.drafters.suffix.tree import MAX_TOKEN, SuffixTree, f32, spec_cap
 
 
 @dataclass(frozen=True)

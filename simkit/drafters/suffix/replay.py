@@ -10,7 +10,7 @@ Orderings (docs/acceptance.md says what each approximates):
   acceptance, which a table shared by all K cannot follow.
 
 Engines (same tables byte for byte, tests/test_compiled_drafter.py): "compiled" (default; numba
-kernels in simkit.drafters.suffix_compiled) and "python" (the reference SuffixCache). Force the
+kernels in simkit.drafters.suffix.compiled) and "python" (the reference SuffixCache). Force the
 reference with engine="python" or the environment variable SIMKIT_PURE_DRAFTER=1.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from simkit.drafters.base import SUFFIX_DRAFTER, Drafter, register
-from simkit.drafters.suffix import SuffixCache, SuffixParams
+from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
 
 ENGINES = ("compiled", "python")
 
@@ -92,7 +92,7 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
     Rows of request r start at offsets[r] (row_of[r] with row_of). `engine`: see resolve_engine.
     `prelude`: responses inserted before the first request (compiled: as insert-only requests)."""
     if resolve_engine(engine) == "compiled":
-        from simkit.drafters.suffix_compiled import replay_sequential as compiled
+        from simkit.drafters.suffix.compiled import replay_sequential as compiled
 
         if row_of is None:
             rowbase = np.asarray(offsets[:len(requests)], np.int64)
@@ -157,7 +157,7 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, offse
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     if resolve_engine(engine) == "compiled" and not len(prelude):
-        from simkit.drafters.suffix_compiled import replay_concurrent as compiled
+        from simkit.drafters.suffix.compiled import replay_concurrent as compiled
 
         compiled(requests, params, kmax, np.asarray(offsets[:len(requests)], np.int64), acc, dr,
                  concurrency, progress)

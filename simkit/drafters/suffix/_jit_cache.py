@@ -1,8 +1,8 @@
 """numba's on-disk cache keyed on every compiled-drafter source file, not only the function's own.
 
 numba re-compiles a cached function when its own file changes, but not when a function it calls
-from another file changes: the kernels (suffix_kernels.py) inline suffix_core.py, so an edit or a
-`git checkout` of suffix_core.py alone would leave stale machine code. `install()` puts locators in
+from another file changes: the kernels (kernels.py) inline core.py, so an edit or a
+`git checkout` of core.py alone would leave stale machine code. `install()` puts locators in
 front of numba's that stamp our functions with a hash of both files.
 """
 
@@ -12,7 +12,7 @@ import functools
 import hashlib
 import os
 
-SOURCES = ("suffix_core.py", "suffix_kernels.py")
+SOURCES = ("core.py", "kernels.py")
 _DIR = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -1,8 +1,8 @@
 """Compiled (numba) replay loops: SuffixCache.draft_all and the sequential / concurrent table builds.
 
-Each function mirrors its pure-Python counterpart (simkit.drafters.suffix.SuffixCache.draft_all,
-simkit.drafters.suffix_replay.replay_sequential / replay_concurrent) step for step, on the array forest
-of simkit.drafters.suffix_core. Global sequence ids are request indices (only the FIFO order of the
+Each function mirrors its pure-Python counterpart (simkit.drafters.suffix.cache.SuffixCache.draft_all,
+simkit.drafters.suffix.replay.replay_sequential / replay_concurrent) step for step, on the array forest
+of simkit.drafters.suffix.core. Global sequence ids are request indices (only the FIFO order of the
 cached responses matters, not the ids).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters.suffix_core import (CNT, H_NEXT, LN, RPOS, append_token, ensure, find_child,
+from simkit.drafters.suffix.core import (CNT, H_NEXT, LN, RPOS, append_token, ensure, find_child,
                                          free_tree, head, new_node, remove_seq, reset_forest)
 
 GROOT = 0          # root of the global tree
