@@ -231,7 +231,11 @@ def fit_cmd(
     doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds, version.key)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
-    typer.echo(f"not fitted (analytic defaults kept): {', '.join(doc['not_fitted'])}")
+    own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]
+    runner = [k.split(".", 1)[1] for k in doc["not_fitted"] if k.startswith("async_runner.")]
+    typer.echo(f"not fitted (analytic defaults kept): {', '.join(own)}")
+    if runner:
+        typer.echo(f"async-scheduling runner, not fitted apart (the shared value kept): {', '.join(runner)}")
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
     if out:

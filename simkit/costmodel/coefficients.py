@@ -7,7 +7,7 @@ measurements: docs/costmodel.md says where each comes from. A calibration (fitte
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
@@ -64,26 +64,92 @@ class Coefficients:
     update_accept_s: float = 1e-6      # update_from_output + output objects per accepted token
     frontend_accept_s: float = 1e-6    # front-end per accepted token (detokenize, stream)
     async_serial_s: float = 30e-6      # async scheduling: per-step host work that cannot overlap
+    # ---- optional terms (None: absent, the step is priced without them; a calibration that
+    # carries them turns them on, so calibrations fitted before they existed price every step
+    # exactly as before) ----
+    # host dispatch of a forward that is not one FULL graph replay: PIECEWISE runs attention
+    # eagerly between captured pieces, NONE runs every kernel eagerly, and the CPU issues those
+    # launches layer by layer; the forward cannot end before its last launch is issued, and under
+    # async scheduling that issuing is host work the next step waits for
+    prefill_token_s: float | None = None        # device seconds per prefill token beyond the
+                                                # roofline terms (attention over the prompt the
+                                                # mean-context approximation under-counts)
+    dispatch_piecewise_s: float | None = None   # per decoder layer of a PIECEWISE forward
+    dispatch_none_s: float | None = None        # per decoder layer of an eager (NONE) forward
+    dispatch_token_s: float | None = None       # per decoder layer per scheduled token (both modes)
+    frontend_prefill_s: float | None = None     # front-end per request that is prefilling
+                                                # (admission of new requests, finished outputs)
+    # host coefficients of the async-scheduling runner where they differ from the synchronous
+    # runner's (vLLM 0.33: vanilla on Model Runner V2, speculative configs on the V1 runner):
+    # sorted (name, value) pairs over ASYNC_RUNNER_COEFS; empty: one set for both runners
+    async_runner: tuple[tuple[str, float], ...] = ()
 
-    def to_dict(self) -> dict[str, float]:
-        """Plain dict (calibration JSON)."""
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (calibration JSON); absent optional terms are left out, the async
+        runner's coefficients nest under 'async_runner'."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "async_runner":
+                if value:
+                    out[f.name] = dict(value)
+            elif value is not None:
+                out[f.name] = value
+        return out
+
+    def for_async_runner(self) -> "Coefficients":
+        """The coefficients that price a step of the async-scheduling runner: these, with the
+        runner's own host coefficients in place of the shared ones."""
+        if not self.async_runner:
+            return self
+        return replace(self, async_runner=(), **dict(self.async_runner))
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], path: str | None = None) -> "Coefficients":
         """Validate and build; unknown or negative coefficients are errors naming the field.
-        Missing ones keep their analytic default."""
-        known = {f.name for f in fields(cls)}
-        values = {}
+        Missing ones keep their analytic default (the optional terms: absent)."""
+        known = {f.name for f in fields(cls)} - {"async_runner"}
+        values: dict[str, Any] = {}
         for key, value in doc.items():
+            if key == "async_runner":
+                values[key] = _async_runner(value, path)
+                continue
             if key not in known:
                 raise InputError(f"unknown coefficient; known: {', '.join(sorted(known))}",
                                  path=path, field=f"coefficients.{key}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
-                raise InputError(f"must be a non-negative number, got {value!r}", path=path,
-                                 field=f"coefficients.{key}")
-            values[key] = float(value)
+            values[key] = _number(value, path, f"coefficients.{key}")
         return cls(**values)
+
+
+OPTIONAL_TERMS = ("prefill_token_s", "dispatch_piecewise_s", "dispatch_none_s", "dispatch_token_s",
+                  "frontend_prefill_s")
+# the host coefficients a runner may have its own values of (engine-core host work)
+ASYNC_RUNNER_COEFS = ("sched_step_s", "sched_req_s", "sched_accept_s", "prep_step_s", "prep_req_s",
+                      "prep_token_s", "prep_accept_s", "sample_step_s", "sample_req_s",
+                      "rejection_token_s", "update_step_s", "update_req_s", "update_accept_s",
+                      "dispatch_piecewise_s", "dispatch_none_s", "dispatch_token_s")
+
+
+def _number(value: Any, path: str | None, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise InputError(f"must be a non-negative number, got {value!r}", path=path, field=field)
+    return float(value)
+
+
+def _async_runner(doc: Any, path: str | None) -> tuple[tuple[str, float], ...]:
+    """The async runner's coefficients as sorted pairs; names outside ASYNC_RUNNER_COEFS and
+    values that are not non-negative numbers are errors naming the field."""
+    if not isinstance(doc, dict):
+        raise InputError("expected an object of host coefficients", path=path,
+                         field="coefficients.async_runner")
+    out = []
+    for key, value in sorted(doc.items()):
+        where = f"coefficients.async_runner.{key}"
+        if key not in ASYNC_RUNNER_COEFS:
+            raise InputError(f"not a runner host coefficient; known: {', '.join(ASYNC_RUNNER_COEFS)}",
+                             path=path, field=where)
+        out.append((key, _number(value, path, where)))
+    return tuple(out)
 
 
 ANALYTIC = Coefficients()
@@ -94,5 +160,6 @@ DRAFTER_COEFS: dict[str, tuple[str, str, str]] = {
     NGRAM_DRAFTER: ("ngram_step_s", "ngram_req_s", "ngram_accept_s"),
 }
 
-__all__ = ["Coefficients", "ANALYTIC", "DRAFTER_COEFS", "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
+__all__ = ["Coefficients", "ANALYTIC", "ASYNC_RUNNER_COEFS", "DRAFTER_COEFS", "OPTIONAL_TERMS",
+           "HBM_EFFICIENCY", "GEMM_EFFICIENCY", "ATTN_EFFICIENCY",
            "LINK_EFFICIENCY"]

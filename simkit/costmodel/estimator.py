@@ -15,7 +15,7 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold, KFold
 
 from simkit.catalog.hardware import get_hardware
-from simkit.costmodel.coefficients import DRAFTER_COEFS, Coefficients
+from simkit.costmodel.coefficients import ASYNC_RUNNER_COEFS, DRAFTER_COEFS, OPTIONAL_TERMS, Coefficients
 from simkit.costmodel.model import CostModel
 from simkit.costmodel.calibrations import CALIBRATION_KIND, load_cost_model, write_calibration
 from simkit.costmodel.records import batch_from_row, check_records, drafter_of, drop_untimed
@@ -31,6 +31,8 @@ HOST_BLOCKS = {
 }
 FRONTEND_COEFS = ("frontend_req_s", "frontend_accept_s")
 SAMPLE_COEFS = ("sample_step_s", "sample_req_s", "rejection_token_s")
+DISPATCH_COEFS = ("dispatch_piecewise_s", "dispatch_none_s", "dispatch_token_s")
+ASYNC_PREFIX = "async_runner."        # how the async runner's own coefficients are named in reports
 COMPONENTS = ("schedule", "prepare", "forward_sample", "draft", "update", "step")
 # forward_sample = GPU time of the forward pass plus sampling (t_forward_s + t_sample_s)
 
@@ -56,11 +58,17 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
     once, so long runs and settings repeated three times do not outweigh the rest.
     pinned coefficients keep their analytic value: by default the per-step device constant,
     which a few model sizes cannot separate from the per-kernel gaps (those scale with depth
-    and so transfer to other models; a constant would not)."""
+    and so transfer to other models; a constant would not).
+    step_terms=True also fits what the step holds beyond the per-step sums: the host dispatch of
+    PIECEWISE/eager forwards (t_exec_host_s - t_prepare_s), the front-end's work per prefilling
+    request, and, where the records hold both runners, the async-scheduling runner's own
+    schedule/prepare/sample/update/dispatch coefficients (Coefficients.async_runner);
+    step_terms=False fits the model as calibrations fitted before those terms existed."""
 
     def __init__(self, model: str | None = None, hardware: str = "h200", tp: int | None = None,
                  prior_weight: float = 1e-4, relative: bool = True,
-                 pinned: tuple[str, ...] = ("device_fixed_s",), balance_runs: bool = True) -> None:
+                 pinned: tuple[str, ...] = ("device_fixed_s",), balance_runs: bool = True,
+                 step_terms: bool = True) -> None:
         self.model = model
         self.hardware = hardware
         self.tp = tp
@@ -68,6 +76,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         self.relative = relative
         self.pinned = pinned
         self.balance_runs = balance_runs
+        self.step_terms = step_terms
 
     # ---- features --------------------------------------------------------------------------
     def _groups(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -91,6 +100,8 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                 cms[key] = load_cost_model(key[0], self.hardware, key[1] or None, calibration="analytic")
             terms = cms[key].device_terms(row)
             dev[i] = [terms[t] for t in DEVICE_TERMS]
+        if not self.step_terms:       # the per-prefill-token device term is one of the step terms
+            dev[:, DEVICE_TERMS.index("prefill")] = 0.0
         reqs = X["num_reqs"].to_numpy(float)
         one = np.ones(len(X))
         drafter = np.array([drafter_of(r) for r in rows])
@@ -102,8 +113,14 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         for d in DRAFTER_COEFS:      # per drafter with host terms: steps, requests, accepted
             is_d = (drafter == d).astype(float)
             draft_cols += [is_d * drafting, is_d * nd, is_d * acc]
+        layers = np.array([cms[(models[i], int(tps[i]))].model.layers for i in range(len(X))], float)
+        mode = X["graph_mode"].astype(str).to_numpy()
+        eager = (mode != "FULL").astype(float)
         return {
             "device": dev,
+            "dispatch": np.column_stack([layers * (mode == "PIECEWISE"), layers * (mode == "NONE"),
+                                         layers * eager * X["num_tokens"].to_numpy(float)]),
+            "frontend_prefill": np.column_stack([reqs, acc, X["num_prefill_reqs"].to_numpy(float)]),
             "schedule": np.column_stack([one, reqs, acc]),
             "prepare": np.column_stack([one, reqs, X["num_tokens"].to_numpy(float), acc]),
             "sample": np.column_stack([one, reqs, X["num_spec_tokens"].to_numpy(float)]),
@@ -168,43 +185,59 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         hw = get_hardware(self.hardware)
         feats = self._features(X)
         values = Coefficients().to_dict()
+        runner_values: dict[str, float] = {}     # the async runner's own (step_terms, both runners)
         fitted, not_fitted = [], {}
         dev_names = [CostModel.DEVICE_TERM_COEF[t] for t in DEVICE_TERMS]
 
         balance = self._run_weights(X) if self.balance_runs else None
 
-        def solve(block, names, target, mask=None, what=None, relative=False):
+        def solve(block, names, target, mask=None, what=None, relative=False, runner=False):
             A = feats[block] if mask is None else feats[block][mask]
             rw = None if balance is None else (balance if mask is None else balance[mask])
-            prior = np.array([values[n] for n in names])
+            prior = np.array([values.get(n) or 0.0 for n in names])
             pin = np.array([n in self.pinned for n in names])
             if pin.any():   # pinned terms: subtract their analytic contribution, fit the rest
                 target = target - A[:, pin] @ prior[pin]
                 A = np.where(pin[None, :], 0.0, A)
             coef, used = self._solve(A, target, prior, relative, rw)
             for name, c, u, p in zip(names, coef, used, pin):
-                values[name] = float(c)
+                key = ASYNC_PREFIX + name if runner else name
+                if runner:          # unexercised: the async runner keeps the shared value
+                    if u:
+                        runner_values[name] = float(c)
+                elif u or name not in OPTIONAL_TERMS:   # an unexercised optional term stays absent
+                    values[name] = float(c)
                 if p:
-                    not_fitted[name] = "pinned at its analytic value (estimator parameter 'pinned')"
+                    not_fitted[key] = "pinned at its analytic value (estimator parameter 'pinned')"
                 elif u:
-                    fitted.append(name)
+                    fitted.append(key)
                 else:
-                    not_fitted[name] = f"no {what or block} steps exercise it"
+                    not_fitted[key] = f"no {what or block} steps exercise it"
 
         for name in FRONTEND_COEFS:
             not_fitted[name] = "runs in the front-end process; step records do not measure it"
         col = lambda c: X[c].to_numpy(float)  # noqa: E731
         if y is None:
             solve("device", dev_names, col("t_forward_s") + col("t_sample_s"), what="device", relative=self.relative)
+            asy = X["async_scheduling"].astype(bool).to_numpy()
+            sync = ~asy
+            split = self.step_terms and asy.any() and sync.any()   # each runner its own host terms
             for block, (cols, names) in HOST_BLOCKS.items():   # measured on the fit host
-                mask = (X["num_drafting_reqs"].to_numpy() > 0) if block == "draft" else None
-                target = col(cols[0]) if mask is None else col(cols[0])[mask]
-                solve(block, names, target * hw.host_speed, mask)
-            sync = ~X["async_scheduling"].astype(bool).to_numpy()
+                if block == "draft":          # the drafter's work, whichever runner calls it
+                    masks = [(X["num_drafting_reqs"].to_numpy() > 0, False)]
+                else:
+                    masks = [(sync, False), (asy, True)] if split else [(None, False)]
+                for mask, runner in masks:
+                    target = col(cols[0]) if mask is None else col(cols[0])[mask]
+                    solve(block, names, target * hw.host_speed, mask, runner=runner)
+            if self.step_terms:
+                self._fit_dispatch(X, hw, solve, split)
             if sync.any():
                 rest = (col("t_step_s") - col("t_forward_s") - col("t_sample_s") - col("t_schedule_s")
                         - col("t_prepare_s") - col("t_draft_s") - col("t_update_s") - self._forcing(X))
                 solve("sample", SAMPLE_COEFS, rest[sync] * hw.host_speed, sync, "synchronous")
+                if split:
+                    self._fit_async_sample(X, hw, solve)
             elif "t_sample_host_s" in X and X["t_sample_host_s"].notna().all():
                 solve("sample", SAMPLE_COEFS, col("t_sample_host_s") * hw.host_speed)
             else:
@@ -214,7 +247,13 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                 # time between steps: output processing outside the engine step (recorder column)
                 for name in FRONTEND_COEFS:
                     not_fitted.pop(name)
-                solve("frontend", FRONTEND_COEFS, col("t_gap_s") * hw.host_speed, what="front-end")
+                if self.step_terms:
+                    solve("frontend_prefill", (*FRONTEND_COEFS, "frontend_prefill_s"),
+                          col("t_gap_s") * hw.host_speed, what="front-end")
+                else:
+                    solve("frontend", FRONTEND_COEFS, col("t_gap_s") * hw.host_speed, what="front-end")
+            if runner_values:
+                values["async_runner"] = runner_values
             self.coefs_ = Coefficients.from_dict(values)
             self._fit_async_serial(X, hw, values, fitted, not_fitted)
         else:
@@ -237,6 +276,46 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         self.models_ = sorted(set(map(str, models)))
         self.n_steps_ = int(len(X))
         return self
+
+    @staticmethod
+    def _fit_dispatch(X: pd.DataFrame, hw: Any, solve: Any, split: bool) -> None:
+        """Host dispatch of PIECEWISE/eager forwards, per layer (and per layer and token): the
+        model runner's host time beyond input preparation (t_exec_host_s - t_prepare_s) on the
+        steps that do not replay one FULL graph; per runner when `split`. A synchronous step
+        whose host time reaches 97 % of the forward's GPU time waited for the forward there (a
+        large eager prefill), so its host time says nothing of the dispatch and is left out;
+        the async runner does not wait there."""
+        if "t_exec_host_s" not in X:
+            return
+        exec_host = X["t_exec_host_s"].to_numpy(float)
+        target = exec_host - X["t_prepare_s"].to_numpy(float)
+        asy = X["async_scheduling"].astype(bool).to_numpy()
+        waited = ~asy & (target >= 0.97 * X["t_forward_s"].to_numpy(float))
+        issued = (X["graph_mode"].astype(str).to_numpy() != "FULL") & np.isfinite(exec_host) & ~waited
+        target = target * hw.host_speed
+        masks = [(issued & ~asy, False), (issued & asy, True)] if split else [(issued, False)]
+        for mask, runner in masks:
+            if mask.any():
+                solve("dispatch", DISPATCH_COEFS, target[mask], mask, "PIECEWISE/eager", runner=runner)
+
+    def _fit_async_sample(self, X: pd.DataFrame, hw: Any, solve: Any) -> None:
+        """The async runner's host side of sampling, from its host-bound steps (a dispatched
+        forward whose model-runner host time exceeds the forward's GPU time): the step time left
+        after schedule, the model runner's host time (preparation and dispatch), drafting,
+        update and the recorder's forcing. On FULL steps that work hides behind the forward."""
+        if "t_exec_host_s" not in X:
+            return
+        col = lambda c: X[c].to_numpy(float)  # noqa: E731
+        exec_host = col("t_exec_host_s")
+        mask = (X["async_scheduling"].astype(bool).to_numpy()
+                & (X["graph_mode"].astype(str).to_numpy() != "FULL") & np.isfinite(exec_host)
+                & (exec_host > col("t_forward_s") + col("t_sample_s")))
+        if not mask.any():
+            return
+        rest = (col("t_step_s") - col("t_schedule_s") - exec_host - col("t_draft_s") - col("t_update_s")
+                - self._forcing(X))
+        solve("sample", SAMPLE_COEFS, rest[mask] * hw.host_speed, mask, "host-bound asynchronous",
+              runner=True)
 
     @staticmethod
     def _synced(X: pd.DataFrame) -> np.ndarray:
@@ -270,7 +349,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
                 return
         Xa = X[mask]
         base = self._predict_parts(Xa, replace(self.coefs_, async_serial_s=0.0, frontend_req_s=0.0,
-                                             frontend_accept_s=0.0))["step"]
+                                             frontend_accept_s=0.0, frontend_prefill_s=None))["step"]
         resid = Xa["t_step_s"].to_numpy(float) - self._forcing(Xa) - base
         values["async_serial_s"] = max(0.0, float(np.median(resid))) * hw.host_speed
         fitted.append("async_serial_s")

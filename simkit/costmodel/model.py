@@ -68,10 +68,12 @@ class HostTime:
     draft: float
     update: float
     frontend: float                 # detokenize/stream in the front-end process (overlaps the engine)
+    dispatch: float = 0.0           # issuing a PIECEWISE/eager forward's launches (during the forward)
 
     @property
     def total(self) -> float:
-        """Engine-core host seconds (front-end excluded: it runs in another process)."""
+        """Engine-core host seconds besides dispatch (front-end excluded: it runs in another
+        process; dispatch runs while the forward does)."""
         return self.schedule + self.prepare + self.sample + self.draft + self.update
 
 
@@ -172,15 +174,55 @@ class CostModel:
         self._fixed = {GraphMode.FULL: base,
                        GraphMode.PIECEWISE: base + self.launches[GraphMode.PIECEWISE] * c.launch_piecewise_s,
                        GraphMode.NONE: base + self.launches[GraphMode.NONE] * c.launch_none_s}
-        self._h = (c.sched_step_s * hs, c.sched_req_s * hs, c.prep_step_s * hs, c.prep_req_s * hs,
-                   c.prep_token_s * hs, c.sample_step_s * hs, c.sample_req_s * hs, c.rejection_token_s * hs,
-                   c.update_step_s * hs, c.update_req_s * hs, c.frontend_req_s * hs, c.async_serial_s * hs)
+        self._h = self._host_constants(c, hs)
+        ca = c.for_async_runner()          # the async runner's own host coefficients, if fitted
+        self._h_async = self._host_constants(ca, hs)
         self._h_acc = ((c.sched_accept_s + c.prep_accept_s + c.update_accept_s) * hs,
                        c.frontend_accept_s * hs)
+        self._h_acc_async = ((ca.sched_accept_s + ca.prep_accept_s + ca.update_accept_s) * hs,
+                             c.frontend_accept_s * hs)
+        self._dispatch = self._dispatch_constants(c, hs)
+        self._dispatch_async = self._dispatch_constants(ca, hs)
+        self._front_prefill = (c.frontend_prefill_s or 0.0) * hs
         self._draft = {NO_DRAFTER: (0.0, 0.0, 0.0),
                        **{d: tuple(getattr(c, name) * hs for name in names)
                           for d, names in DRAFTER_COEFS.items()}}
         self._build_fast()
+
+    @staticmethod
+    def _host_constants(c: Coefficients, hs: float) -> tuple[float, ...]:
+        """The per-step host coefficients in this host's seconds, in the fast path's order."""
+        return (c.sched_step_s * hs, c.sched_req_s * hs, c.prep_step_s * hs, c.prep_req_s * hs,
+                c.prep_token_s * hs, c.sample_step_s * hs, c.sample_req_s * hs, c.rejection_token_s * hs,
+                c.update_step_s * hs, c.update_req_s * hs, c.frontend_req_s * hs, c.async_serial_s * hs)
+
+    def _dispatch_constants(self, c: Coefficients, hs: float) -> tuple[float, float, float] | None:
+        """Host seconds to issue a forward's launches: per PIECEWISE forward, per eager forward,
+        per scheduled token (each over every decoder layer); None when the coefficients carry
+        no dispatch term (then a forward's issuing is inside its device time, as fitted)."""
+        if c.dispatch_piecewise_s is None and c.dispatch_none_s is None and c.dispatch_token_s is None:
+            return None
+        layers = float(self.model.layers)
+        return ((c.dispatch_piecewise_s or 0.0) * layers * hs, (c.dispatch_none_s or 0.0) * layers * hs,
+                (c.dispatch_token_s or 0.0) * layers * hs)
+
+    @property
+    def prices_dispatch(self) -> bool:
+        """Whether the coefficients carry the host dispatch terms (for either runner)."""
+        return self._dispatch is not None or self._dispatch_async is not None
+
+    def dispatch_time(self, b: BatchDescriptor) -> float:
+        """Host seconds to issue the step's forward (0 for a FULL graph replay or without the
+        dispatch terms)."""
+        d = self._dispatch_async if b.async_scheduling else self._dispatch
+        mode = GraphMode(b.graph_mode)
+        if d is None or mode is GraphMode.FULL:
+            return 0.0
+        return (d[0] if mode is GraphMode.PIECEWISE else d[1]) + d[2] * b.num_tokens
+
+    def frontend_time(self, b: BatchDescriptor) -> float:
+        """Front-end seconds of the step (detokenize, stream; the prefill term where fitted)."""
+        return self.host_time(b).frontend
 
     # ---- the fast path ---------------------------------------------------------------------
     def step_cost(self, b: BatchDescriptor) -> StepCost:
@@ -204,6 +246,18 @@ class CostModel:
         h_step = h_ss + h_ps + h_xs + h_us
         h_req = h_sr + h_pr + h_xr + h_ur
         h_acc, h_facc = self._h_acc
+        # the async runner's host constants (the same values unless the calibration has its own)
+        (_, _, _, _, a_pt, _, _, a_rt, _, _, _, a_as) = self._h_async
+        a = self._h_async
+        a_step = a[0] + a[2] + a[5] + a[8]
+        a_req = a[1] + a[3] + a[6] + a[9]
+        a_acc = self._h_acc_async[0]
+        disp, disp_a = self._dispatch, self._dispatch_async
+        d_pw, d_none, d_tok = disp or (0.0, 0.0, 0.0)
+        da_pw, da_none, da_tok = disp_a or (0.0, 0.0, 0.0)
+        dispatch_on = disp is not None or disp_a is not None
+        f_pre = self._front_prefill
+        pf_tok = self.coefs.prefill_token_s or 0.0
         drafts = self._draft
         exp = math.exp
         make = _step_cost_maker()
@@ -246,19 +300,36 @@ class CostModel:
             dev += n * c_tok + rows * row_s
             if spec:
                 dev += rej
+            if pf_tok:
+                dev += pf_tok * b.num_prefill_tokens
             acc = b.num_accepted_tokens
-            overlap = h_step + h_req * reqs + h_pt * ntok + h_rt * spec + h_acc * acc
+            asy = b.async_scheduling
+            if asy:
+                overlap = a_step + a_req * reqs + a_pt * ntok + a_rt * spec + a_acc * acc
+            else:
+                overlap = h_step + h_req * reqs + h_pt * ntok + h_rt * spec + h_acc * acc
             nd = b.num_drafting_reqs
             if nd:
                 ds, dr, da = drafts[b.drafter]
                 draft = ds + dr * nd + da * acc
             else:
                 draft = 0.0
-            if b.async_scheduling and overlap_ok:
-                step = (dev if dev > overlap else overlap) + draft + h_as
+            if dispatch_on and gm is not full_mode:
+                if asy:
+                    issue = (da_pw if gm is pw_mode else da_none) + da_tok * ntok
+                else:
+                    issue = (d_pw if gm is pw_mode else d_none) + d_tok * ntok
+                if asy and overlap_ok:     # issuing the forward is host work on the step's path
+                    step = (dev if dev > overlap + issue else overlap + issue) + draft + a_as
+                else:                      # the forward ends no earlier than its last launch
+                    step = (dev if dev > issue else issue) + overlap + draft
+            elif asy and overlap_ok:
+                step = (dev if dev > overlap else overlap) + draft + a_as
             else:
                 step = dev + overlap + draft
             front = h_fr * reqs + h_facc * acc
+            if f_pre:
+                front += f_pre * b.num_prefill_reqs
             return make(dev, overlap + draft, step if step > front else front)
 
         self._fast = fast
@@ -297,24 +368,29 @@ class CostModel:
             "launch_none": self.launches[GraphMode.NONE] if mode is GraphMode.NONE else 0.0,
             "fixed": 1.0,
             "kernel_gap": self.kernels,
+            "prefill": float(g("num_prefill_tokens")),
         }
 
     DEVICE_TERM_COEF = {"gemm": "gemm_scale", "moe": "moe_scale", "attn": "attn_scale", "comm": "comm_scale",
                         "sampler": "sampler_scale", "allreduce": "allreduce_latency_s",
                         "rejection": "rejection_device_s", "launch_piecewise": "launch_piecewise_s",
-                        "launch_none": "launch_none_s", "fixed": "device_fixed_s", "kernel_gap": "kernel_gap_s"}
+                        "launch_none": "launch_none_s", "fixed": "device_fixed_s", "kernel_gap": "kernel_gap_s",
+                        "prefill": "prefill_token_s"}
 
     def device_breakdown(self, b: BatchDescriptor) -> dict[str, float]:
         """Device seconds per term (coefficient x term)."""
-        return {k: v * getattr(self.coefs, self.DEVICE_TERM_COEF[k]) for k, v in self.device_terms(b).items()}
+        return {k: v * (getattr(self.coefs, self.DEVICE_TERM_COEF[k]) or 0.0)   # absent optional: 0
+                for k, v in self.device_terms(b).items()}
 
     def device_time(self, b: BatchDescriptor) -> float:
         """Device seconds of the step (forward, lm_head, sampler kernels)."""
         return sum(self.device_breakdown(b).values())
 
     def host_time(self, b: BatchDescriptor) -> HostTime:
-        """Host seconds of the step by component, on this hardware's host CPU."""
-        c, hs = self.coefs, 1.0 / self.host_speed
+        """Host seconds of the step by component, on this hardware's host CPU (the async
+        runner's own coefficients for its steps where the calibration has them)."""
+        shared, hs = self.coefs, 1.0 / self.host_speed
+        c = shared.for_async_runner() if b.async_scheduling else shared
         reqs, spec, acc = b.num_reqs, b.num_spec_tokens, b.num_accepted_tokens
         if b.num_drafting_reqs and b.drafter in DRAFTER_COEFS:
             step_s, req_s, acc_s = (getattr(c, name) for name in DRAFTER_COEFS[b.drafter])
@@ -328,19 +404,24 @@ class CostModel:
             sample=(c.sample_step_s + c.sample_req_s * reqs + c.rejection_token_s * spec) * hs,
             draft=draft,
             update=(c.update_step_s + c.update_req_s * reqs + c.update_accept_s * acc) * hs,
-            frontend=(c.frontend_req_s * reqs + c.frontend_accept_s * acc) * hs,
+            frontend=(shared.frontend_req_s * reqs + shared.frontend_accept_s * acc
+                      + (shared.frontend_prefill_s or 0.0) * b.num_prefill_reqs) * hs,
+            dispatch=self.dispatch_time(b),
         )
 
     def step_time(self, device_s: float, host: HostTime, async_scheduling: bool) -> float:
         """Wall time from the parts. Sync (V1): device + all engine host work. Async: the
         schedule/prepare/sample/update work of the next step overlaps this step's device time;
-        drafting (needs this step's sampled tokens) and a small serial part do not. The
-        front-end process runs beside the engine and bounds the step from below."""
+        drafting (needs this step's sampled tokens) and a small serial part do not. Issuing a
+        PIECEWISE/eager forward's launches (host.dispatch, where fitted) is host work on the
+        async path and a floor under the forward on the synchronous one. The front-end process
+        runs beside the engine and bounds the step from below."""
         if async_scheduling and self.async_overlap:
-            overlap = host.schedule + host.prepare + host.sample + host.update
-            step = max(device_s, overlap) + host.draft + self.coefs.async_serial_s / self.host_speed
+            overlap = host.schedule + host.prepare + host.sample + host.update + host.dispatch
+            serial = self.coefs.for_async_runner().async_serial_s
+            step = max(device_s, overlap) + host.draft + serial / self.host_speed
         else:
-            step = device_s + host.total
+            step = max(device_s, host.dispatch) + host.total
         return max(step, host.frontend)
 
     def __getstate__(self) -> dict:

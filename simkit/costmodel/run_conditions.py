@@ -23,8 +23,13 @@ class RunConditionsCost:
     def __init__(self, base: Any, *, sync: bool, serial_frontend: bool) -> None:
         self.base, self.sync, self.serial_frontend = base, sync, serial_frontend
         self._front = 0.0
+        # calibrations with the host terms (frontend_prefill_s is one) price the in-thread
+        # front-end with every front-end term and place it on the engine thread's path (below);
+        # older ones add the per-request term to the step, as they were validated
+        self._step_terms = serial_frontend and base.coefs.frontend_prefill_s is not None
         if serial_frontend:
             self._front = float(base.coefs.frontend_req_s) / float(base.host_speed)
+        self._serial = float(base.coefs.for_async_runner().async_serial_s) / float(base.host_speed)
 
     def __getattr__(self, name: str) -> Any:          # label, kv_capacity_tokens, ...
         return getattr(self.base, name)
@@ -35,12 +40,29 @@ class RunConditionsCost:
         c = self.base.step_cost(batch)
         if not self.serial_frontend:
             return c
+        if self._step_terms:
+            return self._one_thread(batch, c)
         front = self._front * batch.num_reqs
         # The base model bounds the step below by the front-end; in one thread they add up.
         # Synchronous: the step before that bound is device + host. Async: step_s is used (the
         # front-end bound does not bind at the batch sizes of these runs).
         inner = c.step_s if batch.async_scheduling else c.device_s + c.host_s
         step = inner + front
+        return StepCost(c.device_s, c.host_s + front, step)
+
+    def _one_thread(self, batch: BatchDescriptor, c: StepCost) -> StepCost:
+        """The step with the front-end's work in the engine thread: synchronous, it follows the
+        step's device and host work; under async scheduling it is host work like the schedule,
+        preparation, dispatch and update of the step, all of which overlap the GPU's forward
+        (the measured async steps with a long in-thread gap are no longer than the forward)."""
+        host = self.base.host_time(batch)
+        front = host.frontend
+        issued = max(c.device_s, host.dispatch)
+        if batch.async_scheduling and self.base.async_overlap:
+            thread = c.host_s - host.draft + host.dispatch + front
+            step = max(c.device_s, thread) + host.draft + self._serial
+        else:
+            step = issued + c.host_s + front
         return StepCost(c.device_s, c.host_s + front, step)
 
 

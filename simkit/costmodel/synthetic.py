@@ -56,13 +56,16 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
                           noise: float = 0.02) -> pd.DataFrame:
     """n_steps records of one synthetic run, with the recorder's column meanings: t_forward_s and
     t_sample_s are GPU time (forward; sampler + rejection kernels), t_sample_host_s the host side
-    of sampling, t_gap_s the front-end work between steps; each is the model's value times
+    of sampling, t_gap_s the front-end work between steps, t_exec_host_s (only with dispatch terms)
+    the model runner's host time (preparation plus issuing a PIECEWISE/eager forward); each is the model's value times
     log-normal noise of `noise` (relative sd).
     Deterministic for a seed."""
     rng = np.random.default_rng(seed)
     base = load_cost_model(model, hardware, tp, calibration="analytic")
     cm = CostModel(base.model, base.hw, base.tp, coefs, "synthetic")
     async_scheduling = drafter == NO_DRAFTER
+    # the model runner's host time is recorded when the coefficients price the dispatch
+    with_dispatch = cm.prices_dispatch
     rows, t = [], 0.0
     for step in range(n_steps):
         b = random_batch(rng, drafter, k, async_scheduling)
@@ -71,16 +74,22 @@ def generate_step_records(model: str, hardware: str, tp: int | None, coefs: Coef
         parts_dev = cm.device_breakdown(b)
         sampling = (parts_dev["sampler"] + parts_dev["rejection"]) * e[6]
         fwd = (sum(parts_dev.values()) - parts_dev["sampler"] - parts_dev["rejection"]) * e[0]
+        issue = host.dispatch * e[0]           # issuing a PIECEWISE/eager forward (0 without the terms)
+        if not async_scheduling:
+            fwd = max(fwd, issue)              # the forward ends no earlier than its last launch
         dev = fwd + sampling
         parts = dict(t_schedule_s=host.schedule * e[1], t_prepare_s=host.prepare * e[2], t_forward_s=fwd,
                      t_sample_s=sampling, t_draft_s=host.draft * e[4], t_update_s=host.update * e[5])
         sample_host = host.sample * e[3]
         if async_scheduling:
-            overlap = parts["t_schedule_s"] + parts["t_prepare_s"] + sample_host + parts["t_update_s"]
-            step_s = max(dev, overlap) + parts["t_draft_s"] + coefs.async_serial_s / cm.host_speed
+            overlap = parts["t_schedule_s"] + parts["t_prepare_s"] + issue + sample_host + parts["t_update_s"]
+            serial = coefs.for_async_runner().async_serial_s / cm.host_speed
+            step_s = max(dev, overlap) + parts["t_draft_s"] + serial
         else:
             step_s = sum(parts.values()) + sample_host
         step_s = max(step_s, host.frontend)   # the model's front-end floor (never binding here)
+        if with_dispatch:                     # the model runner's host time: preparation + issuing
+            parts["t_exec_host_s"] = parts["t_prepare_s"] + issue
         rows.append(dict(run_id=run_id, step=step, t_start_s=t, **parts, t_step_s=step_s,
                          t_sample_host_s=sample_host, t_gap_s=host.frontend * e[7],
                          num_reqs=b.num_reqs, num_tokens=b.num_tokens, num_padded_tokens=b.num_padded_tokens,

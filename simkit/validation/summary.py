@@ -1,0 +1,109 @@
+"""The measured-error block a shipped calibration carries (its "validation" key, which `simkit
+predict` quotes under cost_model), computed from `simkit validate`'s cells instead of typed in.
+
+    python -m simkit.validation.summary --vllm-version 0.33 \
+        --calibration simkit/data/calibrations/h200-vllm033.json
+
+predicts every measured run of that version (fleet replica runs aside) with the calibration and
+writes the block into the file; nothing else in the file changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
+                                      best_k_agreement, mape, mape_by_history, repeatability)
+from simkit.validation.spread import coverage
+
+COMMAND = ("simkit validate --vllm-version {v} --format json; --purpose all for the calibration "
+           "MAPE and the repeat spread (python -m simkit.validation.summary writes this block)")
+
+
+def machines_note(fitted_sittings: set[str], held_sittings: set[str]) -> str:
+    """Whether the held-out error was measured on GPU sittings the fit never saw."""
+    unseen = sorted(held_sittings - fitted_sittings)
+    if not unseen:
+        return ("its held-out runs were measured on the same machine and day as the fitted ones "
+                "(error on another machine not measured yet)")
+    return (f"its held-out runs come from {len(held_sittings)} GPU sitting(s), "
+            f"{len(unseen)} of them ({', '.join(unseen)} UTC) not in the fit")
+
+
+def validation_block(cells: list[dict[str, Any]], version: str,
+                     sittings: dict[str, str] | None = None) -> dict[str, Any]:
+    """The block from cells of every calibration and validation run of one version.
+    sittings: run id -> GPU sitting name (simkit.validation.sittings), for the machines note."""
+    held = [c for c in cells if c["purpose"] == "validation"]
+    worst = max(held, key=lambda c: abs(c["error"]))
+    best = best_config_agreement(cells, "validation")
+    hot = best_config_agreement([c for c in cells if c.get("history", "cold") != "cold"], "validation")
+    bk = best_k_agreement(cells, "validation")
+    cov = coverage(cells, "validation")
+    rep = repeatability(cells)
+    acc = acceptance_check(held).get("used", {})
+    block = {
+        "metric": "MAPE % of predicted vs measured steady output tok/s, one value per measured run",
+        "held_out_runs": len(held), "held_out_mape_pct": round(mape(cells, "validation"), 2),
+        "held_out_mape_by_history_pct": {h: round(v, 2) for h, v in mape_by_history(cells).items()
+                                         if v is not None},
+        "held_out_within_5pct": sum(abs(c["error"]) <= 0.05 for c in held),
+        "held_out_within_10pct": sum(abs(c["error"]) <= 0.10 for c in held),
+        "worst_held_out_pct": round(100 * worst["error"], 1), "worst_held_out_run": worst["run_id"],
+        "best_config_held_out": (f"{best['matched']} of {best['total']} groups ({hot['matched']} of "
+                                 f"{hot['total']} under a hot or repeat history)"),
+        "best_k_held_out": f"{bk['matched']} of {bk['total']} groups",
+        "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band",
+        "calibration_runs": sum(c["purpose"] == "calibration" for c in cells),
+        "calibration_mape_pct": round(mape(cells, "calibration"), 2),
+        "repeat_spread_settings": len(rep["groups"]),
+        "repeat_spread_max_pct": round(100 * (rep["max_spread"] or 0.0), 1),
+        "acceptance_replay_error_pct": round(100 * acc.get("mean_abs_rel_error", 0.0), 2),
+        "source": f"docs/validation.md (vLLM {version})",
+        "command": COMMAND.format(v=version),
+    }
+    if sittings:
+        fitted = {sittings[c["run_id"]] for c in cells if c["purpose"] == "calibration"}
+        block["machines"] = machines_note(fitted, {sittings[c["run_id"]] for c in held})
+    return block
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vllm-version", required=True)
+    ap.add_argument("--calibration", required=True, help="calibration JSON file to write the block into")
+    ap.add_argument("--records", default=None, help="records folder (default calibrate/data)")
+    args = ap.parse_args(argv)
+    import json
+    from pathlib import Path
+
+    from simkit.catalog.vllm_versions import get_vllm_version
+    from simkit.costmodel.calibrations import read_calibration, write_calibration
+    from simkit.costmodel.records import select_version
+    from simkit.errors import SimkitError
+    from simkit.validation.records import load_records
+    from simkit.validation.report import build_cells
+    from simkit.validation.sittings import assign_sittings
+
+    try:
+        version = get_vllm_version(args.vllm_version).key
+        doc = read_calibration(args.calibration)
+        steps, runs = load_records(args.records)
+        runs = select_version(runs, version).reset_index(drop=True)
+        runs = runs[~runs["corpus"].astype(str).str.startswith(FLEET_PREFIX)
+                    & runs["purpose"].isin(["calibration", "validation"])]
+        sittings = dict(zip(runs["run_id"], assign_sittings(runs)))
+        cells = build_cells(runs, steps, purpose="all", compare_orderings=False,
+                            calibration=args.calibration)
+    except SimkitError as exc:
+        print(f"error: {exc}")
+        return 2
+    doc["validation"] = validation_block(cells, version, sittings)
+    write_calibration(doc, Path(args.calibration))
+    print(json.dumps(doc["validation"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
