@@ -321,6 +321,14 @@ def validate(
         print(f"predicting {len(fleet_runs)} fleet replica runs", file=sys.stderr)
         doc["fleet"] = report._clean(summary(validate_fleet(
             records, run_ids=list(fleet_runs["run_id"]))))
+    if not run_id and purpose in ("validation", "all"):
+        from simkit.validation.transfer import by_day, run_days, unseen_days
+
+        doc["by_day"] = report._clean(by_day(cells, run_days(runs)))
+        print("refitting on the earlier days' calibration runs for the unseen-day error",
+              file=sys.stderr)
+        doc["unseen_day"] = report._clean(unseen_days(
+            runs, steps, version.key, records, progress=lambda r: print(f"predicting {r}", file=sys.stderr)))
     if plot:
         from simkit.outfiles import wrote
 

@@ -97,6 +97,7 @@ def render(doc: dict[str, Any]) -> str:
                      + (f" (mean |rel err| {100 * acc:.1f} %)" if acc is not None else "")
                      + f", policy ranking {'right' if fleet['ranking_agrees'] else 'wrong'}, "
                      f"tok/s mean |rel err| {100 * (fleet['tok_s_mean_abs_error'] or 0):.1f} %")
+    lines += _day_lines(doc)
     dyn = doc["dynamic_k"]
     if dyn["status"] != "measured":
         lines.append(f"dynamic-K vs best-K: {dyn['status']} ({dyn['why']})")
@@ -111,6 +112,32 @@ def render(doc: dict[str, Any]) -> str:
                          f"{100 * c['predicted_gain']:+.1f} % ({'agrees' if c['sign_agrees'] else 'differs'}"
                          f"; K steps {c['k_counts']})")
     return "\n".join(lines)
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None else f"{v:.1f} %"
+
+
+def _day_lines(doc: dict[str, Any]) -> list[str]:
+    """The error per GPU sitting (UTC day) and on a day the fit never saw."""
+    lines = []
+    days = doc.get("by_day") or {}
+    if days:
+        lines.append("MAPE by GPU sitting (UTC day of the run): " + "; ".join(
+            f"{day} " + ", ".join(f"{p.replace('validation', 'held-out')} {_pct(f['mape'])} "
+                                  f"({f['runs']} runs)" for p, f in parts.items())
+            for day, parts in days.items()))
+    unseen = doc.get("unseen_day")
+    if unseen and unseen["status"] != "measured":
+        lines.append(f"unseen-day error: {unseen['status']} ({unseen['why']})")
+    elif unseen:
+        for d in unseen["days"]:
+            lines.append(f"unseen day {d['day']} (fitted on the {d['fitted_runs']} calibration runs of "
+                         f"{', '.join(d['fitted_on_days'])} only): MAPE {_pct(d['mape'])} over all "
+                         f"{d['runs']} runs of the day, held-out {_pct(d['mape_held_out'])} "
+                         f"({d['held_out_runs']}), hot/repeat {_pct(d['mape_hot_repeat'])} "
+                         f"({d['hot_repeat_runs']})")
+    return lines
 
 
 def _setting(g: dict) -> str:

@@ -1,0 +1,109 @@
+"""The error per GPU sitting, and on a day the fit never saw: what `simkit validate` reports when
+the runs of one vLLM version were measured on more than one day.
+
+A sitting here is a UTC date of `started_utc` (the runs of one day were made on one GPU machine,
+back to back; simkit.validation.sittings splits a day further by gaps). For every day after the
+first, the unseen-day figure refits the calibration on the calibration runs of the earlier days
+only (validation runs never enter a fit) and predicts every run of that day, calibration runs
+included: none of them informed that fit.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def run_days(runs) -> dict[str, str]:
+    """run id -> the UTC date its run started ('YYYY-MM-DD')."""
+    import pandas as pd
+
+    start = pd.to_datetime(runs["started_utc"], utc=True)
+    return dict(zip(runs["run_id"].astype(str), start.dt.strftime("%Y-%m-%d")))
+
+
+def _mape(cells: list[dict[str, Any]]) -> float | None:
+    errs = [abs(c["error"]) for c in cells if c["error"] == c["error"]]
+    return 100.0 * sum(errs) / len(errs) if errs else None
+
+
+def _figures(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    hot = [c for c in cells if c.get("history", "cold") != "cold"]
+    return {"runs": len(cells), "mape": _mape(cells), "hot_repeat_runs": len(hot),
+            "mape_hot_repeat": _mape(hot)}
+
+
+def by_day(cells: list[dict[str, Any]], days: dict[str, str]) -> dict[str, Any]:
+    """Per day: the held-out cells' figures and the calibration cells' (where present)."""
+    out = {}
+    for day in sorted({days[c["run_id"]] for c in cells}):
+        mine = [c for c in cells if days[c["run_id"]] == day]
+        out[day] = {p: _figures([c for c in mine if c["purpose"] == p])
+                    for p in ("validation", "calibration") if any(c["purpose"] == p for c in mine)}
+    return out
+
+
+def shipped_step_terms(version: str) -> bool:
+    """Whether the version's shipped H200 calibration was fitted with the step terms (so that a
+    refit on fewer days is fitted the same way)."""
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
+    from simkit.costmodel.coefficients import OPTIONAL_TERMS
+
+    name = default_calibration("h200", version)
+    coefs = read_calibration(name)["coefficients"] if name else {}
+    return "async_runner" in coefs or any(k in coefs for k in OPTIONAL_TERMS)
+
+
+def _fit_on(records: Path, version: str, run_ids: set[str], out: Path) -> int:
+    """The version's calibration refitted on these runs only, the way its shipped calibration
+    was fitted (with or without the step terms); returns its step count."""
+    from simkit.costmodel.calibrations import write_calibration
+    from simkit.costmodel.estimator import StepTimeEstimator
+    from simkit.costmodel.fit import load_record_dir
+
+    X, _ = load_record_dir(records, "h200", version)
+    X = X[X["run_id"].astype(str).isin(run_ids)].reset_index(drop=True)
+    est = StepTimeEstimator(hardware="h200", step_terms=shipped_step_terms(version)).fit(X)
+    doc = est.to_calibration(out.stem)
+    doc["vllm_version"] = version
+    write_calibration(doc, out)
+    return est.n_steps_
+
+
+def unseen_days(runs, steps, version: str, records: Path | None = None,
+                progress: Any = None) -> dict[str, Any]:
+    """For each day after the first: fit on the earlier days' calibration runs, predict every
+    calibration and validation run of that day (fleet replica streams aside); MAPE overall, on
+    hot/repeat runs and on the held-out runs alone. 'not measured' with one day."""
+    from simkit.validation.records import DEFAULT_DIR
+    from simkit.validation.report import FLEET_PREFIX, build_cells
+
+    sel = runs[runs["purpose"].isin(["calibration", "validation"])
+               & ~runs["corpus"].astype(str).str.startswith(FLEET_PREFIX)]
+    days = run_days(sel)
+    order = sorted(set(days.values()))
+    if len(order) < 2:
+        return {"status": "not measured", "days": order,
+                "why": f"every run of vLLM {version} was measured on one day ({', '.join(order)})"}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, day in enumerate(order[1:], start=1):
+            fit_runs = {r for r, d in days.items() if d < day} & set(
+                sel.loc[sel["purpose"] == "calibration", "run_id"].astype(str))
+            if not fit_runs:
+                continue
+            cal = Path(tmp) / f"fit-before-{day}.json"
+            n_steps = _fit_on(Path(records or DEFAULT_DIR), version, fit_runs, cal)
+            ids = [r for r, d in days.items() if d == day]
+            cells = build_cells(sel, steps, purpose="all", run_ids=ids, compare_orderings=False,
+                                calibration=str(cal), progress=progress)
+            held = [c for c in cells if c["purpose"] == "validation"]
+            out.append({"day": day, "fitted_on_days": order[:i], "fitted_runs": len(fit_runs),
+                        "fitted_steps": n_steps, **_figures(cells),
+                        "held_out_runs": len(held), "mape_held_out": _mape(held)})
+    return {"status": "measured", "rule": "fit on the calibration runs of the earlier days only "
+            "(as the shipped calibration is fitted), predict every run of the day", "days": out}
+
+
+__all__ = ["by_day", "run_days", "shipped_step_terms", "unseen_days"]

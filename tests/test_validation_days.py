@@ -1,0 +1,54 @@
+"""The per-day split of `simkit validate` (simkit.validation.transfer): days from started_utc,
+figures per day and purpose, and the one-day case said as not measured."""
+
+import pandas as pd
+import pytest
+
+from simkit.validation.table import render
+from simkit.validation.transfer import by_day, run_days, unseen_days
+
+
+def cell(run_id, purpose, error, history="cold"):
+    return {"run_id": run_id, "purpose": purpose, "error": error, "history": history}
+
+
+def test_days_come_from_the_start_time_in_utc():
+    runs = pd.DataFrame({"run_id": ["a", "b", "c"],
+                         "started_utc": ["2026-12-02T05:53:05+00:00", "2026-12-02T23:59:59-01:00",
+                                         "2026-12-03T08:00:00+00:00"]})
+    assert run_days(runs) == {"a": "2026-12-02", "b": "2026-12-03", "c": "2026-12-03"}
+
+
+def test_figures_per_day_and_purpose():
+    days = {"a": "d1", "b": "d1", "c": "d2", "d": "d2"}
+    cells = [cell("a", "validation", 0.10), cell("b", "validation", -0.02, "hot"),
+             cell("c", "validation", 0.04), cell("d", "calibration", -0.06)]
+    got = by_day(cells, days)
+    assert got["d1"]["validation"]["mape"] == pytest.approx(6.0) and got["d1"]["validation"]["runs"] == 2
+    assert got["d1"]["validation"]["mape_hot_repeat"] == pytest.approx(2.0)
+    assert "calibration" not in got["d1"]
+    assert got["d2"]["calibration"]["mape"] == pytest.approx(6.0)
+
+
+def test_one_day_is_not_measured_and_says_why():
+    runs = pd.DataFrame({"run_id": ["a", "b"], "purpose": ["calibration", "validation"],
+                         "corpus": ["chat", "math"],
+                         "started_utc": ["2026-12-02T05:53:05+00:00", "2026-12-02T06:00:00+00:00"]})
+    got = unseen_days(runs, None, "0.33")
+    assert got["status"] == "not measured" and "2026-12-02" in got["why"]
+    doc = {"cells": [], "mape": None, "mape_calibration": None, "best_k_agreement": {"total": 0},
+           "best_k_agreement_calibration": {"total": 0}, "acceptance_replay": {},
+           "dynamic_k": {"status": "measured", "sign_agreement": "0 of 0", "mean_abs_gain_error": 0,
+                         "cells": []},
+           "by_day": {"2026-12-02": {"validation": {"runs": 1, "mape": 5.0, "hot_repeat_runs": 0,
+                                                     "mape_hot_repeat": None}}},
+           "unseen_day": got}
+    text = render(doc)
+    assert "2026-12-02 held-out 5.0 % (1 runs)" in text and "unseen-day error: not measured" in text
+
+
+def test_an_unseen_day_is_refitted_the_way_the_shipped_calibration_was():
+    from simkit.validation.transfer import shipped_step_terms
+
+    assert shipped_step_terms("0.26") is False     # h200-vllm026 predates the step terms
+    assert shipped_step_terms("0.33") is True
