@@ -4,9 +4,10 @@ docs/validation.md). Needs the raw traces (the runs' requests are rebuilt from t
 
     python3 tests/benchmarks/bench_version_transfer.py [--quick]
 
-1. Leave one sitting out (vLLM 0.26): for each sitting (runs made back to back on one machine,
-   simkit.validation.sittings) refit the calibration without that sitting's calibration runs and
-   predict its held-out runs: MAPE overall and on hot / repeat runs, beside the same runs
+1. Leave one sitting out (each vLLM version): for each sitting (runs made back to back on one
+   machine, simkit.validation.sittings) refit the calibration without that sitting's calibration
+   runs (the way the version's shipped calibration is fitted: with or without the step terms)
+   and predict its held-out runs: MAPE overall and on hot / repeat runs, beside the same runs
    predicted by the shipped calibration (which saw the sitting's calibration runs).
 2. Across versions: the vLLM 0.33 held-out runs predicted with the 0.26 calibration (its rules
    still 0.33's) and with the 0.33 calibration.
@@ -35,11 +36,41 @@ def _fit_without(sitting_runs: set[str], version: str, out: Path) -> None:
 
     X, _ = load_record_dir(ROOT / "calibrate" / "data", "h200", version)
     X = X[~X["run_id"].isin(sitting_runs)].reset_index(drop=True)
-    est = StepTimeEstimator(hardware="h200")
+    from simkit.validation.transfer import shipped_step_terms
+
+    est = StepTimeEstimator(hardware="h200", step_terms=shipped_step_terms(version))
     est.fit(X)
     doc = est.to_calibration(out.stem)
     doc["vllm_version"] = version
     write_calibration(doc, out)
+
+
+def leave_one_sitting_out(version: str, runs, steps, tmp: Path, quick: bool) -> None:
+    """Section 1 for one vLLM version: a line per sitting with held-out runs."""
+    from simkit.costmodel.records import select_version
+    from simkit.validation.report import build_cells
+
+    hot = lambda c: c.get("history", "cold") != "cold"   # noqa: E731
+    print(f"1. leave one sitting out, vLLM {version} held-out runs")
+    print(f"{'sitting':18} {'runs':>4} {'MAPE shipped':>13} {'MAPE refit':>11} "
+          f"{'hot/rep shipped':>16} {'hot/rep refit':>14}")
+    rv = select_version(runs, version)
+    rv = rv[~rv["corpus"].astype(str).str.startswith("fleet-")]
+    for sitting, grp in rv.groupby("sitting"):
+        held = grp[grp.purpose == "validation"]
+        if held.empty:
+            continue
+        ids = list(held.run_id)[:12] if quick else list(held.run_id)
+        shipped = build_cells(rv, steps, purpose="validation", run_ids=ids, compare_orderings=False)
+        cal = tmp / f"without-{version}-{sitting.replace(':', '')}.json"
+        _fit_without(set(grp.run_id), version, cal)
+        refit = build_cells(rv, steps, purpose="validation", run_ids=ids, compare_orderings=False,
+                            calibration=str(cal))
+        a, n = _mape(shipped)
+        b, _ = _mape(refit)
+        ah, nh = _mape(shipped, hot)
+        bh, _ = _mape(refit, hot)
+        print(f"{sitting:18} {n:4d} {a:12.1f}% {b:10.1f}% {ah:12.1f}% ({nh}) {bh:13.1f}%", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -53,29 +84,9 @@ def main(argv: list[str]) -> int:
     runs = runs.reset_index(drop=True)
     runs["sitting"] = assign_sittings(runs)
     hot = lambda c: c.get("history", "cold") != "cold"   # noqa: E731
-    print("1. leave one sitting out, vLLM 0.26 held-out runs")
-    print(f"{'sitting':18} {'runs':>4} {'MAPE shipped':>13} {'MAPE refit':>11} "
-          f"{'hot/rep shipped':>16} {'hot/rep refit':>14}")
-    r026 = select_version(runs, "0.26")
     tmp = Path(tempfile.mkdtemp())
-    for sitting, grp in r026.groupby("sitting"):
-        held = grp[grp.purpose == "validation"]
-        if held.empty:
-            continue
-        ids = list(held.run_id)
-        if "--quick" in argv:
-            ids = ids[:12]
-        shipped = build_cells(r026, steps, purpose="validation", run_ids=ids,
-                              compare_orderings=False)
-        cal = tmp / f"without-{sitting.replace(':', '')}.json"
-        _fit_without(set(grp.run_id), "0.26", cal)
-        refit = build_cells(r026, steps, purpose="validation", run_ids=ids,
-                            compare_orderings=False, calibration=str(cal))
-        a, n = _mape(shipped)
-        b, _ = _mape(refit)
-        ah, nh = _mape(shipped, hot)
-        bh, _ = _mape(refit, hot)
-        print(f"{sitting:18} {n:4d} {a:12.1f}% {b:10.1f}% {ah:12.1f}% ({nh}) {bh:13.1f}%")
+    for version in ("0.26", "0.33"):
+        leave_one_sitting_out(version, runs, steps, tmp, "--quick" in argv)
     print("2. vLLM 0.33 held-out runs, predicted with 0.33's rules and each calibration")
     r033 = select_version(runs, "0.33")
     ids = [i for i in r033[r033.purpose == "validation"].run_id if "_fleet-" not in i]
