@@ -16,23 +16,32 @@ from calibrate.records import write_runs, write_steps
 from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
 
 
-def _read_rows(folder: Path) -> tuple[list[dict], list[dict]]:
+def _read_runs(folder: Path) -> list[dict]:
+    """The run records of a folder: runs.jsonl (a GPU host's work folder) or runs.parquet."""
     import pandas as pd
 
-    runs: list[dict] = []
-    steps: list[dict] = []
     if (folder / "runs.jsonl").exists():
-        for line in (folder / "runs.jsonl").read_text().splitlines():
-            if line.strip():
-                runs.append(json.loads(line))
-        for r in runs:
-            p = folder / f"steps_{r['run_id']}.parquet"
+        return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()
+                if line.strip()]
+    if (folder / "runs.parquet").exists():
+        return pd.read_parquet(folder / "runs.parquet").to_dict("records")
+    return []
+
+
+def _read_steps(folder: Path, run_ids: list[str]) -> list[dict]:
+    """The step records of a folder's runs (read after the runs were checked: they are large)."""
+    import pandas as pd
+
+    if (folder / "runs.jsonl").exists():
+        steps: list[dict] = []
+        for rid in run_ids:
+            p = folder / f"steps_{rid}.parquet"
             if p.exists():
                 steps.extend(pd.read_parquet(p).to_dict("records"))
-    elif (folder / "runs.parquet").exists():
-        runs = pd.read_parquet(folder / "runs.parquet").to_dict("records")
-        steps = pd.read_parquet(folder / "steps.parquet").to_dict("records")
-    return runs, steps
+        return steps
+    if (folder / "runs.parquet").exists():
+        return pd.read_parquet(folder / "steps.parquet").to_dict("records")
+    return []
 
 
 def retag_run_id(run_id: str, corpus: str, tag: str) -> str:
@@ -54,17 +63,16 @@ def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
     force_copy of the 13:47 runs, see calibrate/data/README.md). Timings are never changed.
     """
     runs: list[dict] = []
-    steps: list[dict] = []
+    read: list[tuple[Path, list[str], dict[str, str]]] = []   # folder, its run ids, their new ids
     for f in folders:
-        r, s = _read_rows(Path(f))
+        r = _read_runs(Path(f))
+        ids: dict[str, str] = {}
         if tag and Path(f).resolve() != Path(out).resolve():
             ids = {row["run_id"]: retag_run_id(row["run_id"], row["corpus"], tag) for row in r}
-            for row in r:
-                row["run_id"] = ids[row["run_id"]]
-            for row in s:
-                row["run_id"] = ids.get(row["run_id"], row["run_id"])
+        read.append((Path(f), [row["run_id"] for row in r], ids))
+        for row in r:
+            row["run_id"] = ids.get(row["run_id"], row["run_id"])
         runs += r
-        steps += s
     if drop:
         unknown = sorted(drop - {r["run_id"] for r in runs})
         if unknown:
@@ -79,10 +87,15 @@ def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
         for c, (old, new) in (relabel or {}).items():
             if str(r.get(c)) == old:
                 r[c] = new
-    ids = [r["run_id"] for r in runs]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    all_ids = [r["run_id"] for r in runs]
+    dup = sorted({i for i in all_ids if all_ids.count(i) > 1})
     if dup:
         raise ValueError(f"duplicate run ids across inputs: {dup}")
+    steps: list[dict] = []                  # every check above passed: now the large files
+    for folder, run_ids, ids in read:
+        for row in _read_steps(folder, run_ids):
+            row["run_id"] = ids.get(row["run_id"], row["run_id"])
+            steps.append(row)
     runs.sort(key=lambda r: (r["started_utc"], r["run_id"]))
     order = {rid: i for i, rid in enumerate(r["run_id"] for r in runs)}
     steps = [s for s in steps if s["run_id"] in order]

@@ -51,9 +51,12 @@ def test_run_rejects_bad_input_before_starting_an_engine(tmp_path):
 def test_merge_refuses_duplicate_runs_and_keeps_every_row(tmp_path):
     from calibrate.merge import merge
 
+    import pyarrow.parquet as pq
+
     n_runs, n_steps = merge([DATA], tmp_path / "once")
-    assert (n_runs, n_steps) == (len(pd.read_parquet(DATA / "runs.parquet")),
-                                 len(pd.read_parquet(DATA / "steps.parquet")))
+    assert (n_runs, n_steps) == (pq.ParquetFile(DATA / "runs.parquet").metadata.num_rows,
+                                 pq.ParquetFile(DATA / "steps.parquet").metadata.num_rows)
     assert (tmp_path / "once" / "runs.parquet").read_bytes() == (DATA / "runs.parquet").read_bytes()
     with pytest.raises(ValueError, match="duplicate run ids"):
         merge([DATA, tmp_path / "once"], tmp_path / "twice")
+    assert not (tmp_path / "twice").exists()            # refused before anything was written
