@@ -7,7 +7,10 @@ with `python3 tests/golden/regen.py [NAME ...]` (see regen.py) and commit the di
 change that caused it.
 
 Every case runs `python3 -m simkit` in a fresh process with PYTHONPATH = this checkout, from a
-temporary folder (so relative output paths such as sweep's --out never differ). Nothing printed
+temporary folder (so relative output paths such as sweep's --out never differ); the README's
+prediction in three formats runs its three command lines in one fresh process that predicts
+once (shared_prediction.py), and regen.py still runs each alone, so the golden test also checks
+that sharing changes no byte. Nothing printed
 depends on the clock or on absolute paths; the cases that read the raw traces (every what-if
 and validate: their profile source is `auto`, or a request history needs the traces) are
 skipped where ../shared/traces-src (SIMKIT_TRACES_SRC) is absent.
@@ -122,12 +125,38 @@ def traces_present() -> bool:
     return traces_src_dir() is not None
 
 
+# the README's first prediction in its three formats: one prediction shared (shared_prediction.py)
+SHARED_PREDICTION = ("predict", "predict-json", "predict-csv")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    env.pop("SIMKIT_DEBUG", None)
+    return env
+
+
+def run_shared_prediction(cases: tuple[Case, ...], workdir: Path) -> dict[str, bytes]:
+    """Run cases that differ only in --format (no written files) in one fresh process that
+    predicts once (golden/shared_prediction.py); {golden file name: stdout bytes}, the same bytes
+    run_case gives each. Raises RuntimeError (with stderr) when one exits non-zero."""
+    import json
+
+    assert all(not c.files for c in cases)
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join((str(ROOT), str(HERE.parent)))   # simkit, golden
+    proc = subprocess.run([sys.executable, "-m", "golden.shared_prediction", str(workdir),
+                           *(json.dumps(list(c.command)) for c in cases)], cwd=workdir,
+                          env=env, capture_output=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' / '.join(c.name for c in cases)} exited {proc.returncode}:\n"
+                           f"{proc.stderr.decode(errors='replace')}")
+    return {f"{c.name}.out": (workdir / f"{i}.out").read_bytes() for i, c in enumerate(cases)}
+
+
 def run_case(case: Case, workdir: Path) -> dict[str, bytes]:
     """Run one case in `workdir`; {golden file name: bytes}: stdout, then each written file.
     Raises RuntimeError (with stderr) when the command exits non-zero."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    env.pop("SIMKIT_DEBUG", None)
-    proc = subprocess.run([sys.executable, "-m", "simkit", *case.command], cwd=workdir, env=env,
+    proc = subprocess.run([sys.executable, "-m", "simkit", *case.command], cwd=workdir, env=_env(),
                           capture_output=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"simkit {' '.join(case.command)} exited {proc.returncode}:\n"
