@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("ray")   # one local Ray instance at a time
+
 from simkit.paths import traces_src_dir
 
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("ray")   # one local Ray instance at a time
+
 
 @pytest.mark.slow
 def test_ray_sweep_equals_local_sweep(tmp_path):
