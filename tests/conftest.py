@@ -1,4 +1,16 @@
-"""Fixtures every test shares.
+"""The test tiers and the fixtures every test shares.
+
+Tiers, one folder each; every test is marked with its folder's name, so `pytest -m unit` runs
+one tier (the README's `python3 -m pytest -q` runs them all, on every core: pytest-xdist):
+- tests/unit: one module's logic on small inputs written in the test (no command line, no
+  committed records, no raw traces); the whole tier runs in seconds.
+- tests/integration: through the command line, the shipped profiles, the committed GPU records
+  or the raw traces.
+- tests/slow: the long end-to-end checks: the golden outputs (one fresh process per command),
+  the notebooks, the Ray executors, the compiled drafter against the reference over real
+  slices, the parity with arctic-inference.
+Helpers the tiers share stay beside this file (engine_doubles, cli_helpers, user_traffic,
+golden/, data/); pytest puts this folder on sys.path.
 
 - reset_process_caches (autouse): each test starts with simkit's per-process memory empty (the
   workloads and cost models load_cell keeps, the ladder cells), so no test sees what an earlier
@@ -10,7 +22,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+TIERS = ("unit", "integration", "slow")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark each test with its tier (its folder under tests/)."""
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in TIERS:
+            item.add_marker(tier)
 
 
 @pytest.fixture(autouse=True)

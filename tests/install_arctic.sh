@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs arctic-inference 0.3.0, the real suffix drafter that tests/test_arctic_parity.py checks
+# Installs arctic-inference 0.3.0, the real suffix drafter that tests/slow/test_arctic_parity.py checks
 # our implementation against (those tests fail, never skip, without it). It is published as an
 # sdist only; its build needs torch (the CPU wheel pip finds on this machine's disk) and the
 # build requirements below, present because of --no-build-isolation. Does nothing when the

@@ -5,7 +5,7 @@ every request's replica, the replicas share nothing: each ReplicaJob carries its
 arrival times, configurations, cost model and engine limits. Each task runs
 simkit.fleet.replica.run_group on its group, exactly what the local executor runs, and the driver
 puts the results back in replica order, so the fleet's figures are byte-identical to a local run
-whatever the grouping and the number of nodes (tests/test_fleet_ray.py). Every node needs simkit
+whatever the grouping and the number of nodes (tests/slow/test_fleet_ray.py). Every node needs simkit
 installed; its drafting cache is its own (cache_dir() on that node). `session(address)` holds
 Ray for a whole search (one start, many evaluations): `address` joins an existing cluster, None
 starts a local instance, stopped when the session ends.

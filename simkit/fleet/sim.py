@@ -5,7 +5,7 @@ Why not simkit.engine.sim.simulate: a fleet needs (a) several engines sharing on
 router reads their load (least-outstanding-requests) and (b) every request's latencies, to take
 the fleet-wide p99 over all replicas' requests (RunMetrics has only each run's own percentiles).
 A replica alone here is exactly `simulate(..., load=OpenLoop(timestamps=...), shuffle=False)`:
-the same engine loop and arrival code, tested equal figure for figure (tests/test_fleet.py).
+the same engine loop and arrival code, tested equal figure for figure (tests/integration/test_fleet.py).
 
 `run_replica`: one replica, a fixed stream (load-independent routing: each replica simulated on
 its own, so groups of replicas can run anywhere). `run_joint`: N replicas and a load-aware router

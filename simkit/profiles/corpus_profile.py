@@ -405,7 +405,7 @@ def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | N
 def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProfile | None:
     """The shipped profile when it was built from exactly the raw files present (every source
     file's sha256 as in its provenance) by the current table builder and in the asked tree mode;
-    else None. Rebuilding it from raw would give the same bytes (tests/test_profiles.py), so this
+    else None. Rebuilding it from raw would give the same bytes (tests/integration/test_profiles.py), so this
     spares a first run the whole-corpus tokenization and replay (minutes) without changing a
     figure."""
     from simkit.acceptance.cache import BUILD_VERSION
@@ -438,7 +438,7 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
 def _built(model: str, corpus: str, tree: str, progress: bool = False) -> CorpusProfile:
     """The profile a build writes: the shipped one when it is verified current for this tree
     (its tables are the bytes a recomputation gives: same source digests, builder version and
-    tree; tests/test_profiles.py recomputes one to hold that), with the prompt prefix table
+    tree; tests/integration/test_profiles.py recomputes one to hold that), with the prompt prefix table
     derived from the raw traces; else built from the raw traces."""
     prof = _shipped_if_current(model, corpus, tree)
     if prof is not None:

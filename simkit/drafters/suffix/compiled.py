@@ -1,7 +1,7 @@
 """Entry points of the compiled suffix drafter: lay requests out in one token array, run the kernels.
 
 Same tables as the pure-Python replay (simkit.acceptance.build with engine="python"), byte for
-byte (tests/test_compiled_drafter.py); the kernels live in kernels.py / core.py.
+byte (tests/slow/test_compiled_drafter.py); the kernels live in kernels.py / core.py.
 numba compiles them on first use and caches the machine code (cache=True) next to the sources.
 """
 

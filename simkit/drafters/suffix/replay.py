@@ -9,7 +9,7 @@ Orderings (docs/acceptance.md says what each approximates):
   in-flight responses as far as this interleaving has them; the real interleaving depends on K and
   acceptance, which a table shared by all K cannot follow.
 
-Engines (same tables byte for byte, tests/test_compiled_drafter.py): "compiled" (default; numba
+Engines (same tables byte for byte, tests/slow/test_compiled_drafter.py): "compiled" (default; numba
 kernels in simkit.drafters.suffix.compiled) and "python" (the reference SuffixCache). Force the
 reference with engine="python" or the environment variable SIMKIT_PURE_DRAFTER=1.
 """

@@ -22,7 +22,7 @@ from simkit.engine.config import EngineConfig, kpad, vanilla
 from simkit.engine.sim import ClosedLoop, simulate
 from simkit.engine.workload import Workload
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=20, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 

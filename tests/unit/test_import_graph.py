@@ -5,7 +5,7 @@ function-level import that closes a circle is still a circle, only a hidden one)
 the cost model sit below the commands, the report, the what-ifs and validation, and never
 import them, directly or through another module.
 
-    python3 tests/test_import_graph.py      # print the circles, if any
+    python3 tests/unit/test_import_graph.py      # print the circles, if any
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("simkit", "traces", "calibrate")
 LOWER = ("simkit.engine", "simkit.costmodel")                  # the layers below ...
 UPPER = ("simkit.validation", "simkit.whatif", "simkit.commands", "simkit.report")  # ... these

@@ -33,7 +33,7 @@ def test_requests_rebuilt_match_every_run(records):
     """Same requests as the GPU runs: count and total output tokens of every run (runs.
     total_output_tokens and the sum of the steps' emitted tokens): the 199 vLLM 0.26 runs (70B
     at TP=2, hot, repeat and dynamic-K runs included) and the 50 vLLM 0.33 runs of a corpus
-    (the fleet streams are rebuilt by tests/test_fleet_validation.py)."""
+    (the fleet streams are rebuilt by tests/integration/test_fleet_validation.py)."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests
 
     steps, runs = records

@@ -225,7 +225,7 @@ def test_shipped_tree_mode_is_kept_and_checked():
 
 def test_warm_and_cold_profiles_differ_where_the_tree_matters():
     """Same sample, lengths and local trees; the warm tree (whole corpus before each sampled request)
-    gives more accepted tokens than the sample alone. Exactness of warm rows: tests/test_replay.py."""
+    gives more accepted tokens than the sample alone. Exactness of warm rows: tests/integration/test_replay.py."""
     _need_raw()
     warm = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="warm")
     cold = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="cold")

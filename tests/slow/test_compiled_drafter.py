@@ -3,7 +3,7 @@
 Random sequences (hypothesis) and real corpus slices, sequential and concurrent orderings and warm
 tables, small max_cached_requests so that FIFO eviction (of finished and of in-flight responses)
 happens. Forest capacities are shrunk so that every growth path of the compiled arrays runs.
-The reference itself is checked against arctic-inference in tests/test_arctic_parity.py.
+The reference itself is checked against arctic-inference in tests/slow/test_arctic_parity.py.
 """
 
 from __future__ import annotations

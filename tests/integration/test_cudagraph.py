@@ -97,7 +97,7 @@ def test_capture_lists_equal_every_recorded_run_of_both_vllm_versions():
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.records import version_of
 
-    data = Path(__file__).resolve().parents[1] / "calibrate" / "data"
+    data = Path(__file__).resolve().parents[2] / "calibrate" / "data"
     runs = pd.concat([pd.read_parquet(p) for p in sorted(data.rglob("runs*.parquet"))])
     seen = set()
     for row in runs.drop_duplicates(["vllm_version", "config", "k"]).to_dict("records"):

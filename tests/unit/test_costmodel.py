@@ -280,7 +280,7 @@ def test_calibrations_written_before_the_rename_still_load():
 
     from simkit.costmodel.calibrations import LEGACY_KINDS, read_calibration
 
-    old = Path(__file__).parent / "data" / "h200-vllm026-410e447.json"
+    old = Path(__file__).resolve().parents[1] / "data" / "h200-vllm026-410e447.json"
     assert json.loads(old.read_text())["kind"] in LEGACY_KINDS
     assert load_cost_model("llama-3.1-8b", "h200", calibration=str(old),
                            vllm_version="0.26").label == \

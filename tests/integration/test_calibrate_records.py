@@ -14,7 +14,7 @@ import pytest
 from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
 from simkit.costmodel.records import SYNCED_FORCE_COPIES, forcing_synchronised
 
-DATA = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+DATA = Path(__file__).resolve().parents[2] / "calibrate" / "data"
 HOST = ["t_schedule_s", "t_prepare_s", "t_draft_s", "t_update_s"]
 COMPONENTS = ["t_schedule_s", "t_prepare_s", "t_forward_s", "t_sample_s", "t_draft_s", "t_update_s"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NAMES = ("validation.ipynb", "reference_study.ipynb", "capacity_planning.ipynb")
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from simkit.cli import main
 from simkit.paths import traces_src_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="../shared/traces-src (tokenizer files) not present")
 FAST = settings(max_examples=25, deadline=None,

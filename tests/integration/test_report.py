@@ -1,6 +1,6 @@
 """The planner's report (simkit.report): assumptions, legend, recommendation, and their table,
 JSON, CSV and HTML renderings (issue 17). Built on a hand-made Prediction so every expected
-figure is visible here; tests/test_predict.py runs the real ladder through the CLI."""
+figure is visible here; tests/integration/test_predict.py runs the real ladder through the CLI."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_calibration_validation_figures_are_the_ones_docs_validation_quotes():
     from simkit.costmodel.calibrations import read_calibration
 
     val = read_calibration("h200-vllm026")["validation"]
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "validation.md").read_text()
     assert f"MAPE held-out ({val['held_out_runs']} validation runs): " \
            f"{val['held_out_mape_pct']:.1f} %** ({val['held_out_mape_pct']:.2f} %)" in doc
     assert f"calibration runs ({val['calibration_runs']}): {val['calibration_mape_pct']:.1f} %" in doc
@@ -279,7 +279,7 @@ def test_a_tie_inside_the_seed_spread_goes_to_the_simpler_config():
 def test_docs_report_explains_every_column_and_assumption():
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
     for key, meaning in key_meanings().items():
         assert f"`{key}` | {meaning} |" in doc, key
     for key in build_assumptions(_spec_wins()):
@@ -296,7 +296,7 @@ def test_readme_predict_example_is_what_the_command_prints():
 
     from simkit.cli import app
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     cmd = "$ simkit predict --model llama-3.1-8b --corpus mix --plot docs/img/predict-llama-3.1-8b-mix.png\n"
     start = readme.index(cmd) + len(cmd)
     shown = readme[start:readme.index("```\n", start)]

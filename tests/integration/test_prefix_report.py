@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from simkit.cli import app
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 ARGS = ["predict", "--model", "llama-3.1-8b", "--corpus", "code", "--configs", "vanilla,kpad:4",
         "--seeds", "2", "--num-requests", "96", "--source", "shipped", "--workers", "1",
         "--calibration", str(DATA / "h200-vllm026-410e447.json")]
@@ -142,7 +142,7 @@ def test_hit_rate_reported_when_modelled():
 def test_docs_report_explains_the_prefix_column_and_assumption():
     from simkit.report.legend import PREFIX_COLUMN
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
     assert (f"| {PREFIX_COLUMN.header} | `{PREFIX_COLUMN.key}` | {PREFIX_COLUMN.meaning} |"
             in doc)
     assert "| `prefix_caching` |" in doc

@@ -24,7 +24,7 @@ from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
 from simkit.errors import InputError
 from simkit.history import parse_history
 
-DATA = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+DATA = Path(__file__).resolve().parents[2] / "calibrate" / "data"
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Our suffix tree and drafter: counts, sibling order, float32 scores, all-K drafting (no arctic needed;
-tests/test_arctic_parity.py compares with the real SuffixDecodingCache)."""
+tests/slow/test_arctic_parity.py compares with the real SuffixDecodingCache)."""
 
 from __future__ import annotations
 

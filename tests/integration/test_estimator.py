@@ -161,7 +161,7 @@ def test_join_runs_brings_run_settings(exact):
 def test_fit_on_real_h200_records_when_present():
     from simkit.costmodel.fit import load_record_dir
 
-    root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+    root = Path(__file__).resolve().parents[2] / "calibrate" / "data"
     if not root.is_dir() or not list(root.glob("**/steps*.parquet")):
         pytest.skip("no measured step records under calibrate/data/ yet (produced by the calibration issue)")
     try:
@@ -213,7 +213,7 @@ def test_embedded_h200_calibration_predicts_held_out_validation_runs():
     configs (-4.7 % .. +4.4 %), hot and repeat runs included: 16 groups."""
     from simkit.costmodel.calibrations import default_calibration, read_calibration
 
-    root = Path(__file__).resolve().parent.parent / "calibrate" / "data"
+    root = Path(__file__).resolve().parents[2] / "calibrate" / "data"
     if not root.is_dir() or not list(root.glob("**/steps*.parquet")):
         pytest.skip("no measured step records under calibrate/data/")
     name = default_calibration("h200")

@@ -10,7 +10,7 @@ import pytest
 
 from simkit.validation.spread import Z90, coverage, drift_sigma, interval
 
-DATA = Path(__file__).resolve().parents[1] / "calibrate" / "data" / "runs.parquet"
+DATA = Path(__file__).resolve().parents[2] / "calibrate" / "data" / "runs.parquet"
 
 
 def _run(tok, purpose="calibration", conc=32, force="pinned-ring-fill", history="cold"):

@@ -16,7 +16,7 @@ import pytest
 from simkit.cli import main
 from simkit.paths import traces_src_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(traces_src_dir() is None,
                                 reason="../shared/traces-src (raw traces) not present")
 
