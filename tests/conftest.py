@@ -18,10 +18,13 @@ golden/, data/); pytest puts this folder on sys.path.
   worker they run on) changes nothing.
 - golden_shared_prediction (session): the README's prediction, printed as a table, JSON and CSV
   by one process that predicts once (tests/golden/shared_prediction.py).
+- one_ray_instance: the tests that start a local Ray instance take turns, across the xdist
+  workers too (a file lock), so that two Ray instances never compete for the same cores.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,19 @@ def golden_shared_prediction(tmp_path_factory) -> dict[str, bytes]:
 
     cases = tuple(c for c in CASES if c.name in SHARED_PREDICTION)
     return run_shared_prediction(cases, tmp_path_factory.mktemp("golden-predict"))
+
+
+@pytest.fixture
+def one_ray_instance(tmp_path_factory):
+    """Hold a lock shared by every xdist worker of this run while the test runs (where the OS
+    has no fcntl, tests simply do not take turns)."""
+    try:
+        import fcntl
+    except ImportError:                      # not a POSIX system
+        yield
+        return
+    root = tmp_path_factory.getbasetemp().parent   # the run's folder, above each worker's own
+    with open(root / "ray.lock", "w") as fh, contextlib.ExitStack() as stack:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        stack.callback(fcntl.flock, fh, fcntl.LOCK_UN)
+        yield

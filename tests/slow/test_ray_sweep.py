@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.xdist_group("ray")   # one local Ray instance at a time
+pytestmark = pytest.mark.usefixtures("one_ray_instance")   # one local Ray instance at a time
 
 
 @pytest.mark.slow
