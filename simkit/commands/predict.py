@@ -206,7 +206,7 @@ def register(app: typer.Typer) -> None:
             from simkit.errors import InputError
 
             raise InputError(f"unknown executor '{executor}' (local, ray)", field="executor")
-        if executor == "ray":                        # simkit.executors.ray_sweep (issue 7)
+        if executor == "ray":                        # simkit.executors.ray_sweep
             from simkit.executors.ray_sweep import sweep_ray as run_sweep
         model_list = _split(models, list_models())
         corpus_list = _split(corpora, list_corpora())

@@ -1,6 +1,6 @@
 """The fleet against the real vLLM fleet records (calibrate/data/vllm-0.33, corpora fleet-*).
 
-The GPU fleet (calibrate.fleet_streams, issue 24): the first UNIQUE llama-3.1-8b code-reasoning
+The GPU fleet (calibrate.fleet_streams): the first UNIQUE llama-3.1-8b code-reasoning
 requests of calibrate.make_requests (seed 0), each served twice with a reuse distance of
 REUSE_DISTANCE arrivals (simkit.fleet.streams.repeat_stream), routed over REPLICAS replicas by
 round-robin and prefix-affinity (simkit.fleet.router.route); each replica's stream ran as one

@@ -506,3 +506,19 @@ def test_no_project_internal_words_in_user_facing_text(capsys):
         code, out, err = run(capsys, *argv)
         assert code == 0, err
         assert not INTERNAL.search(out + err), (argv, INTERNAL.findall(out + err))
+
+
+DOC_INTERNAL = __import__("re").compile(
+    r"\b[Ii]ssue #?\d+|\b[Ss]ession[- ][A-Z]\b|\b[Ss]itting [A-Z]\b|\bthis session\b"
+    r"|\b(?i:lease[ds]?|lent)\b")
+
+
+def test_readme_and_docs_speak_of_the_users_world():
+    """The README and docs/ are user-facing: no tracker numbers, session letters or machine loans
+    (a GPU sitting is named by its UTC date and time); 'session-affinity' and the session.sh
+    script are the user's terms and stay."""
+    hits = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)}"
+            for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+            for n, line in enumerate(p.read_text().splitlines(), 1)
+            for m in DOC_INTERNAL.finditer(line)]
+    assert not hits, hits
