@@ -17,7 +17,8 @@ golden/, data/); pytest puts this folder on sys.path.
   one loaded under another profile folder or cache directory, and the order tests run in (or the
   worker they run on) changes nothing.
 - golden_shared_prediction (session): the README's prediction, printed as a table, JSON and CSV
-  by one process that predicts once (tests/golden/shared_prediction.py).
+  by one process that predicts once (tests/golden/shared_prediction.py), once per pytest run
+  whichever xdist workers its tests land on.
 - one_ray_instance: the tests that start a local Ray instance take turns, across the xdist
   workers too (a file lock), so that two Ray instances never compete for the same cores.
 """
@@ -55,26 +56,49 @@ def reset_process_caches():
     runner._CELLS.clear()
 
 
+def _run_folder(tmp_path_factory) -> Path:
+    """A folder of this pytest run that every xdist worker sees (each worker's own basetemp sits
+    inside it); without xdist, the run's basetemp itself (its parent outlives the run)."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _run_lock(tmp_path_factory, name: str):
+    """An exclusive lock of this pytest run, across its xdist workers (no-op without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:                      # not a POSIX system: no turns taken
+        yield
+        return
+    with open(_run_folder(tmp_path_factory) / f"{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def golden_shared_prediction(tmp_path_factory) -> dict[str, bytes]:
-    """{golden file name: bytes} of the golden cases SHARED_PREDICTION, run once per session."""
+    """{golden file name: bytes} of the golden cases SHARED_PREDICTION, run once per pytest run:
+    the first worker to need them runs them, the others read the bytes it wrote."""
     from golden.cases import CASES, SHARED_PREDICTION, run_shared_prediction
 
     cases = tuple(c for c in CASES if c.name in SHARED_PREDICTION)
-    return run_shared_prediction(cases, tmp_path_factory.mktemp("golden-predict"))
+    folder = _run_folder(tmp_path_factory) / "golden-prediction"
+    with _run_lock(tmp_path_factory, "golden-prediction"):
+        if not (folder / "done").is_file():
+            folder.mkdir(exist_ok=True)
+            run_shared_prediction(cases, folder)
+            (folder / "done").write_text("")
+    return {f"{c.name}.out": (folder / f"{i}.out").read_bytes() for i, c in enumerate(cases)}
 
 
 @pytest.fixture
 def one_ray_instance(tmp_path_factory):
-    """Hold a lock shared by every xdist worker of this run while the test runs (where the OS
-    has no fcntl, tests simply do not take turns)."""
-    try:
-        import fcntl
-    except ImportError:                      # not a POSIX system
-        yield
-        return
-    root = tmp_path_factory.getbasetemp().parent   # the run's folder, above each worker's own
-    with open(root / "ray.lock", "w") as fh, contextlib.ExitStack() as stack:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        stack.callback(fcntl.flock, fh, fcntl.LOCK_UN)
+    """Hold a lock shared by every xdist worker of this run while the test runs."""
+    with _run_lock(tmp_path_factory, "ray"):
         yield

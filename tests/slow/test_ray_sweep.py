@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("one_ray_instance")   # one local Ray instance at a time
+ONE_RAY = pytest.mark.usefixtures("one_ray_instance")   # one local Ray instance at a time
 
 
 @pytest.mark.slow
+@ONE_RAY
 def test_ray_sweep_equals_local_sweep(tmp_path):
     import ray  # noqa: F401  (in the [test] extra: its absence fails, never skips)
     import pandas as pd
@@ -29,6 +30,7 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
 
 
 @pytest.mark.slow
+@ONE_RAY
 def test_sweep_command_with_ray_executor(tmp_path):
     import ray  # noqa: F401  (in the [test] extra: its absence fails, never skips)
     from typer.testing import CliRunner
