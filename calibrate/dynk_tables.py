@@ -25,7 +25,7 @@ def tuned_table(model: str, corpus: str, reqs: list, concurrency: int, ks: tuple
     from simkit.engine.pricing import price_fn_for
     from simkit.engine.policies import BatchSizeTable
     from simkit.engine.scheduler import mean_accepted_per_step
-    from simkit.validation.run_prediction import run_workload
+    from simkit.app.cells import run_workload
 
     run = {"model": model, "corpus": corpus, "run_id": f"dynk-{corpus}", "config": "dynamic",
            "concurrency": concurrency, "tp": 1, "max_model_len": MAX_MODEL_LEN,

@@ -22,7 +22,7 @@ from calibrate.requests_io import CalRequest, write_requests
 def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,
          own_only: bool = True) -> dict:
     """Write the request file; returns its metadata."""
-    from traces.catalog import model_outputs
+    from traces.model_outputs import model_outputs
     from traces.corpora import load_corpus
 
     from traces.user import list_user_corpora

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from calibrate.records import write_runs, write_steps
-from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
+from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
 
 
 def _read_runs(folder: Path) -> list[dict]:

@@ -3,7 +3,7 @@
 It wraps methods on the live objects of one engine (instance attributes, so engine start-up,
 profiling and graph capture are never recorded) with time.perf_counter, and brackets the GPU work
 with CUDA events that are only read after the engine itself has synchronised (no extra syncs).
-Column meanings are in docs/calibration.md; the column contract is calibrate/schema.py.
+Column meanings are in docs/calibration.md; the column contract is simkit/record_schema.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
+from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
 
 _PD_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool"}
 

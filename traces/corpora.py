@@ -1,7 +1,7 @@
 """Corpora built from the real traces: which sources feed each corpus, per simulated model.
 
 `load_corpus(corpus, model)` picks, for every source of the corpus, the model's own outputs or
-the nearest proxy (traces/catalog.py), tokenizes with the model's tokenizer family (cached), and
+the nearest proxy (traces/model_outputs.py), tokenizes with the model's tokenizer family (cached), and
 returns the requests in a deterministic order. "mix" is every corpus together, shuffled with
 MIX_SEED; its proportions are the natural request counts (stored in Corpus.proportions).
 """
@@ -15,7 +15,7 @@ import numpy as np
 from simkit.errors import InputError, UnknownNameError
 from simkit.paths import traces_src_dir
 from traces import cache
-from traces.catalog import list_models, model_outputs, tokenizer_family
+from traces.model_outputs import list_models, model_outputs, tokenizer_family
 from traces.model import Corpus, TraceRequest
 from traces.sources import SOURCES
 from traces.tokenizers import tokenizer_fingerprint
@@ -100,7 +100,7 @@ def _source_block(source_name: str, producer: str, family: str, progress=None):
 
 def _proxy_note(model: str, sources: dict[str, str]) -> str:
     spec = model_outputs(model)
-    from traces.catalog import PRODUCER_VOCAB, VOCAB_OF_FAMILY
+    from traces.model_outputs import PRODUCER_VOCAB, VOCAB_OF_FAMILY
 
     vocab = VOCAB_OF_FAMILY[spec.family]
     parts = []

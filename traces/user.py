@@ -18,7 +18,7 @@ from pathlib import Path
 
 from simkit.errors import InputError, UnknownNameError
 from traces import cache
-from traces.catalog import VOCAB_OF_FAMILY, model_outputs
+from traces.model_outputs import VOCAB_OF_FAMILY, model_outputs
 from traces.model import Corpus, TraceRequest
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

@@ -37,7 +37,7 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
     `progress(n)` is called with the number of output tokens just processed. `engine`: suffix
     replay engine, see resolve_engine (the n-gram drafter has one engine). `prelude`: responses
     (token-id sequences) the server produced before these requests, inserted into the global tree
-    first in this order (suffix only; simkit.acceptance.history builds them from a History).
+    first in this order (suffix only; simkit.acceptance.history_tables builds them from a History).
     """
     if not 1 <= kmax <= 255:
         raise ValueError("kmax must be in 1..255 (uint8 table)")

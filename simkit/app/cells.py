@@ -2,14 +2,16 @@
 
 `load_cell` loads a (model, corpus) workload profile and its cost model once per process (the
 same arguments give the same objects); `clear_loaded` frees them (a sweep does after each cell).
-This is the application side of the engine: it reads profiles and calibrations from disk, which
-the simulator (simkit.engine) never does.
+`run_workload` builds the workload of a measured run's own requests (validate, the fleet
+validation and the dynamic-K tables of calibrate/ use it). This is the application side of the
+engine: it reads profiles, calibrations and tables from disk, which the simulator never does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 
 _LOADED: dict[tuple, tuple[Workload, Any]] = {}
@@ -73,4 +75,35 @@ def clear_loaded() -> None:
     _LOADED.clear()
 
 
-__all__ = ["clear_loaded", "load_cell", "load_workload"]
+def run_history(run: dict[str, Any]) -> str:
+    """The history the run was measured under (older records: cold, every run reset the tree)."""
+    h = run.get("history")
+    return "cold" if h is None or h != h or h == "" else str(h)
+
+
+def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None):
+    """Workload of exactly these requests; suffix table built over them in this order after the
+    run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
+    responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
+    concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
+    along for prefix caching."""
+    import numpy as np
+
+    from simkit.acceptance.history_tables import cached_history_table
+    from simkit.block_hash import pack, prompt_block_hashes
+
+    plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
+    olen = np.array([len(r.output_ids) for r in reqs], np.int32)
+    tables = {}
+    if str(run["config"]) != "vanilla":
+        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
+                                                ordering=ordering,
+                                                concurrency=int(run["concurrency"]),
+                                                model=str(run["model"]),
+                                                corpus=str(run["corpus"]))
+    hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
+    return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
+                    block_hashes=hashes)
+
+
+__all__ = ["clear_loaded", "load_cell", "load_workload", "run_history", "run_workload"]

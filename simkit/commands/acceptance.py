@@ -70,7 +70,7 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     if history_aware and tree == "warm" and len(reqs) < len(corp.requests):
         table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
     elif history_aware and tree not in ("warm", "cold"):
-        from simkit.acceptance.history import cached_history_table
+        from simkit.acceptance.history_tables import cached_history_table
 
         table = cached_history_table(reqs, tree, kmax=16, model=model, corpus=corpus,
                                      progress=True)

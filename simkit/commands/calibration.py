@@ -269,7 +269,7 @@ def validate(
 
     from simkit.errors import InputError
     from simkit.validation import report
-    from simkit.validation.records import load_records
+    from simkit.validation.measured import load_records
 
     from simkit.checks import output_format
 
@@ -289,7 +289,7 @@ def validate(
             raise InputError("warm needs a whole corpus served before; a measured run's "
                              "requests can be predicted cold, hot or repeat:P", field="history")
     from simkit.catalog.vllm_versions import get_vllm_version
-    from simkit.costmodel.records import select_version
+    from simkit.costmodel.step_records import select_version
     from simkit.paths import require_traces_src
 
     version = get_vllm_version(vllm_version)
@@ -302,7 +302,7 @@ def validate(
     if runs.empty:
         raise InputError(f"no runs measured with {version.label} in the records",
                          path=str(records or "calibrate/data"), field="vllm-version")
-    from simkit.costmodel.records import RUN_PREDICT_KEYS
+    from simkit.costmodel.step_records import RUN_PREDICT_KEYS
 
     missing = [c for c in RUN_PREDICT_KEYS if c not in runs.columns]
     if missing:

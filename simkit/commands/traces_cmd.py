@@ -129,7 +129,7 @@ def _show(name: str, model: str, fmt: str) -> None:
 def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None,
             replace: bool = False) -> None:
     from traces.cache import file_digest
-    from traces.catalog import model_outputs, tokenizer_family
+    from traces.model_outputs import model_outputs, tokenizer_family
     from traces.corpora import CORPORA, MIX
     from traces.importers import import_file
     from traces.tokenizers import FAMILIES

@@ -18,7 +18,7 @@ from simkit.catalog.hardware import get_hardware
 from simkit.costmodel.coefficients import ASYNC_RUNNER_COEFS, DRAFTER_COEFS, OPTIONAL_TERMS, Coefficients
 from simkit.costmodel.model import CostModel
 from simkit.costmodel.calibrations import CALIBRATION_KIND, load_cost_model, write_calibration
-from simkit.costmodel.records import batch_from_row, check_records, drafter_of, drop_untimed
+from simkit.costmodel.step_records import batch_from_row, check_records, drafter_of, drop_untimed
 from simkit.errors import InputError
 
 DEVICE_TERMS = tuple(CostModel.DEVICE_TERM_COEF)
@@ -323,7 +323,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         there t_force_s contains the wait for the forward pass, and async overlap was lost."""
         if "force_copy" not in X:
             return np.zeros(len(X), bool)
-        from simkit.costmodel.records import SYNCED_FORCE_COPIES
+        from simkit.costmodel.step_records import SYNCED_FORCE_COPIES
 
         return X["force_copy"].astype(str).isin(SYNCED_FORCE_COPIES).to_numpy()
 

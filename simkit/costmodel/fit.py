@@ -21,7 +21,7 @@ def load_record_dir(root: str | Path, hardware: str,
     (None: any); returns the frame and the number of steps left out per reason."""
     import pandas as pd
 
-    from simkit.costmodel.records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
+    from simkit.costmodel.step_records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
 
     root = Path(root)
     steps = sorted(root.glob("**/steps*.parquet"))
@@ -35,7 +35,7 @@ def load_record_dir(root: str | Path, hardware: str,
     left_out: dict[str, int] = {}
     if vllm_version is not None and "vllm_version" in X:
         from simkit.catalog.vllm_versions import get_vllm_version
-        from simkit.costmodel.records import version_of
+        from simkit.costmodel.step_records import version_of
 
         key = get_vllm_version(vllm_version).key
         same = X["vllm_version"].map(version_of) == key

@@ -9,7 +9,7 @@ from typing import Any
 
 from simkit.costmodel import load_cost_model
 from simkit.costmodel.batch import BatchDescriptor, StepCost
-from simkit.costmodel.records import forcing_synchronised, hardware_of, version_of
+from simkit.costmodel.step_records import forcing_synchronised, hardware_of, version_of
 
 
 class RunConditionsCost:

@@ -54,7 +54,7 @@ def fleet_streams(model: str = MODEL, corpus: str = CORPUS, unique: int = UNIQUE
 
 def fleet_records(root=None):
     """(steps, runs) of the recorded fleet runs only, or (None, None) when there are none."""
-    from simkit.validation.records import load_records
+    from simkit.validation.measured import load_records
 
     steps, runs = load_records(root)
     if runs is None:
@@ -123,7 +123,8 @@ def _predict_paced(reqs: list, run: dict[str, Any], calibration: str | None):
     from simkit.engine.runner import Cell, Job, engine_config, run_jobs
     from simkit.engine.sim import ClosedLoop
     from simkit.fleet.paced import paced_table
-    from simkit.validation.run_prediction import run_workload, spec_of
+    from simkit.app.cells import run_workload
+    from simkit.validation.run_prediction import spec_of
 
     cost = run_cost(run, calibration=calibration)
     cap = int(run["max_tokens_cap"] or 0)

@@ -169,7 +169,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
     from simkit.drafters.suffix.cache import SuffixParams
     from traces.corpora import load_corpus
 
-    from simkit.acceptance.history import cached_history_table
+    from simkit.acceptance.history_tables import cached_history_table
 
     tree = check_tree(tree)
     corp = load_corpus(corpus, model, progress=progress)

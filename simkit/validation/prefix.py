@@ -15,7 +15,7 @@ import numpy as np
 
 from simkit.block_hash import prompt_block_hashes
 from simkit.engine.prefix_cache import history_prefixes
-from simkit.validation.records import DEFAULT_DIR
+from simkit.validation.measured import DEFAULT_DIR
 
 __all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throughput_effect"]
 

@@ -8,9 +8,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from simkit.costmodel.records import forcing_regime, forcing_synchronised, version_of
+from simkit.app.cells import run_history
+from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, version_of
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
-                                       recorded_step_error, run_history)
+                                              recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
 from simkit.validation.spread import coverage, drift_sigma, interval
 

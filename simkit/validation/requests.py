@@ -23,7 +23,7 @@ class RunRequest:
 def request_pool(model: str, corpus: str, n: int = POOL, seed: int = SEED) -> list[RunRequest]:
     """The request file calibrate.make_requests writes, in memory: the model's own non-empty
     outputs of the corpus, permuted with `seed`, the first n (same arithmetic, not a copy)."""
-    from traces.catalog import model_outputs
+    from traces.model_outputs import model_outputs
     from traces.corpora import load_corpus
 
     own = model_outputs(model).own

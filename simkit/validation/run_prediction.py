@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from simkit.app.cells import run_history, run_workload
 from simkit.costmodel.run_conditions import run_cost
-from simkit.drafters.base import SUFFIX_DRAFTER
 
 ORDERINGS = ("concurrent", "sequential")
 DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
@@ -28,42 +28,12 @@ def spec_of(run: dict[str, Any]):
     return parse_configs(recorded_config(cfg, k))[0]
 
 
-def run_history(run: dict[str, Any]) -> str:
-    """The history the run was measured under (older records: cold, every run reset the tree)."""
-    h = run.get("history")
-    return "cold" if h is None or h != h or h == "" else str(h)
-
-
-def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None):
-    """Workload of exactly these requests; suffix table built over them in this order after the
-    run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
-    responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
-    concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
-    along for prefix caching."""
-    from simkit.acceptance.history import cached_history_table
-    from simkit.block_hash import pack, prompt_block_hashes
-    from simkit.engine.workload import Workload
-
-    plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
-    olen = np.array([len(r.output_ids) for r in reqs], np.int32)
-    tables = {}
-    if str(run["config"]) != "vanilla":
-        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
-                                                ordering=ordering,
-                                                concurrency=int(run["concurrency"]),
-                                                model=str(run["model"]),
-                                                corpus=str(run["corpus"]))
-    hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
-    return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
-                    block_hashes=hashes)
-
-
 def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = None) -> dict[str, float]:
     """The cost model alone, on the batches the run actually executed inside its window:
     sum of predicted step (+front-end) time over sum of measured t_step_s + t_gap_s, minus 1,
     and the same for the device part (t_forward_s + t_sample_s). Separates cost-model error from
     the simulated trajectory (batch sizes, acceptance, window)."""
-    from simkit.costmodel.records import batch_from_row
+    from simkit.costmodel.step_records import batch_from_row
 
     cost = run_cost(run, calibration=calibration)
     s = steps[_window_mask(run, steps)]

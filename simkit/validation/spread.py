@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simkit.costmodel.records import forcing_regime
+from simkit.costmodel.step_records import forcing_regime
 
 Z90 = 1.6449            # two-sided 90 % of a normal distribution
 SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "max_tokens_cap",

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 def main() -> None:
     from simkit.acceptance import build
-    from simkit.acceptance.history import prelude_outputs
+    from simkit.acceptance.history_tables import prelude_outputs
     from simkit.acceptance.stats import summarize
     from simkit.paths import traces_src_dir
     from simkit.profiles.corpus_profile import KMAX

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))   # test_calibrate_walkt
 def main() -> int:
     import pandas as pd
 
-    from simkit.costmodel.records import select_version
-    from simkit.validation.records import load_records
+    from simkit.costmodel.step_records import select_version
+    from simkit.validation.measured import load_records
     from simkit.validation.report import best_config_agreement, build_cells, mape_by_history
     from test_calibrate_walkthrough import _plan_records
 

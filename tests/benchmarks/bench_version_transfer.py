@@ -74,8 +74,8 @@ def leave_one_sitting_out(version: str, runs, steps, tmp: Path, quick: bool) -> 
 
 
 def main(argv: list[str]) -> int:
-    from simkit.costmodel.records import select_version
-    from simkit.validation.records import load_records
+    from simkit.costmodel.step_records import select_version
+    from simkit.validation.measured import load_records
     from simkit.validation.report import build_cells
     from simkit.validation.sittings import assign_sittings
 

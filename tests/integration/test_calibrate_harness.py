@@ -20,7 +20,7 @@ from calibrate.recorder import StepRecorder, _Step, accepted_in_output, batch_st
 from calibrate.records import Window, step_summary, window_throughput
 from calibrate.runner import (DEFAULT_CAP, RunSpec, requests_for, run_row, run_tag,
                               speculative_config, table_file_name)
-from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
+from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
 from simkit.errors import InputError
 from simkit.history import parse_history
 

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrate.schema import RUN_COLUMNS, STEP_COLUMNS
-from simkit.costmodel.records import SYNCED_FORCE_COPIES, forcing_synchronised
+from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
+from simkit.costmodel.step_records import SYNCED_FORCE_COPIES, forcing_synchronised
 
 DATA = Path(__file__).resolve().parents[2] / "calibrate" / "data"
 HOST = ["t_schedule_s", "t_prepare_s", "t_draft_s", "t_update_s"]

@@ -95,7 +95,7 @@ def test_capture_lists_equal_every_recorded_run_of_both_vllm_versions():
     import pandas as pd
 
     from simkit.catalog.vllm_versions import get_vllm_version
-    from simkit.costmodel.records import version_of
+    from simkit.costmodel.step_records import version_of
 
     data = Path(__file__).resolve().parents[2] / "calibrate" / "data"
     runs = pd.concat([pd.read_parquet(p) for p in sorted(data.rglob("runs*.parquet"))])

@@ -13,7 +13,7 @@ from sklearn.base import clone
 from simkit.costmodel import load_cost_model
 from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.estimator import StepTimeEstimator
-from simkit.costmodel.records import batch_from_row, join_runs
+from simkit.costmodel.step_records import batch_from_row, join_runs
 from simkit.costmodel.synthetic import generate_step_records
 from simkit.errors import InputError
 

@@ -62,7 +62,7 @@ def chat_slice():
 @needs_traces
 def test_hot_table_equals_the_second_pass_of_a_doubled_sequential_replay(chat_slice):
     from simkit.acceptance.build import build_warm_table
-    from simkit.acceptance.history import cached_history_table
+    from simkit.acceptance.history_tables import cached_history_table
 
     n = len(chat_slice)
     hot = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
@@ -74,7 +74,7 @@ def test_hot_table_equals_the_second_pass_of_a_doubled_sequential_replay(chat_sl
 @needs_traces
 def test_history_orders_acceptance_cold_below_repeat_below_hot(chat_slice):
     from simkit.acceptance.build import build_table
-    from simkit.acceptance.history import cached_history_table
+    from simkit.acceptance.history_tables import cached_history_table
 
     means = {}
     for h in ("cold", "repeat:0.5", "hot"):
@@ -91,7 +91,7 @@ def test_history_orders_acceptance_cold_below_repeat_below_hot(chat_slice):
 
 @needs_traces
 def test_eviction_at_max_cached_requests_limits_what_a_repeat_sees(chat_slice):
-    from simkit.acceptance.history import cached_history_table
+    from simkit.acceptance.history_tables import cached_history_table
     from simkit.drafters.suffix.cache import SuffixParams
 
     full = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
@@ -160,7 +160,7 @@ def test_history_describe_and_dict_are_consistent():
 @needs_traces
 def test_compiled_prelude_equals_the_reference_engine(chat_slice):
     from simkit.acceptance.build import build_table
-    from simkit.acceptance.history import prelude_outputs
+    from simkit.acceptance.history_tables import prelude_outputs
     from simkit.drafters.suffix.cache import SuffixParams
 
     for h in ("repeat:0.5", "hot,diverge:40"):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.paths import traces_src_dir
-from simkit.validation.records import DEFAULT_DIR, load_records
+from simkit.validation.measured import DEFAULT_DIR, load_records
 
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="raw traces (../shared/traces-src) not present")
@@ -20,7 +20,7 @@ SUBSET = ["qwen2.5-32b_vanilla_summarization_c32_n96", "qwen2.5-32b_kpad4_summar
 
 @pytest.fixture(scope="module")
 def records():
-    from simkit.costmodel.records import select_version
+    from simkit.costmodel.step_records import select_version
 
     steps, runs = load_records(DEFAULT_DIR)
     assert runs is not None and len(runs) == 199 + 66          # vLLM 0.26 and 0.33 records
@@ -185,7 +185,7 @@ def test_cli_rejects_bad_options():
 def test_run_conditions_cost_on_recorded_steps(records):
     """Synchronous step = device + host (never below the async step); the in-thread front-end
     adds frontend_req_s x requests on top; non-vanilla steps are unchanged by `sync`."""
-    from simkit.costmodel.records import batch_from_row
+    from simkit.costmodel.step_records import batch_from_row
     from simkit.costmodel.run_conditions import run_cost
 
     steps, runs = records

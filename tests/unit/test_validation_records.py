@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from simkit.validation import records as V
+from simkit.validation import measured as V
 
 
 def test_gpu_names_map_to_catalogue_hardware():
-    from simkit.costmodel.records import hardware_of
+    from simkit.costmodel.step_records import hardware_of
 
     assert hardware_of("NVIDIA H200") == "h200"
     assert hardware_of("NVIDIA B200") == "b200"

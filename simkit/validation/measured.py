@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from simkit.costmodel.records import hardware_of
+from simkit.costmodel.step_records import hardware_of
 from simkit.errors import InputError
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "calibrate" / "data"
@@ -30,7 +30,7 @@ def load_records(root: str | Path | None = None):
     """(steps joined with runs, runs) as DataFrames, or (None, None) when there are none."""
     import pandas as pd
 
-    from simkit.costmodel.records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
+    from simkit.costmodel.step_records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
 
     steps_files, runs_files = find_records(root)
     if not steps_files or not runs_files:
@@ -68,7 +68,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000, calibration: str | Non
     import pandas as pd
 
     from simkit.costmodel import load_cost_model
-    from simkit.costmodel.records import batch_from_row
+    from simkit.costmodel.step_records import batch_from_row
 
     out = []
     models: dict[tuple, Any] = {}

@@ -61,7 +61,7 @@ RUN_COLUMNS = {
     "forced": "bool",                # trace tokens forced at every sampled position
     "force_copy": "string",          # how forcing reached the logits: "pinned-ring-fill" (no
                                      # sync), "pageable-sync" / "pinned-assign-sync" (waited for
-                                     # the forward; simkit.costmodel.records lists them), "none"
+                                     # the forward; simkit.costmodel.step_records lists them), "none"
     "max_tokens_cap": "int64",       # outputs truncated to this many tokens (0: no cap)
     "max_num_seqs": "int64",
     "max_num_batched_tokens": "int64",

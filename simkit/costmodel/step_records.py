@@ -1,4 +1,4 @@
-"""Bridges between step-record tables (calibrate/schema.py STEP_COLUMNS plus run settings) and
+"""Bridges between step-record tables (simkit/record_schema.py STEP_COLUMNS plus run settings) and
 the cost model: validation, BatchDescriptors from rows, and the per-component targets."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from pathlib import Path
 
-from calibrate.schema import STEP_COLUMNS
+from simkit.record_schema import STEP_COLUMNS
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
 from simkit.drafters.base import NGRAM_DRAFTER, NO_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError
