@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from calibrate.requests_io import read_requests, select_requests
+from traces.calibration_requests import read_requests, select_requests
 from calibrate.runner import (FORCE_COPY, MAX_MODEL_LEN, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
                               table_file_name)
 

@@ -16,7 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from calibrate.requests_io import read_requests, write_requests
+from traces.calibration_requests import read_requests, write_requests
 from simkit.fleet.router import POLICIES, route
 from simkit.fleet.streams import repeat_stream
 

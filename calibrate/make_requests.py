@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.requests_io import CalRequest, write_requests
+from traces.calibration_requests import CalRequest, write_requests
 
 
 def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from calibrate.requests_io import CalRequest
+from traces.calibration_requests import CalRequest
 from simkit.history import History, parse_history, repeat_indices
 
 

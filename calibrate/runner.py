@@ -26,7 +26,7 @@ from calibrate.model_configs import canonical, write_model_dir
 from calibrate.dynk import ENV, make_policy
 from calibrate.passes import plan_passes
 from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
-from calibrate.requests_io import CalRequest, read_requests, select_requests
+from traces.calibration_requests import CalRequest, read_requests, select_requests
 from simkit.errors import InputError
 
 CONFIGS = ("vanilla", "suffix", "kpad", "dynamic")

@@ -36,10 +36,10 @@ def request_pool(model: str, corpus: str, n: int = POOL, seed: int = SEED) -> li
 
 def run_requests(pool: list[RunRequest], run: dict[str, Any]) -> tuple[list[RunRequest],
                                                                         dict[str, int]]:
-    """The run's requests in admission order: calibrate.requests_io.select_requests over the
+    """The run's requests in admission order: traces.calibration_requests.select_requests over the
     pool (first num_requests that fit max_model_len with the cap and K lookahead), outputs
     truncated to max_tokens_cap. Returns (requests, skip counts by reason)."""
-    from calibrate.requests_io import CalRequest, select_requests
+    from traces.calibration_requests import CalRequest, select_requests
 
     cal = [CalRequest(f"r{i}", r.prompt_ids, r.output_ids) for i, r in enumerate(pool)]
     kept, skipped = select_requests(cal, int(run["num_requests"]), int(run["max_model_len"]),

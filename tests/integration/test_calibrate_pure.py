@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from calibrate.forcing import ForceApplier, ForcedOutputs, forced_rows
 from calibrate.kpad import PLACEHOLDER, pad_drafts
 from calibrate.records import Window, steady_window, window_throughput
-from calibrate.requests_io import CalRequest, read_requests, select_requests, write_requests
+from traces.calibration_requests import CalRequest, read_requests, select_requests, write_requests
 from simkit.errors import InputError
 from simkit.paths import traces_src_dir
 

@@ -10,7 +10,7 @@ import pytest
 from calibrate.dynk import TablePolicy, choose_and_pad, make_policy, step_pairs
 from calibrate.kpad import PLACEHOLDER
 from calibrate.passes import plan_passes
-from calibrate.requests_io import CalRequest
+from traces.calibration_requests import CalRequest
 from calibrate.runner import RunSpec, dynk_policy, repeat_tag, repeated, unique_id
 from simkit.errors import InputError
 from simkit.history import repeat_indices

@@ -1,9 +1,9 @@
 """The module import graph of simkit/, traces/ and calibrate/: no circles, and the layering holds.
 
 Every `import` / `from ... import` statement counts, at module level and inside functions (a
-function-level import that closes a circle is still a circle, only a hidden one). The engine and
-the cost model sit below the commands, the report, the what-ifs and validation, and never
-import them, directly or through another module.
+function-level import that closes a circle is still a circle, only a hidden one). LAYERS lists
+the layers from the top down (docs/architecture.md draws the same): a module may import its own
+layer or any layer below, never one above, so no arrow runs back up.
 
     python3 tests/unit/test_import_graph.py      # print the circles, if any
 """
@@ -15,8 +15,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("simkit", "traces", "calibrate")
-LOWER = ("simkit.engine", "simkit.costmodel")                  # the layers below ...
-UPPER = ("simkit.validation", "simkit.whatif", "simkit.commands", "simkit.report")  # ... these
+# Top first. A module belongs to the layer of its longest matching prefix; "simkit" alone holds
+# the loose leaf modules (errors, paths, checks, history, block_hash, record_schema, ...).
+LAYERS = (
+    ("entry", ("simkit.__main__", "simkit.cli")),
+    ("commands", ("simkit.commands",)),
+    ("calibration harness", ("calibrate",)),
+    ("questions", ("simkit.whatif", "simkit.reference", "simkit.validation", "simkit.fleet",
+                   "simkit.executors")),
+    ("renderings", ("simkit.report",)),
+    ("application", ("simkit.app",)),
+    ("simulator", ("simkit.engine",)),
+    ("workload profiles", ("simkit.profiles",)),
+    ("tables and step cost", ("simkit.acceptance", "simkit.costmodel", "simkit.serving_checks")),
+    ("drafters, catalogues, traces", ("simkit.drafters", "simkit.catalog", "traces")),
+    ("leaves", ("simkit",)),
+)
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -111,8 +125,23 @@ def describe(graph: dict[str, dict[str, int]], comp: list[str]) -> str:
                      for b, line in sorted(graph[a].items()) if b in inside)
 
 
-def _in(module: str, prefixes: tuple[str, ...]) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in prefixes)
+def layer_of(module: str) -> int:
+    """The index in LAYERS (0 = top) of the layer a module belongs to."""
+    best, depth = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > depth:
+                best, depth = i, len(p)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return best
+
+
+def upward_arrows(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Every import from a lower layer to a higher one, `a:line -> b (layer -> layer)`."""
+    return [f"{a}:{line} -> {b} ({LAYERS[layer_of(a)][0]} -> {LAYERS[layer_of(b)][0]})"
+            for a in sorted(graph) for b, line in sorted(graph[a].items())
+            if layer_of(b) < layer_of(a)]
 
 
 def test_cycle_finder_sees_a_planted_circle_and_nothing_else():
@@ -134,40 +163,28 @@ def test_no_import_circles():
     assert not found, "import circles:\n" + "\n\n".join(describe(graph, c) for c in found)
 
 
-def _path_to(graph: dict[str, dict[str, int]], start: str, goal: tuple[str, ...]) -> list[str]:
-    """The shortest import chain from `start` to a module under `goal`, or [] when none."""
-    parent: dict[str, str] = {start: ""}
-    queue = [start]
-    for v in queue:
-        for w in sorted(graph.get(v, {})):
-            if w in parent:
-                continue
-            parent[w] = v
-            if _in(w, goal):
-                chain = [w]
-                while parent[chain[-1]]:
-                    chain.append(parent[chain[-1]])
-                return chain[::-1]
-            queue.append(w)
-    return []
+def test_layer_check_sees_a_planted_upward_arrow_and_nothing_else():
+    graph = {"simkit.engine.sim": {"simkit.errors": 3, "simkit.app.predict": 7},
+             "simkit.app.predict": {"simkit.engine.sim": 1}, "simkit.errors": {}}
+    assert upward_arrows(graph) == [
+        "simkit.engine.sim:7 -> simkit.app.predict (simulator -> application)"]
+    assert layer_of("simkit.block_hash") == len(LAYERS) - 1          # a loose module: a leaf
+    assert layer_of("simkit.profiles.sampling") < layer_of("simkit.block_hash")
 
 
-def test_path_finder_follows_imports_through_other_modules():
-    graph = {"simkit.engine.x": {"simkit.engine.y": 1}, "simkit.engine.y": {"simkit.report.z": 1}}
-    assert _path_to(graph, "simkit.engine.x", UPPER) == [
-        "simkit.engine.x", "simkit.engine.y", "simkit.report.z"]
-    assert _path_to(graph, "simkit.report.z", LOWER) == []
+def test_every_module_has_a_layer():
+    for module in import_graph():
+        layer_of(module)
 
 
-def test_engine_and_costmodel_never_import_the_layers_above():
-    """Neither directly nor through another module."""
-    graph = import_graph()
-    bad = [" -> ".join(chain) for m in sorted(graph) if _in(m, LOWER)
-           for chain in [_path_to(graph, m, UPPER)] if chain]
-    assert not bad, "layering broken:\n" + "\n".join(bad)
+def test_no_arrow_runs_back_up():
+    """LAYERS top-down: no module imports a layer above its own, not even inside a function."""
+    bad = upward_arrows(import_graph())
+    assert not bad, "imports that run back up (fix the import or move the module):\n" + "\n".join(bad)
 
 
 if __name__ == "__main__":
     g = import_graph()
     for c in cycles(g):
         print(describe(g, c), end="\n\n")
+    print("\n".join(upward_arrows(g)))
