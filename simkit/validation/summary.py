@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.calibrations import read_calibration, write_calibration
-    from simkit.costmodel.records import select_version
+    from simkit.costmodel.step_records import select_version
     from simkit.errors import SimkitError
-    from simkit.validation.records import load_records
+    from simkit.validation.measured import load_records
     from simkit.validation.report import build_cells
     from simkit.validation.sittings import assign_sittings
 

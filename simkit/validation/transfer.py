@@ -76,7 +76,7 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
     """For each day after the first: fit on the earlier days' calibration runs, predict every
     calibration and validation run of that day (fleet replica streams aside); MAPE overall, on
     hot/repeat runs and on the held-out runs alone. 'not measured' with one day."""
-    from simkit.validation.records import DEFAULT_DIR
+    from simkit.validation.measured import DEFAULT_DIR
     from simkit.validation.report import FLEET_PREFIX, build_cells
 
     sel = runs[runs["purpose"].isin(["calibration", "validation"])

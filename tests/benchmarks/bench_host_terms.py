@@ -52,7 +52,7 @@ def figures(cells: list[dict]) -> dict:
 
 
 def cells_for(runs, steps, version: str, calibration: str, purpose: str = "all") -> list[dict]:
-    from simkit.costmodel.records import select_version
+    from simkit.costmodel.step_records import select_version
     from simkit.validation.report import FLEET_PREFIX, build_cells
 
     sel = select_version(runs, version)
@@ -71,7 +71,7 @@ def line(name: str, f: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from simkit.validation.records import load_records
+    from simkit.validation.measured import load_records
 
     versions = [argv[i + 1] for i, a in enumerate(argv) if a == "--version"] or ["0.33", "0.26"]
     t0 = time.time()

@@ -47,7 +47,7 @@ def _fit_without(sitting_runs: set[str], version: str, out: Path) -> None:
 
 def leave_one_sitting_out(version: str, runs, steps, tmp: Path, quick: bool) -> None:
     """Section 1 for one vLLM version: a line per sitting with held-out runs."""
-    from simkit.costmodel.records import select_version
+    from simkit.costmodel.step_records import select_version
     from simkit.validation.report import build_cells
 
     hot = lambda c: c.get("history", "cold") != "cold"   # noqa: E731
