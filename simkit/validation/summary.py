@@ -32,10 +32,16 @@ def machines_note(fitted_sittings: set[str], held_sittings: set[str]) -> str:
 
 
 def validation_block(cells: list[dict[str, Any]], version: str,
-                     sittings: dict[str, str] | None = None) -> dict[str, Any]:
+                     sittings: dict[str, str] | None = None,
+                     fitted_ids: set[str] | None = None) -> dict[str, Any]:
     """The block from cells of every calibration and validation run of one version.
-    sittings: run id -> GPU sitting name (simkit.validation.sittings), for the machines note."""
+    sittings: run id -> GPU sitting name (simkit.validation.sittings), for the machines note;
+    fitted_ids: the run ids the calibration was fitted on (its "runs"; default every calibration
+    run), so a calibration run made after the fit counts as unseen, not as fitted."""
     held = [c for c in cells if c["purpose"] == "validation"]
+    if fitted_ids is None:
+        fitted_ids = {c["run_id"] for c in cells if c["purpose"] == "calibration"}
+    fit_cells = [c for c in cells if c["run_id"] in fitted_ids]
     worst = max(held, key=lambda c: abs(c["error"]))
     best = best_config_agreement(cells, "validation")
     hot = best_config_agreement([c for c in cells if c.get("history", "cold") != "cold"], "validation")
@@ -55,8 +61,8 @@ def validation_block(cells: list[dict[str, Any]], version: str,
                                  f"{hot['total']} under a hot or repeat history)"),
         "best_k_held_out": f"{bk['matched']} of {bk['total']} groups",
         "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band",
-        "calibration_runs": sum(c["purpose"] == "calibration" for c in cells),
-        "calibration_mape_pct": round(mape(cells, "calibration"), 2),
+        "calibration_runs": len(fit_cells),
+        "calibration_mape_pct": round(mape(fit_cells, "calibration"), 2),
         "repeat_spread_settings": len(rep["groups"]),
         "repeat_spread_max_pct": round(100 * (rep["max_spread"] or 0.0), 1),
         "acceptance_replay_error_pct": round(100 * acc.get("mean_abs_rel_error", 0.0), 2),
@@ -64,8 +70,9 @@ def validation_block(cells: list[dict[str, Any]], version: str,
         "command": COMMAND.format(v=version),
     }
     if sittings:
-        fitted = {sittings[c["run_id"]] for c in cells if c["purpose"] == "calibration"}
-        block["machines"] = machines_note(fitted, {sittings[c["run_id"]] for c in held})
+        fitted = {sittings[c["run_id"]] for c in fit_cells}
+        unseen = {sittings[c["run_id"]] for c in cells if c["run_id"] not in fitted_ids}
+        block["machines"] = machines_note(fitted, unseen)
     return block
 
 
@@ -99,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     except SimkitError as exc:
         print(f"error: {exc}")
         return 2
-    doc["validation"] = validation_block(cells, version, sittings)
+    fitted_ids = set(doc["runs"]) if doc.get("runs") else None
+    doc["validation"] = validation_block(cells, version, sittings, fitted_ids)
     write_calibration(doc, Path(args.calibration))
     print(json.dumps(doc["validation"], indent=1))
     return 0
