@@ -4,7 +4,7 @@
 # on another day, so the cost model is scored on runs from a day it was not fitted on; add K-pad 8
 # and Qwen2.5-7B K-pad 4 (absent on day 1); a second speculative configuration (K-pad 12) on the
 # fleet streams (calibrate.fleet_streams).
-# usage: bash calibrate/gpu/sitting_2026_12_03.sh A|B|C [BUDGET_S]     (records land in $OUT)
+# usage: bash calibrate/gpu/sitting_2026_12_03.sh A|B|C|D [BUDGET_S]     (records land in $OUT)
 set -uo pipefail
 PART=$1; BUDGET=${2:-560}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,7 +17,7 @@ STD="$STD,math:32:96:validation:cap=4096"
 FLEET="fleet-rr-r0:8:32:validation,fleet-rr-r1:8:32:validation,fleet-rr-r2:8:32:validation"
 FLEET="$FLEET,fleet-rr-r3:8:32:validation,fleet-pa-r0:8:40:validation,fleet-pa-r1:8:14:validation"
 FLEET="$FLEET,fleet-pa-r2:8:34:validation,fleet-pa-r3:8:40:validation"
-if [ "$PART" != A ] && [ ! -f /root/site/vllm_offline_env.sh ]; then
+if [ "$PART" != A ] && [ "$PART" != D ] && [ ! -f /root/site/vllm_offline_env.sh ]; then
   echo "vLLM 0.33 is not installed on this machine (part A installs it)"; exit 3; fi
 case "$PART" in
   A)  # install, suffix (session.sh), then vanilla through the user's command, `simkit calibrate run`
@@ -41,6 +41,12 @@ case "$PART" in
       mkdir -p "$OUT/llama"; mv "$OUT"/*.parquet "$OUT/llama/" 2>/dev/null
       bash calibrate/gpu/session.sh $(( BUDGET - ($(date +%s) - t0) )) qwen2.5-7b \
         "kpad:4@code:32:96:calibration:hot,math:32:128:validation" ;;
-  *)  echo "usage: $0 A|B|C [BUDGET_S]"; exit 2 ;;
+  D)  # a second machine the same day (09:2x UTC), after the arctic-inference wheel was rebuilt for
+      # CPython 3.12: K-pad 8 (new on 0.33) and K-pad 12 on the day-1 chat setting and the fleet streams
+      export ARGS="--tag v033-1203b"
+      bash calibrate/gpu/session.sh "$BUDGET" llama-3.1-8b \
+        "kpad:8@chat:32:64:calibration:hot,code-reasoning:32:128:validation:hot,math:32:128:validation:repeat:0.5" \
+        "kpad:12@chat:32:64:calibration:hot,$FLEET" ;;
+  *)  echo "usage: $0 A|B|C|D [BUDGET_S]"; exit 2 ;;
 esac
 ls -la "$OUT"

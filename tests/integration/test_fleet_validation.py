@@ -27,7 +27,7 @@ def rows():
 
 @needs_traces
 def test_every_fleet_run_is_rebuilt_exactly(rows):
-    assert len(rows) == 16                       # 2 policies x 4 replicas x (vanilla, suffix)
+    assert len(rows) == 24                       # 2 policies x 4 replicas x (vanilla, suffix, kpad 12)
     for r in rows:
         assert r["requests_match_records"], r["run_id"]
         # the prefix cache of each replica filled from its own earlier prompts, as on the GPU
@@ -51,7 +51,7 @@ def test_accepted_per_step_error_is_reported_for_every_speculative_run(rows):
     from simkit.fleet.validate import ACCEPT_GOAL, summary
 
     spec = [r for r in rows if r["accepted_error"] is not None]
-    assert len(spec) == 8
+    assert len(spec) == 16
     assert all(math.isfinite(r["accepted_error"]) for r in spec)
     assert summary(rows)["accepted_within_goal"] == sum(abs(r["accepted_error"]) <= ACCEPT_GOAL
                                                        for r in spec)
