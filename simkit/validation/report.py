@@ -13,7 +13,7 @@ from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, 
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                               recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
-from simkit.validation.spread import coverage, drift_sigma, interval
+from simkit.validation.spread import calibration_sigma, coverage, interval
 
 PURPOSES = ("validation", "calibration", "all")
 
@@ -51,7 +51,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         if bad:
             raise InputError(f"unknown run id(s) {bad}", field="run-id")
         rows = [r for r in rows if r["run_id"] in run_ids]
-    drift = drift_sigma(runs)
+    sigma_of = _sigma_lookup(runs, calibration)
     pools: dict[tuple, list] = {}
     cells = []
     for run in rows:
@@ -73,6 +73,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         spec = str(run["config"]) != "vanilla"
         m = float(run["output_tok_s"])
         p = sum(tok) / len(tok)
+        band = sigma_of(run)
         cell: dict[str, Any] = {
             "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
             "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
@@ -84,7 +85,8 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "max_tokens_cap": int(run.get("max_tokens_cap") or 0),
             "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
             "predicted_tok_s_seed_std": _std(tok),
-            "predicted_interval": interval(p, drift["sigma_log"]),
+            "predicted_interval": interval(p, band["sigma_log"]),
+            "interval_source": band["source"],
             "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
             "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
             "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
@@ -115,6 +117,24 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "device_on_recorded_steps": on_rec["device"]}
         cells.append(cell)
     return cells
+
+
+def _sigma_lookup(runs, calibration: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """run -> the interval sigma of the calibration that predicts it (the given one, else the
+    default of the run's GPU and vLLM version; simkit.validation.spread.calibration_sigma)."""
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
+    from simkit.costmodel.step_records import hardware_of
+
+    cache: dict[str | None, dict[str, Any]] = {}
+
+    def sigma_of(run: dict[str, Any]) -> dict[str, Any]:
+        ref = calibration or default_calibration(
+            hardware_of(str(run.get("gpu", ""))) or "h200",
+            version_of(run.get("vllm_version")) or "0.26")
+        if ref not in cache:
+            cache[ref] = calibration_sigma(read_calibration(ref) if ref else None, runs)
+        return cache[ref]
+    return sigma_of
 
 
 def _k_counts(run: dict[str, Any]) -> dict[str, int] | None:
@@ -267,9 +287,11 @@ def dynamic_k_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _interval_doc(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """The drift band's definition and its coverage of the held-out and calibration cells."""
-    return {"definition": "prediction x exp(+-1.645 sigma), sigma = pooled sd of log tok/s over "
-                          "repeated calibration settings (simkit.validation.spread)",
+    """The band's definition, where its sigma came from, and its coverage of the held-out and
+    calibration cells (with the median relative half-width)."""
+    return {"definition": "prediction x exp(+-1.645 sigma) (simkit.validation.spread)",
+            "sigma_sources": sorted({c["interval_source"] for c in cells
+                                     if c.get("interval_source")}),
             "coverage_validation": coverage(cells, "validation"),
             "coverage_calibration": coverage(cells, "calibration")}
 

@@ -1,10 +1,18 @@
-"""Run-to-run drift as a distribution: the interval a prediction of one run carries.
+"""The interval a prediction of one run carries: the error a user sees when they rerun it.
 
-Repeats of one setting on the H200 differ (host-side step time drifts between runs, machines and days;
-calibrate/data/README.md). The pooled standard deviation of log(measured tok/s) around each
-repeated setting's mean, over the calibration runs only (so the held-out runs never inform their
-own interval), gives a log-normal band: prediction x exp(+-z sigma). It covers drift, not model
-error; `simkit validate` scores the prediction against it as well as against the mean.
+Two parts, both measured on a calibration's own fitted runs (so the held-out runs never inform
+their own interval):
+- run-to-run drift: repeats of one setting differ (host-side step time drifts between runs,
+  machines and days; calibrate/data/README.md); the pooled standard deviation of log(measured
+  tok/s) around each repeated setting's mean;
+- the fit's residuals: the root mean square of log(predicted / measured tok/s) over the fitted
+  runs, each predicted under its own conditions (what the cost model misses on runs it saw).
+They add in quadrature, sigma^2 = drift^2 + residual^2, and the band is prediction x exp(+-z
+sigma). A residual already holds one run's drift, so within one sitting this counts drift twice;
+the sum is kept because a rerun happens on another day and machine, whose drift the repeats of
+one sitting do not contain. A calibration carries the two parts under its "interval" key
+(python -m simkit.validation.summary writes it); one without that key gets the drift band alone,
+from the repeated runs among its fitted calibration runs.
 """
 
 from __future__ import annotations
@@ -19,9 +27,12 @@ SETTING = ("model", "corpus", "config", "k", "concurrency", "num_requests", "max
            "forcing", "history")
 
 
-def drift_sigma(runs, purpose: str = "calibration") -> dict[str, Any]:
-    """Pooled sigma of log tok/s over repeated settings of `purpose`; sigma None without any."""
-    rows = [r for r in runs.to_dict("records") if r["purpose"] == purpose]
+def drift_sigma(runs, purpose: str = "calibration",
+                run_ids: set[str] | None = None) -> dict[str, Any]:
+    """Pooled sigma of log tok/s over repeated settings of `purpose` (only the runs in `run_ids`
+    where given: a calibration's fitted runs); sigma None without any repeat."""
+    rows = [r for r in runs.to_dict("records") if r["purpose"] == purpose
+            and (run_ids is None or str(r["run_id"]) in run_ids)]
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         key = tuple(str(r.get(c) if c != "forcing" else forcing_regime(r.get("force_copy", "")))
@@ -39,6 +50,57 @@ def drift_sigma(runs, purpose: str = "calibration") -> dict[str, Any]:
             "source": f"repeated settings among the {purpose} runs", "z": Z90, "level": 0.90}
 
 
+def residual_sigma(cells: list[dict[str, Any]], run_ids: set[str]) -> dict[str, Any]:
+    """Root mean square of log(predicted / measured tok/s) over the cells of these runs (a
+    calibration's fitted runs), bias included: a user sees the bias too. sigma None without any."""
+    res = [math.log(c["predicted_tok_s"] / c["measured_tok_s"]) for c in cells
+           if c["run_id"] in run_ids and c["predicted_tok_s"] > 0 and c["measured_tok_s"] > 0]
+    return {"sigma_log": math.sqrt(sum(r * r for r in res) / len(res)) if res else None,
+            "runs": len(res), "mean_log": sum(res) / len(res) if res else None}
+
+
+def rerun_interval(cells: list[dict[str, Any]], runs, run_ids: set[str]) -> dict[str, Any]:
+    """The "interval" block of a calibration: drift and residual sigma of its fitted runs
+    (`run_ids`; `cells` predicted with that calibration), their quadrature sum, z and the
+    relative half-width it gives."""
+    drift = drift_sigma(runs, run_ids=run_ids)
+    resid = residual_sigma(cells, run_ids)
+    parts = [s for s in (drift["sigma_log"], resid["sigma_log"]) if s is not None]
+    sigma = math.sqrt(sum(s * s for s in parts)) if parts else None
+    return {"sigma_log": _r(sigma), "z": Z90, "level": 0.90,
+            "half_width_pct": _r(100 * half_width(sigma)) if sigma is not None else None,
+            "drift_sigma_log": _r(drift["sigma_log"]), "drift_settings": drift["groups"],
+            "drift_dof": drift["dof"], "residual_sigma_log": _r(resid["sigma_log"]),
+            "residual_runs": resid["runs"],
+            "definition": "prediction x exp(+-z sigma), sigma^2 = drift^2 + residual^2: drift = "
+                          "pooled sd of log tok/s over the repeated settings among the fitted "
+                          "runs, residual = rms of log(predicted / measured) over the fitted runs "
+                          "(simkit.validation.spread)"}
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
+
+
+def half_width(sigma: float) -> float:
+    """(high - low) / (2 x prediction) of the band exp(+-z sigma): its relative half-width."""
+    return math.sinh(Z90 * sigma)
+
+
+def calibration_sigma(doc: dict[str, Any] | None, runs) -> dict[str, Any]:
+    """The sigma a calibration's predictions carry: its "interval" block where it has one, else
+    the drift of the repeated runs among its fitted calibration runs (all calibration runs where
+    it lists none). {'sigma_log', 'source'}."""
+    block = (doc or {}).get("interval") or {}
+    if block.get("sigma_log") is not None:
+        return {"sigma_log": float(block["sigma_log"]),
+                "source": f"calibration {doc.get('name', '')}: drift and fit residuals of its "
+                          "fitted runs"}
+    fitted = set((doc or {}).get("runs") or []) or None
+    drift = drift_sigma(runs, run_ids=fitted)
+    return {"sigma_log": drift["sigma_log"], "source": "drift of the repeated calibration runs"}
+
+
 def interval(value: float, sigma: float | None, z: float = Z90) -> tuple[float, float] | None:
     """(low, high) of value x exp(-+ z sigma), or None without a sigma."""
     if sigma is None or not math.isfinite(value):
@@ -46,10 +108,22 @@ def interval(value: float, sigma: float | None, z: float = Z90) -> tuple[float, 
     return value * math.exp(-z * sigma), value * math.exp(z * sigma)
 
 
-def coverage(cells: list[dict[str, Any]], purpose: str = "validation") -> dict[str, Any]:
-    """How many cells of `purpose` measured inside their predicted interval."""
-    sel = [c for c in cells if c["purpose"] == purpose and c.get("predicted_interval")]
+def coverage(cells: list[dict[str, Any]], purpose: str | None = "validation") -> dict[str, Any]:
+    """How many cells of `purpose` (None: every cell) measured inside their predicted interval,
+    and the median relative half-width of those intervals."""
+    sel = [c for c in cells if (purpose is None or c["purpose"] == purpose)
+           and c.get("predicted_interval")]
     inside = sum(1 for c in sel
                  if c["predicted_interval"][0] <= c["measured_tok_s"] <= c["predicted_interval"][1])
+    widths = sorted((c["predicted_interval"][1] - c["predicted_interval"][0])
+                    / (2 * c["predicted_tok_s"]) for c in sel if c.get("predicted_tok_s"))
     return {"inside": inside, "cells": len(sel),
-            "share": inside / len(sel) if sel else None}
+            "share": inside / len(sel) if sel else None,
+            "median_half_width": _median(widths)}
+
+
+def _median(vals: list[float]) -> float | None:
+    if not vals:
+        return None
+    n = len(vals)
+    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2

@@ -5,7 +5,9 @@ predict` quotes under cost_model), computed from `simkit validate`'s cells inste
         --calibration simkit/data/calibrations/h200-vllm033.json
 
 predicts every measured run of that version (fleet replica runs aside) with the calibration and
-writes the block into the file; nothing else in the file changes.
+writes the block into the file, and beside it the calibration's "interval" (the drift and fit
+residuals of its fitted runs, simkit.validation.spread.rerun_interval) that the block's coverage
+is scored with; nothing else in the file changes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
                                       best_k_agreement, mape, mape_by_history, repeatability)
-from simkit.validation.spread import coverage
+from simkit.validation.spread import coverage, interval, rerun_interval
 
 COMMAND = ("simkit validate --vllm-version {v} --format json; --purpose all for the calibration "
            "MAPE and the repeat spread (python -m simkit.validation.summary writes this block)")
@@ -60,7 +62,9 @@ def validation_block(cells: list[dict[str, Any]], version: str,
         "best_config_held_out": (f"{best['matched']} of {best['total']} groups ({hot['matched']} of "
                                  f"{hot['total']} under a hot or repeat history)"),
         "best_k_held_out": f"{bk['matched']} of {bk['total']} groups",
-        "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band",
+        "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band"
+                                   + (f" (+-{100 * cov['median_half_width']:.1f} %)"
+                                      if cov.get("median_half_width") is not None else ""),
         "calibration_runs": len(fit_cells),
         "calibration_mape_pct": round(mape(fit_cells, "calibration"), 2),
         "repeat_spread_settings": len(rep["groups"]),
@@ -74,6 +78,19 @@ def validation_block(cells: list[dict[str, Any]], version: str,
         unseen = {sittings[c["run_id"]] for c in cells if c["run_id"] not in fitted_ids}
         block["machines"] = machines_note(fitted, unseen)
     return block
+
+
+def with_interval(doc: dict[str, Any], cells: list[dict[str, Any]], runs,
+                  fitted_ids: set[str] | None) -> None:
+    """Set doc["interval"] from the cells of the calibration's fitted runs (default every
+    calibration run) and re-band every cell with it, so the coverage written beside it is this
+    interval's, not the one the file carried before."""
+    if fitted_ids is None:
+        fitted_ids = {c["run_id"] for c in cells if c["purpose"] == "calibration"}
+    doc["interval"] = rerun_interval(cells, runs, fitted_ids)
+    for c in cells:
+        c["predicted_interval"] = interval(c["predicted_tok_s"], doc["interval"]["sigma_log"])
+        c["interval_source"] = f"calibration {doc.get('name', '')}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}")
         return 2
     fitted_ids = set(doc["runs"]) if doc.get("runs") else None
+    with_interval(doc, cells, runs, fitted_ids)
     doc["validation"] = validation_block(cells, version, sittings, fitted_ids)
     write_calibration(doc, Path(args.calibration))
-    print(json.dumps(doc["validation"], indent=1))
+    print(json.dumps({"interval": doc["interval"], "validation": doc["validation"]}, indent=1))
     return 0
 
 

@@ -77,8 +77,7 @@ def render(doc: dict[str, Any]) -> str:
     band = doc.get("interval") or {}
     cov = band.get("coverage_validation") or {}
     if cov.get("cells"):
-        lines.append(f"90 % drift interval (from repeated calibration runs): measured inside it in "
-                     f"{cov['inside']} of {cov['cells']} held-out runs")
+        lines.append(_interval_line(band, cov))
     hist = {h: v for h, v in (doc.get("mape_by_history") or {}).items() if v is not None}
     if hist:
         lines.append("MAPE held-out by request history: " + ", ".join(
@@ -114,6 +113,19 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interval_line(band: dict[str, Any], cov: dict[str, Any]) -> str:
+    """The held-out coverage of the 90 % interval, said as the interval was made: the drift of
+    repeated calibration runs alone, or a calibration's drift and fit residuals (with its width)."""
+    sources = band.get("sigma_sources") or []
+    if all(s.startswith("drift") for s in sources):
+        return (f"90 % drift interval (from repeated calibration runs): measured inside it in "
+                f"{cov['inside']} of {cov['cells']} held-out runs")
+    width = cov.get("median_half_width")
+    return (f"90 % interval (run-to-run drift and fit residuals of the calibration's own runs"
+            + (f", +-{100 * width:.1f} %" if width is not None else "") + "): measured inside it "
+            f"in {cov['inside']} of {cov['cells']} held-out runs")
+
+
 def _pct(v: Any) -> str:
     return "-" if v is None else f"{v:.1f} %"
 
@@ -136,7 +148,9 @@ def _day_lines(doc: dict[str, Any]) -> list[str]:
                          f"{', '.join(d['fitted_on_days'])} only): MAPE {_pct(d['mape'])} over all "
                          f"{d['runs']} runs of the day, held-out {_pct(d['mape_held_out'])} "
                          f"({d['held_out_runs']}), hot/repeat {_pct(d['mape_hot_repeat'])} "
-                         f"({d['hot_repeat_runs']})")
+                         f"({d['hot_repeat_runs']})"
+                         + (f", inside the 90 % interval {d['interval_inside']} of "
+                            f"{d['interval_cells']}" if d.get("interval_cells") else ""))
     return lines
 
 

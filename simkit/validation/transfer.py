@@ -5,7 +5,9 @@ A sitting here is a UTC date of `started_utc` (the runs of one day were made on 
 back to back; simkit.validation.sittings splits a day further by gaps). For every day after the
 first, the unseen-day figure refits the calibration on the calibration runs of the earlier days
 only (validation runs never enter a fit) and predicts every run of that day, calibration runs
-included: none of them informed that fit.
+included: none of them informed that fit. The refit carries its own interval, from the drift and
+residuals of the earlier days' runs it was fitted on (simkit.validation.spread.rerun_interval),
+so the day's interval coverage is scored with nothing measured on that day.
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ def _mape(cells: list[dict[str, Any]]) -> float | None:
 
 
 def _figures(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    from simkit.validation.spread import coverage
+
     hot = [c for c in cells if c.get("history", "cold") != "cold"]
+    cov = coverage(cells, None)
     return {"runs": len(cells), "mape": _mape(cells), "hot_repeat_runs": len(hot),
-            "mape_hot_repeat": _mape(hot)}
+            "mape_hot_repeat": _mape(hot), "interval_inside": cov["inside"],
+            "interval_cells": cov["cells"], "interval_median_half_width": cov["median_half_width"]}
 
 
 def by_day(cells: list[dict[str, Any]], days: dict[str, str]) -> dict[str, Any]:
@@ -71,6 +77,19 @@ def _fit_on(records: Path, version: str, run_ids: set[str], out: Path) -> int:
     return est.n_steps_
 
 
+def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = None) -> None:
+    """Write into the refit `cal` the interval of its own fitted runs (each predicted with it)."""
+    from simkit.costmodel.calibrations import read_calibration, write_calibration
+    from simkit.validation.report import build_cells
+    from simkit.validation.spread import rerun_interval
+
+    cells = build_cells(runs, steps, purpose="calibration", run_ids=sorted(fit_runs),
+                        compare_orderings=False, calibration=str(cal), progress=progress)
+    doc = read_calibration(cal)
+    doc["interval"] = rerun_interval(cells, runs, fit_runs)
+    write_calibration(doc, cal)
+
+
 def unseen_days(runs, steps, version: str, records: Path | None = None,
                 progress: Any = None) -> dict[str, Any]:
     """For each day after the first: fit on the earlier days' calibration runs, predict every
@@ -95,6 +114,7 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
                 continue
             cal = Path(tmp) / f"fit-before-{day}.json"
             n_steps = _fit_on(Path(records or DEFAULT_DIR), version, fit_runs, cal)
+            _add_interval(cal, sel, steps, fit_runs, progress)
             ids = [r for r, d in days.items() if d == day]
             cells = build_cells(sel, steps, purpose="all", run_ids=ids, compare_orderings=False,
                                 calibration=str(cal), progress=progress)

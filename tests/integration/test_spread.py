@@ -44,7 +44,8 @@ def test_interval_and_coverage():
     cells = [{"purpose": "validation", "measured_tok_s": 1100.0, "predicted_interval": (900, 1200)},
              {"purpose": "validation", "measured_tok_s": 1300.0, "predicted_interval": (900, 1200)},
              {"purpose": "calibration", "measured_tok_s": 1.0, "predicted_interval": (2, 3)}]
-    assert coverage(cells) == {"inside": 1, "cells": 2, "share": 0.5}
+    assert coverage(cells) == {"inside": 1, "cells": 2, "share": 0.5,
+                               "median_half_width": None}     # these cells carry no prediction
 
 
 def test_committed_records_give_a_drift_band():
