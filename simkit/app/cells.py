@@ -81,12 +81,15 @@ def run_history(run: dict[str, Any]) -> str:
     return "cold" if h is None or h != h or h == "" else str(h)
 
 
-def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None):
+def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None,
+                 in_loop: bool = False):
     """Workload of exactly these requests; suffix table built over them in this order after the
     run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
     responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
     concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
-    along for prefix caching."""
+    along for prefix caching. `in_loop`: no table; the engine drafts on its own trajectory
+    (simkit.drafters.suffix.in_loop, the run's drafter settings), from the empty tree of a cold
+    run (the only history it takes)."""
     import numpy as np
 
     from simkit.acceptance.history_tables import cached_history_table
@@ -95,15 +98,54 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
     plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
     olen = np.array([len(r.output_ids) for r in reqs], np.int32)
     tables = {}
+    hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
+    if in_loop:
+        if (history or run_history(run)) != "cold":
+            raise ValueError("in-loop drafting starts from an empty tree: cold runs only, not "
+                             f"{history or run_history(run)}")
+        wl = Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
+                      block_hashes=hashes)
+        if str(run["config"]) != "vanilla":
+            wl.in_loop[SUFFIX_DRAFTER] = _in_loop_factory(list(reqs), run)
+        return wl
     if str(run["config"]) != "vanilla":
         tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
                                                 ordering=ordering,
                                                 concurrency=int(run["concurrency"]),
                                                 model=str(run["model"]),
                                                 corpus=str(run["corpus"]))
-    hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
     return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
                     block_hashes=hashes)
 
 
-__all__ = ["clear_loaded", "load_cell", "load_workload", "run_history", "run_workload"]
+IN_LOOP_KMAX = 16        # as the tables' columns (a suffix draft never exceeds 12 at depth 24)
+
+
+def _in_loop_factory(reqs: list, run: dict[str, Any]):
+    """A factory of fresh in-loop suffix drafters over `reqs`, at the run's recorded drafter
+    settings (runs.drafter_params: tree depth, cached responses, spec factor, min token prob)."""
+    from functools import partial
+
+    from simkit.drafters.suffix.in_loop import InLoopSuffix
+
+    return partial(InLoopSuffix, reqs, IN_LOOP_KMAX, suffix_params_of(run))
+
+
+def suffix_params_of(run: dict[str, Any]):
+    """The suffix settings a run recorded (runs.drafter_params, vLLM's speculative_config keys);
+    vLLM's defaults for keys it does not hold."""
+    import json
+
+    from simkit.drafters.suffix.cache import SuffixParams
+
+    raw = run.get("drafter_params")
+    got = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    base = SuffixParams()
+    keys = {"max_tree_depth": int, "max_cached_requests": int, "max_spec_factor": float,
+            "min_token_prob": float}
+    vals = {k: cast(got.get(f"suffix_decoding_{k}", getattr(base, k))) for k, cast in keys.items()}
+    return SuffixParams(**vals)
+
+
+__all__ = ["clear_loaded", "load_cell", "load_workload", "run_history", "run_workload",
+           "suffix_params_of"]

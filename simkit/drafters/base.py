@@ -1,11 +1,12 @@
 """The drafter interface and the registry of drafters, in the spirit of vLLM's proposers.
 
 vLLM runs one proposer per speculative method (NgramProposer, SuffixDecodingProposer, ...), each
-turning a request's context into draft tokens. simkit never proposes while it simulates: it
+turning a request's context into draft tokens. simkit does not propose while it simulates: it
 replays every request through the drafter once, ahead of time, and records per output position t
 how many tokens the drafter proposed at cap K (d(t, K)) and how many of them greedy verification
 accepted (a(t, K)); the engine then reads those acceptance tables. So a Drafter here is what
-builds those two columns for every K = 1..kmax.
+builds those two columns for every K = 1..kmax. (The one exception, where the requests' token ids
+are in memory: simkit.drafters.suffix.in_loop drafts on the engine's simulated steps.)
 
 A new drafter is one module: subclass Drafter, decorate it with @register, and add the module
 to BUILTIN below (the registry imports it on first use). Its name is the configuration keyword

@@ -134,6 +134,8 @@ def prepare(cell: Cell, specs: Sequence[SpecConfig]) -> None:
     """Build the acceptance-table columns every spec reads, in the parent (once, before the
     workers fork, so that each does not build its own)."""
     for spec in specs:
+        if spec.speculative and spec.drafter in cell.workload.in_loop:
+            continue                            # drafts in the loop, reads no table column
         for k in spec.k_values if spec.speculative else ():
             cell.workload.columns(spec.drafter, k)
 

@@ -137,7 +137,17 @@ class Scheduler:
                                            cfg.max_num_batched_tokens, spec.graphs,
                                            get_vllm_version(cfg.vllm_version).uniform_decode_sizes)
         self.cols: dict[int, tuple[list[int], list[int]]] = {}
-        if spec.speculative:
+        self.in_loop = None            # a drafter driven step by step (Workload.in_loop)
+        self._in_loop_cols: list[tuple[int, list[int], list[int]]] = []
+        if spec.speculative and spec.drafter in workload.in_loop:
+            # the columns start empty: each row is drafted on the simulated trajectory just
+            # before the step that reads it (update() -> _draft_in_loop)
+            self.in_loop = workload.in_loop[spec.drafter]()
+            rows = workload.offsets()[-1]
+            for k in spec.k_values:
+                self.cols[k] = ([0] * rows, [0] * rows)
+                self._in_loop_cols.append((min(k, self.in_loop.kmax) - 1, *self.cols[k]))
+        elif spec.speculative:
             for k in spec.k_values:
                 acc, dr, _ = workload.columns(spec.drafter, k)
                 self.cols[k] = (acc, dr)
@@ -178,6 +188,8 @@ class Scheduler:
         return bool(self.running) or bool(self.waiting)
 
     def _preempt(self, req: Req) -> None:
+        if self.in_loop is not None:             # vLLM: it left the batch, its drafter state ends
+            self.in_loop.stop(req.seq)
         self.free_blocks += req.blocks
         if self.pc is not None:                  # shared cached blocks stay held by others
             self.pc.release(req.chain, req.blocks)
@@ -346,6 +358,7 @@ class Scheduler:
         finished = False
         observe = self.policy.needs_observation
         chunk, decode = PREFILL_CHUNK, DECODE
+        in_loop = self.in_loop
         for req, n_new, s, real, kind in plan.entries:
             if kind is chunk:                             # partial prefill: no token, no draft
                 req.computed += n_new
@@ -367,6 +380,8 @@ class Scheduler:
                 if observe and s > 0:
                     pairs.append((a, real))
             req.computed = req.prompt_len + t + a
+            if in_loop is not None:
+                in_loop.sampled(req.seq, req.idx, t, t + e)
             t += e
             req.t = t
             emitted += e
@@ -385,13 +400,27 @@ class Scheduler:
                 req.blocks = 0
                 req.done_time = now
                 finished = True
+                if in_loop is not None:
+                    in_loop.stop(req.seq)
                 on_finish(req, now)
             else:
+                if in_loop is not None:
+                    self._draft_in_loop(req)
                 candidates.append(req)
         if finished:
             self.running = [r for r in self.running if r.done_time < 0]
         self._propose(plan.k, pairs, candidates, len(plan.entries))
         return emitted, accepted, decodes, decode_tokens
+
+    def _draft_in_loop(self, req: Req) -> None:
+        """vLLM's proposer for one request of the batch, right after its sampled tokens entered
+        the trees (so a request later in the batch sees them): the drafts at its new position,
+        written into the row the next step reads."""
+        d, a = self.in_loop.draft(req.seq, req.idx, req.t)
+        row = req.row0 + req.t
+        for kc, acc, dr in self._in_loop_cols:
+            acc[row] = a[kc]
+            dr[row] = d[kc]
 
     def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req],
                  n_scheduled: int) -> None:

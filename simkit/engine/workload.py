@@ -48,6 +48,10 @@ class Workload:
     # how many corpus requests each request stands for (a stratified profile sample: inverse
     # inclusion probability; simkit.profiles.corpus_profile); None = each stands for itself (equal draws)
     weights: np.ndarray | None = None
+    # drafter name -> a factory of a fresh drafter the engine drives step by step (drafting on the
+    # simulated trajectory instead of reading the table; simkit.drafters.suffix.in_loop). Needs
+    # the requests' token ids, so only workloads built from them in memory have one.
+    in_loop: dict = field(default_factory=dict, repr=False)
     _columns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -80,8 +84,9 @@ class Workload:
         return int(self.prompt_len.shape[0])
 
     def has_drafter(self, drafter: str) -> bool:
-        """True when the workload has `drafter`'s acceptance table (vanilla needs none)."""
-        return drafter == NO_DRAFTER or drafter in self.tables
+        """True when the workload has `drafter`'s acceptance table or in-loop drafter (vanilla
+        needs neither)."""
+        return drafter == NO_DRAFTER or drafter in self.tables or drafter in self.in_loop
 
     def table(self, drafter: str) -> AcceptanceTable:
         """`drafter`'s acceptance table; DrafterUnavailable naming the ones it has otherwise."""
@@ -149,6 +154,6 @@ class Workload:
 
     def offsets(self) -> list[int]:
         """Row offsets of the tables (all tables share the request order)."""
-        if not self.tables:
-            return [0] * (self.num_requests + 1)
+        if not self.tables:                  # rows as a table over these outputs would have
+            return [0] + np.cumsum(self.output_len, dtype=np.int64).tolist()
         return np.asarray(next(iter(self.tables.values())).offsets, np.int64).tolist()

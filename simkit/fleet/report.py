@@ -150,7 +150,7 @@ def render_validation(rows: list[dict], summ: dict) -> str:
                   force_jupyter=False)
     cols = ["run_id", "policy", "replica", "config", "requests", "requests_match_records",
             "measured_accepted_per_step", "predicted_accepted_per_step", "accepted_error",
-            "paced_accepted_per_step", "paced_accepted_error", "measured_tok_s",
+            "table_accepted_per_step", "table_accepted_error", "measured_tok_s",
             "predicted_tok_s", "tok_s_error"]
     from rich.table import Table
 
@@ -163,8 +163,9 @@ def render_validation(rows: list[dict], summ: dict) -> str:
         t.add_row(*[(f"{r[c]:+.1%}" if c.endswith("error") and r[c] is not None else
                      _fmt(r[c], c)) for c in cols])
     con.print("fleet validate: the vLLM fleet records, each replica's stream rebuilt and replayed "
-              "(pred: concurrent table as simkit validate; paced: simkit.fleet.paced; tok/s on "
-              "the calibration of each run's vLLM version)")
+              "(pred: the suffix drafter drafting on the simulated steps, as vLLM's proposer; "
+              "table: the acceptance table simkit validate replays; tok/s on the calibration of "
+              "each run's vLLM version)")
     con.print(t)
     for k, v in summ.items():
         con.print(f"- {k}: {v}")

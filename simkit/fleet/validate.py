@@ -7,17 +7,19 @@ round-robin and prefix-affinity (simkit.fleet.router.route); each replica's stre
 closed-loop run at concurrency 8 on a freshly reset engine (its own suffix tree and prefix cache).
 
 Here each recorded run's stream is rebuilt from the raw traces with the same functions (same
-requests, same order), its suffix table is replayed over that stream in that order from an empty
-tree (ordering "concurrent" at the run's concurrency, as simkit validate does), and the closed loop
-is simulated under the run's conditions (simkit.validation.run_prediction.predict_run). Compared:
-accepted draft tokens per decode request-step inside the run's steady window (vLLM's own counts;
-independent of the cost model) and output tok/s (which depends on the cost model: the
-calibration of the run's vLLM version, h200-vllm033 for these runs, unless `calibration` names
-another).
+requests, same order) and the closed loop is simulated under the run's conditions
+(simkit.validation.run_prediction.predict_run) with the suffix drafter drafting inside the
+simulated engine (simkit.drafters.suffix.in_loop: after each simulated step, every request of the
+batch adds its sampled tokens to the trees and drafts, as vLLM's proposer does), from an empty
+tree. Compared: accepted draft tokens per decode request-step inside the run's steady window
+(vLLM's own counts; independent of the cost model) and output tok/s (which depends on the cost
+model: the calibration of the run's vLLM version, h200-vllm033 for these runs, unless
+`calibration` names another).
 
-Each speculative run is predicted twice: with simkit validate's table ("concurrent": C requests
-advance one token per tick) and with the acceptance-paced replay (simkit.fleet.paced: each
-advances 1 + a(t, K) per tick, so a repeat in flight with its earlier copy catches up with it).
+Each speculative run is also predicted from simkit validate's acceptance table (replayed ahead of
+time, "concurrent": C requests advance one token per tick), the `table_*` columns: the
+interleaving that table assumes is what the in-loop drafting corrects (docs/fleet.md
+"Validation").
 """
 
 from __future__ import annotations
@@ -86,26 +88,24 @@ def validate_fleet(root=None, calibration: str | None = None,
         reqs, skipped = run_requests(streams[key][name], run)
         s = steps[steps["run_id"] == run["run_id"]].sort_values("step")
         check = check_against_run(reqs, run, s)
-        pred = predict_run(reqs, run, ordering="concurrent", calibration=calibration)
-        paced = _predict_paced(reqs, run, calibration) if str(run["config"]) != "vanilla" \
-            else None
-        meas = measured_figures(run, s)
         spec = str(run["config"]) != "vanilla"
-        acc_err = (pred.accepted_per_step / meas["accepted_per_step"] - 1
-                   if spec and meas["accepted_per_step"] else None)
+        pred = predict_run(reqs, run, calibration=calibration, in_loop=True)
+        table = predict_run(reqs, run, ordering="concurrent", calibration=calibration) \
+            if spec else None
+        meas = measured_figures(run, s)
+        measured = meas["accepted_per_step"] if spec else None
+        acc_err = _rel(pred.accepted_per_step, measured)
         rows.append({
             "run_id": run["run_id"], "policy": SHORT[name.split("-")[1]],
             "replica": int(name.rsplit("r", 1)[1]), "config": str(run["config"]),
             "k": int(run["k"] or 0), "vllm_version": str(run.get("vllm_version", "")),
             "requests": len(reqs), "requests_match_records": check["ok"],
-            "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
+            "measured_accepted_per_step": measured,
             "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
             "accepted_error": acc_err,
             "within_goal": None if acc_err is None else abs(acc_err) <= ACCEPT_GOAL,
-            "paced_accepted_per_step": paced.mean_accepted if paced else None,
-            "paced_accepted_error": (paced.mean_accepted / meas["accepted_per_step"] - 1
-                                     if paced and meas["accepted_per_step"] else None),
-            "paced_tok_s": paced.output_tok_s if paced else None,
+            "table_accepted_per_step": table.accepted_per_step if table else None,
+            "table_accepted_error": _rel(table.accepted_per_step, measured) if table else None,
             "measured_tok_s": float(run["output_tok_s"]),
             "predicted_tok_s": pred.output_tok_s,
             "tok_s_error": pred.output_tok_s / float(run["output_tok_s"]) - 1,
@@ -116,40 +116,19 @@ def validate_fleet(root=None, calibration: str | None = None,
     return rows
 
 
-def _predict_paced(reqs: list, run: dict[str, Any], calibration: str | None):
-    """RunMetrics of the run predicted as predict_run does (same cost model, limits, closed loop,
-    window rule, cold prefix cache), on the acceptance-paced table at the run's K and C."""
-    from simkit.costmodel.run_conditions import run_cost
-    from simkit.engine.runner import Cell, Job, engine_config, run_jobs
-    from simkit.engine.sim import ClosedLoop
-    from simkit.fleet.paced import paced_table
-    from simkit.app.cells import run_workload
-    from simkit.validation.run_prediction import spec_of
-
-    cost = run_cost(run, calibration=calibration)
-    cap = int(run["max_tokens_cap"] or 0)
-    cfg = engine_config(cost.base, max_tokens=cap if cap > 0 else 1 << 30,
-                        max_model_len=int(run["max_model_len"]),
-                        max_num_seqs=int(run["max_num_seqs"]),
-                        max_num_batched_tokens=int(run["max_num_batched_tokens"]),
-                        cudagraph_mode=str(run["cudagraph_mode"]))
-    wl = run_workload(reqs, run, "concurrent")
-    wl.tables["suffix"] = paced_table(reqs, int(run["k"]), int(run["concurrency"]))
-    wl._columns.clear()
-    job = Job(spec_of(run), 0, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
-              window_start_completion=1)
-    res, = run_jobs(Cell(wl, cost, cfg, None), [job], workers=1)
-    return res.metrics
+def _rel(predicted: float, measured: float | None) -> float | None:
+    """predicted / measured - 1, or None without a (non-zero) measurement."""
+    return predicted / measured - 1 if measured else None
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean absolute errors (accepted/step over spec runs, tok/s over all) and the policy ranking
-    (mean accepted/step per policy, measured and predicted)."""
+    """Mean absolute errors (accepted/step over spec runs, in-loop and from the table; tok/s over
+    all) and the policy ranking (mean accepted/step per policy, measured and predicted)."""
     import numpy as np
 
     acc = [abs(r["accepted_error"]) for r in rows if r["accepted_error"] is not None]
-    paced = [abs(r["paced_accepted_error"]) for r in rows
-             if r.get("paced_accepted_error") is not None]
+    table = [abs(r["table_accepted_error"]) for r in rows
+             if r.get("table_accepted_error") is not None]
     tok = [abs(r["tok_s_error"]) for r in rows]
     rank: dict[str, dict[str, float]] = {}
     for pol in sorted({r["policy"] for r in rows}):
@@ -163,8 +142,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "accepted_max_abs_error": float(np.max(acc)) if acc else None,
             "accepted_within_goal": sum(1 for r in rows if r["within_goal"]),
             "spec_runs": len(acc),
-            "paced_accepted_mean_abs_error": float(np.mean(paced)) if paced else None,
-            "paced_accepted_within_goal": sum(1 for x in paced if x <= ACCEPT_GOAL), "tok_s_mean_abs_error": float(np.mean(tok)) if tok else None,
+            "table_accepted_mean_abs_error": float(np.mean(table)) if table else None,
+            "table_accepted_within_goal": sum(1 for x in table if x <= ACCEPT_GOAL),
+            "tok_s_mean_abs_error": float(np.mean(tok)) if tok else None,
             "accepted_by_policy": rank,
             "ranking_agrees": order("measured") == order("predicted") if rank else None,
             "requests_match_records": all(r["requests_match_records"] for r in rows)}

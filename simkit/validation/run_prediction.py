@@ -73,11 +73,13 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 calibration: str | None = None, window_start_completion: int = 1,
                 history: str | None = None, prefix_caching: bool = True,
-                cached_prefixes: list | None = None) -> RunPrediction:
+                cached_prefixes: list | None = None, in_loop: bool = False) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
     `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
-    history; simkit.validation.prefix.history_prefixes)."""
+    history; simkit.validation.prefix.history_prefixes). `in_loop`: the suffix drafter drafts on
+    the simulated steps (simkit.drafters.suffix.in_loop) instead of reading a table built in
+    `ordering` (cold runs only)."""
     from simkit.engine.runner import Cell, Job, engine_config, run_jobs
     from simkit.engine.sim import ClosedLoop
 
@@ -92,7 +94,7 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
     if not prefix_caching:
         cfg = dataclasses.replace(cfg, prefix_caching=False)
     hist = history or run_history(run)
-    workload = run_workload(reqs, run, ordering, hist)
+    workload = run_workload(reqs, run, ordering, hist, in_loop=in_loop)
     if cached_prefixes is None and prefix_caching:
         # what the run's history left in the prefix cache: the repeated prompts, as served
         from simkit.block_hash import unpack

@@ -1,12 +1,12 @@
 """The fleet against the recorded vLLM 0.33 fleet runs (calibrate/data/vllm-0.33, fleet-*):
 each replica's stream rebuilt from the raw traces with simkit.fleet's own stream and router
-functions, replayed through the suffix drafter in arrival order, the closed loop simulated.
+functions, the closed loop simulated with the suffix drafter drafting on the simulated steps.
 
 Asserted: the rebuilt streams are exactly the runs' (request count, output tokens, emitted and
-prefill tokens) and the policy ranking by accepted tokens per step is vLLM's. The issue's 2 %
-accepted-per-step goal is not met (2 of 8 runs; docs/fleet.md "Validation": repeats that overlap
-their earlier copy in flight): it is reported by `simkit validate` and `simkit fleet validate`,
-and tested here only as a figure that is computed for every run, not as a goal reached."""
+prefill tokens), the policy ranking by accepted tokens per step is vLLM's, and every speculative
+replica run's accepted tokens per step is within the issue's 2 % of vLLM's count, where the
+acceptance table replayed ahead of time (one token per tick) misses it on most prefix-affinity
+runs (docs/fleet.md "Validation")."""
 
 from __future__ import annotations
 
@@ -45,13 +45,15 @@ def test_policy_ranking_by_accepted_per_step_is_vllms(rows):
 
 
 @needs_traces
-def test_accepted_per_step_error_is_reported_for_every_speculative_run(rows):
-    import math
-
+def test_every_speculative_replica_is_within_two_percent_of_vllms_accepted_per_step(rows):
     from simkit.fleet.validate import ACCEPT_GOAL, summary
 
     spec = [r for r in rows if r["accepted_error"] is not None]
-    assert len(spec) == 16
-    assert all(math.isfinite(r["accepted_error"]) for r in spec)
-    assert summary(rows)["accepted_within_goal"] == sum(abs(r["accepted_error"]) <= ACCEPT_GOAL
-                                                       for r in spec)
+    assert len(spec) == 16                       # 2 policies x 4 replicas x (suffix, kpad 12)
+    for r in spec:
+        assert abs(r["accepted_error"]) <= ACCEPT_GOAL, (r["run_id"], r["accepted_error"])
+    s = summary(rows)
+    assert s["accepted_within_goal"] == 16
+    # the table replayed ahead of time is off where repeats overlap their earlier copy in flight
+    assert s["table_accepted_within_goal"] == 4
+    assert s["table_accepted_mean_abs_error"] > 0.2
