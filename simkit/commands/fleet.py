@@ -55,7 +55,9 @@ def plan_cmd(
                                                    "GPU-hour, for cost per million output "
                                                    "tokens (default: no cost)"),
     ordering: str = typer.Option("sequential", "--ordering", help="suffix replay of each "
-                                 "replica's stream: sequential or concurrent"),
+                                 "replica's stream: sequential or concurrent (tables), or "
+                                 "in-loop (each engine drafts on its simulated steps, as vLLM "
+                                 "does; slower)"),
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
     calibration: Optional[str] = calibration_option(),
@@ -86,8 +88,10 @@ def plan_cmd(
                       ("gpu-hour-price", gpu_hour_price)):
         positive_rate(val, name)
     check_policies(policies)
-    if ordering not in ("sequential", "concurrent"):
-        raise InputError(f"unknown ordering {ordering!r}; use sequential or concurrent",
+    from simkit.fleet.replica import ORDERINGS
+
+    if ordering not in ORDERINGS:
+        raise InputError(f"unknown ordering {ordering!r}; use {', '.join(ORDERINGS)}",
                          field="ordering")
     if executor not in ("local", "ray"):
         raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")

@@ -136,16 +136,15 @@ class Scheduler:
         self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
                                            cfg.max_num_batched_tokens, spec.graphs,
                                            get_vllm_version(cfg.vllm_version).uniform_decode_sizes)
-        self.cols: dict[int, tuple[list[int], list[int]]] = {}
+        self.cols: dict = {}           # K -> (accepted, drafted), indexed by table row
         self.in_loop = None            # a drafter driven step by step (Workload.in_loop)
-        self._in_loop_cols: list[tuple[int, list[int], list[int]]] = []
+        self._in_loop_cols: list[tuple[int, dict, dict]] = []
         if spec.speculative and spec.drafter in workload.in_loop:
-            # the columns start empty: each row is drafted on the simulated trajectory just
-            # before the step that reads it (update() -> _draft_in_loop)
+            # the columns start empty (dicts: only the rows the run visits): each row is drafted
+            # on the simulated trajectory just before the step that reads it (_draft_in_loop)
             self.in_loop = workload.in_loop[spec.drafter]()
-            rows = workload.offsets()[-1]
             for k in spec.k_values:
-                self.cols[k] = ([0] * rows, [0] * rows)
+                self.cols[k] = ({}, {})
                 self._in_loop_cols.append((min(k, self.in_loop.kmax) - 1, *self.cols[k]))
         elif spec.speculative:
             for k in spec.k_values:

@@ -126,7 +126,7 @@ class Fleet:
 
         tr = self.traffic
         provisional = None
-        if spec.speculative:
+        if spec.speculative and self.ordering != "in-loop":   # tables follow an assignment
             self.evaluate("round-robin", n)
             provisional = self.memo[("round-robin", n)]["_assignment"]
         seen: list[np.ndarray] = []
@@ -134,6 +134,9 @@ class Fleet:
         for it in range(1, MAX_LOR_ITERATIONS + 1):
             wl = self._global_workload(provisional, n, spec.speculative)
             choice, runs = run_joint(wl, self.cost, self.engine, spec, tr.times.tolist(), n)
+            if spec.speculative and self.ordering == "in-loop":
+                note = "drafted on each replica's simulated steps: no tables to make consistent"
+                break
             if not spec.speculative or (provisional is not None and
                                         np.array_equal(choice, provisional)):
                 note = f"assignment consistent with its tables after {it} iteration(s)"
@@ -157,13 +160,19 @@ class Fleet:
         from simkit.acceptance.table import AcceptanceTable
         from simkit.block_hash import pack
         from simkit.engine.workload import Workload
-        from simkit.fleet.replica import stream_workload
+        from simkit.fleet.replica import IN_LOOP, in_loop_drafter, stream_workload
 
         tr = self.traffic
         reqs = [tr.pool[i] for i in tr.draws.tolist()]
         plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
         olen = np.array([len(r.output_ids) for r in reqs], np.int32)
         tables = {}
+        if speculative and self.ordering == IN_LOOP:
+            # each replica's engine drafts with a tree of its own: no assignment needed
+            wl = Workload(plen, olen, tables, name="fleet",
+                          block_hashes=pack([self.chains[d] for d in tr.draws.tolist()]))
+            wl.in_loop["suffix"] = in_loop_drafter(reqs)
+            return wl
         if speculative:
             offs = np.zeros(len(reqs) + 1, np.int64)
             np.cumsum(olen, out=offs[1:])

@@ -10,7 +10,10 @@ serves them (Workload.block_hashes: a repeated prompt hits if its blocks are sti
 Table ordering: "sequential" by default (each response complete in the tree before the next
 request drafts: exact when a repeat arrives after its earlier copy finished; it overstates what
 the tree holds when the two overlap, see docs/fleet.md "Validation"), or "concurrent" at a stated
-in-flight count.
+in-flight count. "in-loop" builds no table: each replica's engine drafts on its own simulated
+steps (simkit.drafters.suffix.in_loop), as vLLM does, which the fleet validation matches within
+2 % where the tables do not. Pure Python: a 240-request, 4-replica plan of 3 policies took 23 s
+against 3 s on cached sequential tables (80 s when those are built first).
 
 `ReplicaJob` / `run_group`: the self-contained unit a load-independent fleet is split into (a
 replica's requests, arrival times, configurations, cost model and engine limits); run_group runs
@@ -28,6 +31,8 @@ from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 
 KMAX = 16               # table columns (columns above 12 equal under the default tree depth)
+ORDERINGS = ("sequential", "concurrent", "in-loop")
+IN_LOOP = "in-loop"     # no table: the engines draft on their simulated steps
 
 
 def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",
@@ -41,13 +46,28 @@ def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",
     plen = np.array([len(r.prompt_ids) for r in requests], np.int32)
     olen = np.array([len(r.output_ids) for r in requests], np.int32)
     tables = {}
+    if chains is None:
+        chains = [prompt_block_hashes(r.prompt_ids) for r in requests]
+    if ordering == IN_LOOP:
+        wl = Workload(plen, olen, tables, name=name, block_hashes=pack(chains))
+        if speculative and len(requests):
+            wl.in_loop[SUFFIX_DRAFTER] = in_loop_drafter(list(requests))
+        return wl
     if speculative and len(requests):
         tables[SUFFIX_DRAFTER] = cached_table(list(requests), drafter=SUFFIX_DRAFTER, kmax=KMAX,
                                               ordering=ordering, concurrency=concurrency,
                                               model=model, corpus=corpus)
-    if chains is None:
-        chains = [prompt_block_hashes(r.prompt_ids) for r in requests]
     return Workload(plen, olen, tables, name=name, block_hashes=pack(chains))
+
+
+def in_loop_drafter(requests: list):
+    """A factory of fresh in-loop suffix drafters (vLLM's defaults) over `requests`: each engine
+    built on the workload gets its own tree."""
+    from functools import partial
+
+    from simkit.drafters.suffix.in_loop import InLoopSuffix
+
+    return partial(InLoopSuffix, requests, KMAX)
 
 
 def tree_history(draws: Sequence[int], max_cached: int = 10000) -> dict[str, Any]:

@@ -66,9 +66,12 @@ def notes(doc: dict) -> list[str]:
            f"{g['tpot_ms_p99']:g} ms over every replica's steady-window requests; "
            + (f"replicas fixed at {f['fixed_replicas']}" if f["fixed_replicas"] else
               f"fewest replicas by doubling from 1 then bisection, up to {f['max_replicas']}"),
-           "history per replica: its own suffix tree (the drafter replayed over its own stream, in "
-           "arrival order, " + (f"concurrent at {f['concurrency']} in flight"
-                                if f["ordering"] == "concurrent" else "sequential")
+           ("history per replica: its own suffix tree (the drafter drafting on the replica's "
+            "simulated steps, as vLLM's proposer does, over its own stream" if f["ordering"] ==
+            "in-loop" else
+            "history per replica: its own suffix tree (the drafter replayed over its own stream, "
+            "in arrival order, " + (f"concurrent at {f['concurrency']} in flight"
+                                    if f["ordering"] == "concurrent" else "sequential"))
            + ") and prefix cache; effective repeat share = requests whose earlier response was "
            "in that replica's tree; accepted/step = accepted drafts per decode request-step",
            f"tok/s per GPU and cost: the traffic's output tokens ({f['offered_out_tok_s']:,.0f} "

@@ -78,11 +78,20 @@ def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficS
         if s.speculative and s.drafter != "suffix":
             raise InputError(f"{s.name}: the fleet replays suffix trees only (vanilla, suffix, "
                              "kpad, dynamic)", field="configs")
-    if ordering not in ("sequential", "concurrent"):
-        raise InputError(f"unknown ordering {ordering!r}; use sequential or concurrent",
+    from simkit.fleet.replica import ORDERINGS
+
+    if ordering not in ORDERINGS:
+        raise InputError(f"unknown ordering {ordering!r}; use {', '.join(ORDERINGS)}",
                          field="ordering")
     if executor not in ("local", "ray"):
         raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")
+    if ordering == "in-loop":
+        from simkit.engine.policies import KPolicyName
+
+        for s in specs:
+            if s.policy is KPolicyName.TABLE:
+                raise InputError(f"{s.name} tunes its K table on an acceptance table; use "
+                                 "--ordering sequential or concurrent with it", field="configs")
     traffic.check()
     cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)

@@ -99,6 +99,36 @@ def test_one_replica_equals_the_engines_own_open_loop(small_stream):
 
 
 @needs_traces
+def test_in_loop_replica_is_the_engines_own_run_and_drafts_less_than_the_table(small_stream):
+    """--ordering in-loop: the replica drafts on its own simulated steps (a fresh tree per
+    engine), the same as simulate() drafting in the loop; with repeats in flight beside their
+    earlier copy, each finds only what that copy has produced, never more than the sequential
+    table (which holds every earlier response complete) gives it."""
+    import dataclasses
+
+    from simkit.costmodel import load_cost_model
+    from simkit.engine.config import parse_configs
+    from simkit.engine.runner import engine_config
+    from simkit.engine.sim import OpenLoop, simulate
+    from simkit.fleet.replica import stream_workload
+    from simkit.fleet.sim import run_replica
+
+    reqs, _, times = small_stream
+    times = times / 20                            # many in flight, so repeats overlap
+    cost = load_cost_model("llama-3.1-8b", "h200")
+    cfg = engine_config(cost)
+    loop = stream_workload(reqs, speculative=True, ordering="in-loop")
+    assert not loop.tables
+    spec, = parse_configs("suffix")
+    mine = run_replica(loop, cost, cfg, spec, times)
+    ref = simulate(loop, cost, cfg, spec, load=OpenLoop(timestamps=tuple(times)),
+                   shuffle=False, num_requests=len(reqs))
+    assert dataclasses.asdict(mine.metrics) == dataclasses.asdict(ref.metrics)
+    seq = run_replica(stream_workload(reqs, speculative=True), cost, cfg, spec, times)
+    assert 0 < mine.accepted < seq.accepted
+
+
+@needs_traces
 def test_a_repeat_on_its_own_replica_is_drafted_from_its_earlier_response(small_stream):
     """The replica's tree is its own: the same stream split so that every repeat meets its
     earlier copy (prefix-affinity) accepts more per step than a split that separates them."""
@@ -174,3 +204,6 @@ def test_fleet_plan_end_to_end_is_byte_identical(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 0
     text = CliRunner().invoke(app, args[:-2])
     assert text.exit_code == 0 and "history per replica" in text.output
+    loop = CliRunner().invoke(app, args[:-2] + ["--ordering", "in-loop"])
+    assert loop.exit_code == 0, loop.output
+    assert "drafting on the replica's simulated steps" in loop.output
