@@ -1,0 +1,190 @@
+"""The README's figures are what its commands print.
+
+Every number in the README's prose (and in the comments of its command blocks) sits in one of
+the phrases of QUOTED below, and each phrase's figures are compared with what the command it
+describes prints today (CliRunner, shipped profiles, embedded defaults): a stale figure fails
+here, and so does a new figure nobody checks. The pasted `simkit predict` output block is
+compared line for line by tests/integration/test_report.py
+(test_readme_predict_example_is_what_the_command_prints)."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simkit.cli import app, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# the phrases that quote a figure; each is checked by the test named beside it
+QUOTED = {
+    "ladder": r"K-pad at K in \{([\d, ]+)\}",
+    "versions": r"your vLLM version \((\d+\.\d+) or (\d+\.\d+)\)",
+    "fleet": (r"recorded vLLM (\d+\.\d+) fleet runs: each replica's accepted tokens per step "
+              r"within (\d+) % of vLLM's on all (\d+) speculative runs"),
+    "arctic": r"builds arctic-inference (\d+\.\d+\.\d+)",
+    "exit": r"or field; exit (\d+)\)",
+    "shipped": r"fitted on an (H\d+) with vLLM (\d+\.\d+\.\d+) and (\d+\.\d+\.\d+)\.",
+    "budget": r"make your own in about (\d+) GPU-minutes",
+    "tour_budget": r"calibrate: the runs to make on your GPU and vLLM, about (\d+) GPU-minutes",
+    "tour_predict": r"\(one (H\d+), vLLM (\d+\.\d+)\)",
+    "gpu_host": r"with vLLM (\d+\.\d+)\.\.(\d+\.\d+) and simkit installed",
+    "plan": r"by default (\d+) engines of (\d+) runs each, about ([\d.]+) of (\d+) GPU-minutes",
+}
+
+
+def refused(capsys, *argv: str) -> tuple[int, list[str]]:
+    """Exit status and stderr lines of a command line the user gets wrong (through main(), as
+    the `simkit` script runs it)."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    err = capsys.readouterr().err
+    return int(exc.value.code or 0), [ln for ln in err.splitlines() if ln.strip()]
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def one_line(text: str) -> str:
+    """Whitespace runs as one space, so a phrase matches however the README wraps it."""
+    return re.sub(r"\s+", " ", text)
+
+
+def quoted(name: str) -> tuple[str, ...]:
+    """The figures of one QUOTED phrase; the phrase must be in the README exactly once."""
+    found = re.findall(QUOTED[name], one_line(readme()))
+    assert len(found) == 1, (name, found)
+    return found[0] if isinstance(found[0], tuple) else (found[0],)
+
+
+def figure_text(text: str) -> str:
+    """The README with what is not a quoted figure blanked: pasted output and commands (fenced
+    blocks, kept: the comments of bash blocks, less the commands they name), inline code, link
+    targets, file names."""
+    def comment(line: str) -> str:
+        text = line.split("#", 1)[1] if "#" in line else ""
+        return "" if text.strip().startswith("simkit ") else text
+
+    def keep_comments(m: re.Match) -> str:
+        if m.group(1) != "bash":
+            return ""
+        return "\n".join(comment(ln) for ln in m.group(2).splitlines())
+
+    text = re.sub(r"```([a-z]*)\n(.*?)```", keep_comments, text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"[\w./-]+\.(md|png|sh|py|jsonl)\b", "", text)
+
+
+def unchecked(text: str) -> list[str]:
+    """The figures of `text` outside every QUOTED phrase, each with its context."""
+    plain = one_line(figure_text(text))
+    spans = [m.span() for pattern in QUOTED.values() for m in re.finditer(pattern, plain)]
+    return [plain[max(0, m.start() - 30):m.end() + 10]
+            for m in re.finditer(r"(?<![\w.])\d+(?:[.,]\d+)*", plain)
+            if not any(a <= m.start() < b for a, b in spans)]
+
+
+def test_every_figure_in_the_readme_is_one_this_file_checks():
+    assert unchecked(readme()) == [], f"README figures with no check in {__file__}"
+
+
+def test_the_guard_sees_an_unchecked_figure():
+    extra = "\nsimkit is 3.5 times faster than a sweep (`--seeds 9`, docs/x-2.md).\n"
+    found = unchecked(readme() + extra)
+    assert len(found) == 1 and found[0].endswith("simkit is 3.5 times fas")
+
+
+@lru_cache(maxsize=None)
+def _predict_json(version: str | None) -> dict:
+    """The README's predict command (the default ladder), one seed, as JSON; None: the default
+    vLLM version."""
+    pick = ["--vllm-version", version] if version else []
+    result = CliRunner().invoke(app, ["predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                                      *pick, "--seeds", "1",
+                                      "--num-requests", "128", "--source", "shipped",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_ladder_k_set_is_the_default_ladder_predict_prints():
+    ks = sorted(int(k) for k in quoted("ladder")[0].split(","))
+    configs = [r["config"] for r in _predict_json(None)["results"]]
+    assert sorted(int(c.split("-")[1]) for c in configs if c.startswith("kpad-")) == ks
+
+
+def test_versions_are_the_ones_predict_knows_and_the_shipped_calibrations(capsys):
+    versions = quoted("versions")
+    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                        "--vllm-version", "9.99")
+    assert code == 2 and len(err) == 1
+    assert err[0].endswith("known: " + ", ".join(versions))
+    hardware, *full = quoted("shipped")
+    for short, version in zip(versions, full):
+        doc = _predict_json(short)
+        assert doc["assumptions"]["vllm"]["value"]["version"] == version
+        cost = doc["assumptions"]["cost_model"]["value"]
+        assert cost["hardware"] == hardware.lower() and cost["label"].startswith("calibrated")
+
+
+def test_tour_defaults_are_what_predict_runs_without_options():
+    hardware, version = quoted("tour_predict")
+    doc = _predict_json(None)
+    assert (doc["hardware"], doc["vllm_version"]) == (hardware.lower(), version)
+
+
+def test_gpu_host_version_range_is_the_known_versions(capsys):
+    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                        "--vllm-version", "9.99")
+    assert code == 2
+    known = err[0].rsplit("known: ", 1)[1].split(", ")
+    assert quoted("gpu_host") == (known[0], known[-1])
+
+
+def test_exit_status_of_bad_input_is_the_one_quoted(capsys):
+    (status,) = quoted("exit")
+    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                        "--seeds", "0")
+    assert code == int(status)
+    assert len(err) == 1 and err[0].startswith("error:") and "seeds" in err[0]
+
+
+def test_arctic_version_is_the_one_the_install_script_pins():
+    (version,) = quoted("arctic")
+    assert f"arctic-inference=={version}" in (ROOT / "tests" / "install_arctic.sh").read_text()
+
+
+@pytest.mark.parametrize("corpus", ["chat"])
+def test_calibration_plan_figures_are_what_calibrate_plan_prints(corpus, tmp_path):
+    engines, runs, minutes, budget = quoted("plan")
+    assert quoted("budget") == (budget,) and quoted("tour_budget") == (budget,)
+    result = CliRunner().invoke(app, ["calibrate", "plan", "--model", "llama-3.1-8b", "--corpus",
+                                      corpus, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert len(plan["engines"]) == int(engines)
+    assert {len(e["runs"]) for e in plan["engines"]} == {int(runs)}
+    text = CliRunner().invoke(app, ["calibrate", "plan", "--model", "llama-3.1-8b", "--corpus",
+                                    corpus]).output
+    assert f"{engines} engines, about {minutes} of {budget} GPU-minutes" in text
+
+
+def test_fleet_validation_figures_are_what_fleet_validate_prints():
+    from simkit.paths import traces_src_dir
+
+    if traces_src_dir() is None:
+        pytest.skip("fleet validate replays the raw traces (../shared/traces-src)")
+    version, goal, runs = quoted("fleet")
+    result = CliRunner().invoke(app, ["fleet", "validate", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    spec = [r for r in json.loads(result.output)["runs"] if r["config"] != "vanilla"]
+    assert len(spec) == int(runs)
+    assert {r["vllm_version"].rsplit(".", 1)[0] for r in spec} == {version}
+    assert all(abs(r["accepted_error"]) <= int(goal) / 100 for r in spec)
