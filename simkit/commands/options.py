@@ -16,6 +16,10 @@ DEPRECATED_FLAG = "--cost-profile"
 VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
                      "(default: 0.33, the newest simkit knows)")
 
+# --wide: the text table with every column (by default it fits 100 columns and names the rest)
+WIDE_OPTION = typer.Option(False, "--wide", help="table format: every column (default: the "
+                           "columns that fit 100 characters; the others are named under it)")
+
 
 def vllm_version_option() -> typer.models.OptionInfo:
     """--vllm-version."""
@@ -53,5 +57,5 @@ def pick_calibration(calibration: Optional[str], cost_profile: Optional[str]) ->
     return cost_profile
 
 
-__all__ = ["CALIBRATION_HELP", "VLLM_VERSION_HELP", "calibration_option", "cost_profile_option",
+__all__ = ["CALIBRATION_HELP", "VLLM_VERSION_HELP", "WIDE_OPTION", "calibration_option", "cost_profile_option",
            "pick_calibration", "pick_vllm_version", "vllm_version_option"]

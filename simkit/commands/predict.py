@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import (calibration_option, cost_profile_option, pick_calibration,
-                                     pick_vllm_version, vllm_version_option)
+from simkit.commands.options import (WIDE_OPTION, calibration_option, cost_profile_option,
+                                     pick_calibration, pick_vllm_version, vllm_version_option)
 from simkit.engine.config import DEFAULT_CONFIGS
 
 # help texts shared by predict and sweep (every option states its default and its choices)
@@ -95,6 +95,7 @@ def register(app: typer.Typer) -> None:
             "of closed-loop clients (default: closed loop)"),
         legend: bool = typer.Option(True, "--legend/--no-legend", help="print the column legend "
                                     "under the table (table format)"),
+        wide: bool = WIDE_OPTION,
         html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
                                            "report (table, plot, assumptions, legend) here "
                                            "(default: none)"),
@@ -144,7 +145,7 @@ def register(app: typer.Typer) -> None:
         else:
             from simkit.report.render import render_table
 
-            typer.echo(render_table(pred, legend=legend), nl=False)
+            typer.echo(render_table(pred, legend=legend, wide=wide), nl=False)
         from simkit.outfiles import wrote
 
         if plot:

@@ -5,14 +5,13 @@ Heavy imports stay inside the command bodies."""
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Optional
 
 import typer
 
-from simkit.commands.options import (calibration_option, cost_profile_option, pick_calibration,
-                                     pick_vllm_version, vllm_version_option)
+from simkit.commands.options import (WIDE_OPTION, calibration_option, cost_profile_option,
+                                     pick_calibration, pick_vllm_version, vllm_version_option)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
@@ -41,6 +40,7 @@ HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot
 CALIBRATION = calibration_option()
 COST_PROFILE = cost_profile_option()       # deprecated alias of --calibration
 VLLM_VERSION = vllm_version_option()
+WIDE = WIDE_OPTION
 
 
 PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
@@ -68,25 +68,34 @@ def _fmt(v, col: str = "") -> str:
     return str(v)
 
 
-def render(result) -> str:
-    """A WhatIfResult as a text table plus its notes."""
-    from rich.console import Console
-    from rich.table import Table
+LEFT_COLUMNS = ("config", "hardware", "binding", "model", "lever")
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=260, color_system=None, force_terminal=False,
-                      force_jupyter=False)
-    console.print(f"whatif {result.name}: {result.question}")
-    table = Table(show_edge=False, pad_edge=False)
-    for col in result.columns:
-        table.add_column(col, justify="left" if col in ("config", "hardware", "binding", "model",
-                                                        "lever") else "right")
-    for row in result.rows:
-        table.add_row(*[_fmt(row.get(c), c) for c in result.columns])
-    console.print(table)
+
+def render(result, wide: bool = False) -> str:
+    """A WhatIfResult as a text table plus its notes, every line at most 100 characters: headers
+    wrap at their words, and columns that still do not fit are named under the table (`wide`:
+    every column, headers as in JSON)."""
+    from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
+
+    cells = [[_fmt(row.get(c), c) for c in result.columns] for row in result.rows]
+    heads = list(result.columns) if wide else [c.replace("_", " ") for c in result.columns]
+    kept = list(range(len(heads))) if wide else fit_columns(heads, cells, WIDTH)
+    table = render_text_table([heads[i] for i in kept], [[r[i] for i in kept] for r in cells],
+                              left=[h for h, c in zip(heads, result.columns) if c in LEFT_COLUMNS],
+                              width=WIDE if wide else WIDTH)
+    lines = [*_wrap(f"whatif {result.name}: {result.question}"), table.rstrip("\n"),
+             *more_columns_line([c for i, c in enumerate(result.columns) if i not in kept])]
     for note in result.notes:
-        console.print(f"- {note}")
-    return buf.getvalue()
+        lines.extend(_wrap(f"- {note}", "  "))
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    import textwrap
+
+    from simkit.report.fit import WIDTH
+
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
 
 
 def check_format(fmt: str, plot: Optional[str] = None) -> None:
@@ -124,6 +133,7 @@ def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
 
     kwargs = dict(options)
     fmt, plot = kwargs.pop("fmt"), kwargs.pop("plot")
+    kwargs.pop("wide", None)                         # a rendering choice (emit's), not the what-if's
     check_format(fmt, plot)
     check_numbers(kwargs)
     if kwargs.get("model") is not None:              # vLLM's refusals (a TP it cannot shard)
@@ -134,14 +144,15 @@ def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
     return kwargs, fmt, plot
 
 
-def emit(result, fmt: str, plot_path: Optional[str], plot_fn) -> None:
-    """Print in the requested format, then write the plot if asked (printed first, so a plot
-    that fails cannot take the results with it); exit 1 when any point failed."""
+def emit(result, fmt: str, plot_path: Optional[str], plot_fn, wide: bool = False) -> None:
+    """Print in the requested format (`wide`: the table with every column), then write the plot
+    if asked (printed first, so a plot that fails cannot take the results with it); exit 1 when
+    any point failed."""
     check_format(fmt)
     if fmt == "json":
         typer.echo(json.dumps(result.to_json_dict(), indent=1))
     else:
-        typer.echo(render(result).rstrip())
+        typer.echo(render(result, wide).rstrip())
     if plot_path:
         from simkit.outfiles import wrote
 
@@ -187,6 +198,7 @@ def capacity_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s)."""
     kwargs, fmt, plot = whatif_options(locals())
@@ -195,7 +207,7 @@ def capacity_cmd(
     goals = C.Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
         kwargs["target_rate"] = 20.0
-    emit(C.capacity(goals=goals, **kwargs), fmt, plot, C.plot)
+    emit(C.capacity(goals=goals, **kwargs), fmt, plot, C.plot, wide)
 
 
 @whatif_app.command("hardware")
@@ -216,12 +228,13 @@ def hardware_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import hardware as H
 
-    emit(H.hardware(**kwargs), fmt, plot, H.plot)
+    emit(H.hardware(**kwargs), fmt, plot, H.plot, wide)
 
 
 @whatif_app.command("host")
@@ -242,12 +255,13 @@ def host_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import host as H
 
-    emit(H.host(**kwargs), fmt, plot, H.plot)
+    emit(H.host(**kwargs), fmt, plot, H.plot, wide)
 
 
 @whatif_app.command("concurrency")
@@ -269,12 +283,13 @@ def concurrency_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import concurrency as C
 
-    emit(C.concurrency(**kwargs), fmt, plot, C.plot)
+    emit(C.concurrency(**kwargs), fmt, plot, C.plot, wide)
 
 
 @whatif_app.command("quantization")
@@ -302,12 +317,13 @@ def quantization_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import quantization as Q
 
-    emit(Q.quantization(**kwargs), fmt, plot, Q.plot)
+    emit(Q.quantization(**kwargs), fmt, plot, Q.plot, wide)
 
 
 @whatif_app.command("prefix")
@@ -327,12 +343,13 @@ def prefix_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import prefix as PX
 
-    emit(PX.prefix(**kwargs), fmt, plot, PX.plot)
+    emit(PX.prefix(**kwargs), fmt, plot, PX.plot, wide)
 
 
 @whatif_app.command("reference")
@@ -357,6 +374,7 @@ def reference_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors."""
     check_format(fmt, plot)
@@ -376,7 +394,7 @@ def reference_cmd(
         emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
                                  seeds=seeds, num_requests=num_requests, workers=workers,
                                  calibration=calibration, vllm_version=vllm_version),
-             fmt, plot, _history_ref_plot)
+             fmt, plot, _history_ref_plot, wide)
         return
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
                     num_requests=num_requests, workers=workers, calibration=calibration,
@@ -401,10 +419,10 @@ def reference_cmd(
             ref_plot(res, plot)
             wrote(plot)
         return
-    emit(res, fmt, plot, ref_plot)
+    emit(res, fmt, plot, ref_plot, wide)
     for e in extra:
         typer.echo("")
-        typer.echo(render(e).rstrip())
+        typer.echo(render(e, wide).rstrip())
 
 
 def _history_ref_plot(result, path) -> None:
@@ -450,12 +468,13 @@ def history_cmd(
     vllm_version: Optional[str] = VLLM_VERSION,
     cost_profile: Optional[str] = COST_PROFILE,
     workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
+    wide: bool = WIDE,
 ) -> None:
     """Throughput vs the share of requests already served: where speculation starts to pay."""
     kwargs, fmt, plot = whatif_options(locals())
     from simkit.whatif import history as Hi
 
-    emit(Hi.history(**kwargs), fmt, plot, Hi.plot)
+    emit(Hi.history(**kwargs), fmt, plot, Hi.plot, wide)
 
 
 def register(app: typer.Typer) -> None:

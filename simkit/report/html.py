@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import columns
 from simkit.report.recommend import recommendation
-from simkit.report.render import cell, model_error_pct, title, verdict_lines
+from simkit.report.render import cell, model_error_pct, note_lines, title
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -43,8 +43,7 @@ def render_html(pred: Prediction) -> str:
     cols = columns(bool(getattr(pred, "prefix_caching", False)))
     rows = [{"cells": [cell(r, c.key) for c in cols], "best": r.config == rec["config"]}
             for r in pred.rows]
-    notes = [ln for ln in verdict_lines(pred, {"line": "", "reasons": []})
-             if not ln.startswith("recommendation:")]
+    notes = note_lines(pred)
     return env.get_template("predict.html.j2").render(
         title=title(pred), rec=rec, columns=cols, rows=rows, notes=notes,
         assumptions=assumptions, plot_b64=base64.b64encode(plot_png(pred)).decode("ascii"),

@@ -8,6 +8,7 @@ docs/report.md repeats it; tests check that every printed column and every JSON 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from simkit.engine.summary import FIELDS, PREFIX_FIELD
 
@@ -39,9 +40,10 @@ EXTRA_KEYS: dict[str, str] = {f.key: f.meaning for f in FIELDS
                               if f.header is None and f.group is not None}
 
 
-def legend_lines(prefix: bool = False) -> list[str]:
-    """The legend as printed under the table: 'header  meaning' per column."""
-    cols = columns(prefix)
+def legend_lines(prefix: bool = False, shown: Sequence[Column] | None = None) -> list[str]:
+    """The legend as printed under the table: 'header  meaning' per column (of `shown`, the
+    columns the table printed, when given; else of every column)."""
+    cols = tuple(shown) if shown is not None else columns(prefix)
     width = max(len(c.header) for c in cols)
     return [f"{c.header:<{width}}  {c.meaning}" for c in cols]
 

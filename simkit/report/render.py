@@ -1,5 +1,6 @@
-"""`simkit predict` as text table, JSON document and CSV: assumptions first, the ladder, the
-legend, and the recommendation last. Same Prediction in, byte-identical text out."""
+"""`simkit predict` as text table, JSON document and CSV. The text is for a planner: the
+recommendation and the ladder first, fitting 100 columns (--wide: every column), then the legend
+and every assumption. Same Prediction in, byte-identical text out."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from simkit.report.assumptions import build_assumptions
-from simkit.report.legend import columns, key_meanings, legend_lines
+from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
+from simkit.report.legend import Column, columns, key_meanings, legend_lines
 from simkit.report.recommend import recommendation
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
     from simkit.engine.summary import Row
 
-WRAP = 110          # header and legend lines wrap here, at word boundaries
-TABLE_WIDTH = 190   # the ladder table is never wrapped
+WRAP = WIDTH        # title, assumption and legend lines wrap here, at word boundaries
 
 
 def title(pred: Prediction) -> str:
@@ -72,13 +73,20 @@ def cell(row: Row, key: str) -> str:
     return str(v)
 
 
-def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
-    """Unavailable configs, skipped requests, then the recommendation and its reasons."""
+def note_lines(pred: Prediction) -> list[str]:
+    """The configs that could not run and the profile requests skipped, one line each."""
     out = [f"{name}: unavailable - {reason}" for name, reason in pred.unavailable.items()]
     skipped = {k: v for k, v in pred.skipped.items() if v}
     if skipped:
         out.append("skipped profile requests: " +
                    ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())))
+    return out
+
+
+def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
+    """Unavailable configs, skipped requests, then the recommendation and its reasons (wrapped)."""
+    out = [ln for note in note_lines(pred)
+           for ln in textwrap.wrap(note, WRAP, subsequent_indent="  ", break_on_hyphens=False)]
     out.extend(textwrap.wrap(f"recommendation: {rec['line']}", WRAP, subsequent_indent="  ",
                              break_on_hyphens=False))
     for reason in rec["reasons"]:
@@ -87,34 +95,48 @@ def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_table(pred: Prediction, legend: bool = True) -> str:
-    """The text report: title, assumptions, ladder table, legend (optional), recommendation."""
-    from rich.console import Console
-    from rich.table import Table
+# the planner's view, most wanted first: which config, how fast, how sure, why (acceptance, K),
+# what a user feels (latency), then the engine detail; --wide prints every column
+PLANNER_ORDER = ("config", "output_tok_s", "speedup_vs_vanilla", "output_tok_s_std",
+                 "mean_accepted", "k", "mean_k", "tpot_ms_p50", "ttft_ms_p50", "host_frac",
+                 "tokens_per_step", "padded_token_waste", "prefix_hit_rate", "full_graph_frac",
+                 "piecewise_steps_frac", "none_steps_frac", "itl_ms_p99", "preemptions")
 
+
+def table_columns(pred: Prediction, wide: bool = False) -> tuple[list[Column], list[Column]]:
+    """(the columns printed, the columns left out): every column with `wide`, else those of
+    PLANNER_ORDER that fit fit.WIDTH, in table order."""
+    cols = list(columns(_prefix_on(pred)))
+    if wide:
+        return cols, []
+    cells = [[cell(r, c.key) for c in cols] for r in pred.rows]
+    keys = [c.key for c in cols]
+    order = [keys.index(k) for k in PLANNER_ORDER if k in keys]
+    order += [i for i in range(len(cols)) if i not in order]
+    kept = set(fit_columns([c.header for c in cols], cells, WIDTH, order))
+    return ([c for i, c in enumerate(cols) if i in kept],
+            [c for i, c in enumerate(cols) if i not in kept])
+
+
+def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> str:
+    """The text report, planner first: title, recommendation, ladder table (the columns that fit
+    100 characters, and a line naming the others; `wide`: every column), legend of the printed
+    columns (optional), then every assumption."""
     assumptions = build_assumptions(pred)
     rec = recommendation(pred, model_error_pct(assumptions))
-    buf = io.StringIO()
-    lines = [*textwrap.wrap(title(pred), WRAP), *assumption_lines(assumptions), ""]
-    buf.write("\n".join(lines) + "\n")
-    console = Console(file=buf, width=TABLE_WIDTH, color_system=None, force_terminal=False,
-                      highlight=False)
-    table = Table(show_edge=False, pad_edge=False)
-    cols = columns(_prefix_on(pred))
-    for col in cols:
-        table.add_column(col.header, justify="left" if col.key == "config" else "right")
-    for r in pred.rows:
-        table.add_row(*(cell(r, c.key) for c in cols))
-    console.print(table)
-    tail = []
+    shown, left_out = table_columns(pred, wide)
+    table = render_text_table([c.header for c in shown],
+                              [[cell(r, c.key) for c in shown] for r in pred.rows],
+                              left=("config",), width=WIDE if wide else WIDTH)
+    lines = [*textwrap.wrap(title(pred), WRAP), "", *verdict_lines(pred, rec), "",
+             table.rstrip("\n"), *more_columns_line([c.header for c in left_out])]
     if legend:
-        tail += ["", "Legend"] + [ln for text in legend_lines(_prefix_on(pred))
-                                  for ln in textwrap.wrap(text, WRAP, initial_indent="  ",
-                                                          subsequent_indent=" " * 12,
-                                                          break_on_hyphens=False)]
-    tail += [""] + verdict_lines(pred, rec)
-    buf.write("\n".join(tail) + "\n")
-    return buf.getvalue()
+        lines += ["", "Legend"] + [ln for text in legend_lines(_prefix_on(pred), shown)
+                                   for ln in textwrap.wrap(text, WRAP, initial_indent="  ",
+                                                           subsequent_indent=" " * 12,
+                                                           break_on_hyphens=False)]
+    lines += ["", *assumption_lines(assumptions)]
+    return "\n".join(lines) + "\n"
 
 
 def document(pred: Prediction) -> dict[str, Any]:
@@ -165,5 +187,5 @@ def _prefix_on(pred: Prediction) -> bool:
     return bool(getattr(pred, "prefix_caching", False))
 
 
-__all__ = ["assumption_lines", "cell", "document", "model_error_pct", "render_csv",
-           "render_table", "title", "verdict_lines"]
+__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "model_error_pct", "note_lines", "render_csv",
+           "render_table", "table_columns", "title", "verdict_lines"]

@@ -135,8 +135,8 @@ def test_predict_table_prints_header_and_verdict(real_profiles):
     assert "llama-3.1-8b" in out and "TP " in out and "calibrated h200-vllm033" in out
     assert "vLLM 0.33" in out.splitlines()[0]
     assert "corpus mix" in out and "best fixed K = 4 (kpad-4" in out
-    assert out.index("Assumptions") < out.index("vanilla ") < out.index("Legend") \
-        < out.index("recommendation: run ")
+    assert out.index("recommendation: run ") < out.index("vanilla ") < out.index("Legend") \
+        < out.index("Assumptions")
     # vLLM 0.33 drafts n-grams on the GPU (Model Runner V2): refused with the reason, not run
     assert not [line for line in out.splitlines() if line.startswith("ngram ")]
     assert "Model Runner V2" in out and "--vllm-version 0.26" in out

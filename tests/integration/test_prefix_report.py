@@ -134,7 +134,8 @@ def test_hit_rate_reported_when_modelled():
     doc = document(pred)
     assert doc["results"][0]["prefix_hit_rate"] == round(hit, 6)
     assert doc["assumptions"]["prefix_caching"]["value"]["modelled"] is True
-    assert f"{hit:.1%}" in render_table(pred)
+    assert f"{hit:.1%}" in render_table(pred, wide=True)
+    assert "pfx hit" in render_table(pred, wide=True).split("━")[0]
     header = next(ln for ln in render_csv(pred).splitlines() if ln.startswith("model,"))
     assert header.endswith(",prefix_hit_rate")
 

@@ -144,22 +144,53 @@ def test_a_lead_inside_the_model_error_is_flagged():
 
 
 # -- renderings -------------------------------------------------------------------------------
-def test_table_has_assumptions_first_legend_under_it_and_recommendation_last():
+def _header(out: str) -> list[str]:
+    """The table's column headers as printed (a header wrapped over lines joined again)."""
+    lines = out.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("━"))
+    top = rule
+    while top > 0 and "┃" in lines[top - 1]:
+        top -= 1
+    parts = [[p.strip() for p in line.split("┃")] for line in lines[top:rule]]
+    return [" ".join(w for w in col if w) for col in zip(*parts)]
+
+
+def test_table_puts_recommendation_and_ladder_first_and_every_assumption_after():
     pred = _spec_wins()
     out = render_table(pred)
-    header = next(line for line in out.splitlines() if line.startswith("config "))
-    assert [h.strip() for h in header.split("┃")] == [c.header for c in COLUMNS]
-    legend = out[out.index("\nLegend\n"):]
-    for col in COLUMNS:
-        assert re.search(rf"^  {re.escape(col.header)} +\S", legend, re.M), col.header
-    assert out.index("Assumptions") < out.index("config ") < out.index("Legend") \
-        < out.index("recommendation: run suffix")
+    assert out.index("recommendation: run suffix") < out.index("config ") < out.index("Legend") \
+        < out.index("Assumptions")
     for key in build_assumptions(pred):
-        assert re.search(rf"^  {key} +\S", out, re.M), key
-    assert max(len(line) for line in out.splitlines() if "│" not in line and "━" not in line
-               and "┃" not in line) <= 110
+        assert re.search(rf"^  {key} +\S", out[out.index("Assumptions"):], re.M), key
+    assert max(len(line) for line in out.splitlines()) <= 100
     bare = render_table(pred, legend=False)
     assert "Legend" not in bare and "recommendation: run suffix" in bare
+
+
+def test_default_table_fits_100_columns_and_names_the_columns_wide_adds():
+    pred = _spec_wins()
+    out = render_table(pred)
+    shown = _header(out)
+    assert shown[:3] == ["config", "K", "tok/s"] and "speedup" in shown and "acc/step" in shown
+    left_out = [c.header for c in COLUMNS if c.header not in shown]
+    assert left_out                                        # 17 columns never fit 100
+    note = re.search(r"^--wide shows (\d+) more columns: (.*?) \(--format json", out.replace(
+        "\n  ", " "), re.M)
+    assert note and int(note.group(1)) == len(left_out)
+    assert note.group(2).split(", ") == left_out
+    legend = out[out.index("\nLegend\n"):out.index("Assumptions")]
+    assert re.findall(r"^  (\S.*?)  ", legend, re.M) == shown
+    wide = render_table(pred, wide=True)
+    assert _header(wide) == [c.header for c in COLUMNS]
+    assert "--wide shows" not in wide
+    wide_legend = wide[wide.index("\nLegend\n"):]
+    for col in COLUMNS:
+        assert re.search(rf"^  {re.escape(col.header)} +\S", wide_legend, re.M), col.header
+    for r in pred.rows:                                    # the same figures, fewer columns
+        row = next(ln for ln in out.splitlines() if ln.startswith(r.config + " "))
+        wide_row = next(ln for ln in wide.splitlines() if ln.startswith(r.config + " "))
+        cells = dict(zip(_header(wide), (c.strip() for c in wide_row.split("│"))))
+        assert [c.strip() for c in row.split("│")] == [cells[h] for h in shown]
 
 
 def test_json_and_csv_carry_every_column_and_every_assumption():
@@ -304,6 +335,35 @@ def test_readme_predict_example_is_what_the_command_prints():
                                       "--source", "shipped"])
     assert result.exit_code == 0, result.output
     assert result.output == shown
+
+
+def test_readme_example_and_the_text_goldens_fit_100_columns():
+    """The README's prediction and the golden text outputs of predict and of every what-if (the
+    golden tests check that each is what its command prints) are read in a terminal: no line
+    over 100 characters; a JSON golden's what-if rendered as a table fits too."""
+    from pathlib import Path
+
+    from simkit.commands.whatif import render
+    from simkit.whatif.common import WhatIfResult
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    cmd = "$ simkit predict --model llama-3.1-8b --corpus mix --plot "
+    start = readme.index(cmd)
+    shown = readme[start:readme.index("```\n", start)].splitlines()[1:]
+    assert len(shown) > 40 and max(len(line) for line in shown) <= 100
+    golden = root / "tests" / "golden"
+    texts = sorted(p for p in golden.glob("*.out")
+                   if p.name.startswith(("predict", "whatif")) and "csv" not in p.name
+                   and not p.read_text(encoding="utf-8").startswith("{"))     # JSON: not text
+    assert len(texts) >= 9
+    for path in texts:
+        widest = max(len(line) for line in path.read_text(encoding="utf-8").splitlines())
+        assert widest <= 100, f"{path.name}: {widest} characters"
+    doc = json.loads((golden / "whatif-concurrency-json.out").read_text())
+    res = WhatIfResult(doc["whatif"], doc["question"], doc["columns"], doc["rows"], doc["params"],
+                       doc["notes"])
+    assert max(len(line) for line in render(res).splitlines()) <= 100
 
 
 def test_workload_line_reads_the_proxy_note_without_repeating_its_label():

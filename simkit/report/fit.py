@@ -1,0 +1,90 @@
+"""Text tables that fit a terminal: which columns fit in WIDTH characters, and the table that
+prints them (drawn here, not by rich, so that a cell is never wrapped or cut).
+
+The default text output of `simkit predict` and of the what-ifs is read on a terminal or pasted
+into a ticket, so it fits WIDTH (100) columns; `--wide` prints every column at its natural width.
+A column that does not fit is never cut or squeezed into wrapped digits: it is left out whole and
+`more_columns_line` names it under the table, so nothing is dropped silently (JSON and CSV always
+carry every column).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Sequence
+
+WIDTH = 100      # the default text output's width: every printed line is at most this long
+SEP = 3          # " │ " between two columns
+WIDE = 10_000   # --wide: no limit
+
+
+def min_width(header: str, cells: Sequence[str]) -> int:
+    """The narrowest a column can print: its widest cell (cells never wrap) or the longest word of
+    its header (headers wrap at spaces)."""
+    return max([len(c) for c in cells] + [len(w) for w in header.split()] + [1])
+
+
+def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int = WIDTH,
+                priority: Sequence[int] | None = None) -> list[int]:
+    """Indices (in table order) of the columns that fit `width`: taken in `priority` order (default:
+    left to right) until the next one would not fit; the first one is always kept."""
+    order = list(priority) if priority is not None else list(range(len(headers)))
+    kept: list[int] = []
+    used = 0
+    for i in order:
+        need = min_width(headers[i], [r[i] for r in rows]) + (SEP if kept else 0)
+        if kept and used + need > width:
+            break
+        kept.append(i)
+        used += need
+    return sorted(kept)
+
+
+def column_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[int]:
+    """Each column's printed width: its natural width (header or widest cell) while the table fits
+    `width`; else the widest headers are wrapped at their words, widest first, until it fits or no
+    header can wrap further (fit_columns chose columns whose narrowest form fits)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    floors = [min_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
+    while sum(widths) + SEP * (len(widths) - 1) > width:
+        slack = [i for i in range(len(widths)) if widths[i] > floors[i]]
+        if not slack:
+            break
+        i = max(slack, key=lambda j: (widths[j], -j))          # the widest, leftmost on a tie
+        lines = textwrap.wrap(headers[i], widths[i] - 1, break_long_words=False)
+        widths[i] = max([floors[i]] + [len(ln) for ln in lines])
+    return widths
+
+
+def render_text_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                      left: Sequence[str] = (), width: int = WIDTH) -> str:
+    """The table as text, at most `width` wide when fit_columns chose its columns: a header block
+    (headers wrapped at their words when they must, bottom-aligned), a rule, one line per row;
+    cells never wrap. Columns whose header is in `left` are left-justified, the others right."""
+    widths = column_widths(headers, rows, width)
+    blocks = [textwrap.wrap(h, w, break_long_words=False) or [""] for h, w in zip(headers, widths)]
+    depth = max(len(b) for b in blocks)
+    blocks = [[""] * (depth - len(b)) + b for b in blocks]
+
+    def line(cells: Sequence[str], sep: str) -> str:
+        return sep.join(c.ljust(w) if h in left else c.rjust(w)
+                        for c, w, h in zip(cells, widths, headers)).rstrip()
+
+    out = [line([b[k] for b in blocks], " ┃ ") for k in range(depth)]
+    out.append("━╇━".join("━" * w for w in widths))
+    out.extend(line(r, " │ ") for r in rows)
+    return "\n".join(out) + "\n"
+
+
+def more_columns_line(left_out: Sequence[str], width: int = WIDTH) -> list[str]:
+    """The lines under a table that name the columns left out (none: no line)."""
+    if not left_out:
+        return []
+    n = len(left_out)
+    text = (f"--wide shows {n} more column{'s' if n > 1 else ''}: {', '.join(left_out)} "
+            "(--format json: every figure)")
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+__all__ = ["SEP", "WIDE", "WIDTH", "fit_columns", "min_width", "more_columns_line",
+           "column_widths", "render_text_table"]
