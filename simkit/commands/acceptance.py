@@ -183,6 +183,10 @@ def profiles_build(
         extra = sorted(json.loads(js.read_text()).get("history_tables") or {})
         typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree"
                    + (f"; history tables {', '.join(extra)}" if extra else "") + ")")
+        from simkit.outfiles import wrote
+
+        wrote(npz)
+        wrote(js)
 
 
 def profiles_list() -> None:

@@ -196,6 +196,10 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
     except ValueError as exc:                        # merge's own refusals (columns, duplicates)
         raise InputError(str(exc), field="folders") from None
     typer.echo(f"merged {n_runs} runs, {n_steps} steps into {into}")
+    from simkit.outfiles import wrote
+
+    for name in ("steps.parquet", "runs.parquet"):
+        wrote(into / name)
 
 
 @calibrate_app.command("fit")
@@ -239,7 +243,9 @@ def fit_cmd(
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
     if out:
-        typer.echo(f"calibration written to {out}")
+        from simkit.outfiles import wrote
+
+        wrote(out)
 
 
 def validate(

@@ -112,8 +112,9 @@ def plan_cmd(
     typer.echo(report.document(doc) if fmt == "json" else report.render(doc), nl=False)
     if plot:
         report.plot(doc, plot)
-        if fmt != "json":
-            typer.echo(f"plot: {plot}")
+        from simkit.outfiles import wrote
+
+        wrote(plot)
 
 
 @fleet_app.command("validate")

@@ -168,6 +168,9 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
                f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
                + (" (replaced the earlier import)" if replaced else ""))
     typer.echo(f"stored in {user_corpus_path(name)}")
+    from simkit.outfiles import wrote
+
+    wrote(user_corpus_path(name))
     if block.skipped:
         typer.echo("skipped: " + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()))
     else:

@@ -26,7 +26,7 @@ def test_fit_on_the_committed_records_writes_a_cross_validated_profile(tmp_path)
     p = _simkit("calibrate", "fit", "--records", str(DATA), "--out", str(out), "--folds", "2",
                 "--vllm-version", "0.26")
     assert p.returncode == 0, p.stderr
-    assert "cross-validated MAPE" in p.stdout
+    assert "cross-validated MAPE" in p.stdout and f"wrote {out}" in p.stderr.splitlines()
     doc = json.loads(out.read_text())
     assert doc["vllm_version"] == "0.26" and doc["name"] == "h200-vllm026"
     runs = pd.read_parquet(DATA / "runs.parquet")
@@ -60,3 +60,16 @@ def test_merge_refuses_duplicate_runs_and_keeps_every_row(tmp_path):
     with pytest.raises(ValueError, match="duplicate run ids"):
         merge([DATA, tmp_path / "once"], tmp_path / "twice")
     assert not (tmp_path / "twice").exists()            # refused before anything was written
+
+
+def test_merge_names_the_files_it_wrote(tmp_path):
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    into = tmp_path / "merged"
+    res = CliRunner().invoke(app, ["calibrate", "merge", str(DATA), "--into", str(into)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [f"wrote {into / 'steps.parquet'}",
+                                       f"wrote {into / 'runs.parquet'}"]
+    assert sorted(p.name for p in into.iterdir()) == ["runs.parquet", "steps.parquet"]

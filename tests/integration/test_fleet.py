@@ -193,7 +193,8 @@ def test_fleet_plan_end_to_end_is_byte_identical(tmp_path):
     a = CliRunner().invoke(app, args)
     b = CliRunner().invoke(app, args + ["--plot", str(tmp_path / "p.png")])
     assert a.exit_code == 0, a.output
-    assert b.exit_code == 0 and a.output == b.output
+    assert b.exit_code == 0 and a.stdout == b.stdout
+    assert b.stderr.splitlines()[-1] == f"wrote {tmp_path / 'p.png'}"   # says where it went
     import json
 
     doc = json.loads(a.output)

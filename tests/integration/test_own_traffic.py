@@ -71,6 +71,7 @@ def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
     code, _, err = run(capsys, ["traces", "import", "mytraffic.jsonl", "--format", "openai",
                                 "--model", "llama-3.1-8b", "--name", "mine"])
     assert code == 0, err
+    assert f"wrote {user_dir / 'cache'}" in err and err.rstrip().endswith("mine.npz")
     base = ["--model", "llama-3.1-8b", "--corpus", "mine", "--configs", "vanilla,suffix",
             "--seeds", "1", "--num-requests", "96", "--format", "json"]
     code, out, err = run(capsys, ["predict", *base])
@@ -96,6 +97,8 @@ def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
                                   "mine", "--out", "prof"])
     assert code == 0, err
     prov = json.loads((user_dir / "prof" / "llama-3.1-8b" / "mine.json").read_text())
+    assert {f"wrote {Path('prof') / 'llama-3.1-8b' / name}" for name in ("mine.npz", "mine.json")} \
+        <= set(err.splitlines())
     assert prov["corpus_requests"] == 360 and prov["sources"]["openai"]["imported_from"]
     code, _, err = run(capsys, ["profiles", "build", "--model", "llama-3.1-8b", "--corpus",
                                 "mine"])

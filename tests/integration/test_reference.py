@@ -103,7 +103,7 @@ def test_reference_cli_json(profiles, tmp_path):
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)             # stderr says where the plot went
     assert doc["whatif"] == "reference" and doc["rows"][0]["van_pub"] == 8850
-    assert png.stat().st_size > 1000
+    assert png.stat().st_size > 1000 and f"wrote {png}" in out.stderr.splitlines()
 
 
 def test_dynamic_verdict_counts_small_gaps_as_ties():

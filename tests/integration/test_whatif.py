@@ -233,7 +233,7 @@ def test_cli_json_and_plot(workload, tmp_path):
     doc = json.loads(out.stdout)             # stderr says where the plot went
     assert doc["whatif"] == "host" and list(doc["rows"][0]) == doc["columns"]
     assert {r["config"] for r in doc["rows"]} == {"vanilla", "kpad-4"}
-    assert png.stat().st_size > 1000
+    assert png.stat().st_size > 1000 and out.stderr.splitlines() == [f"wrote {png}"]
     table = CliRunner().invoke(app, ["whatif", "quantization", "--num-requests", "48",
                                      "--configs", "vanilla,kpad:4", "--workers", "2"])
     assert table.exit_code == 0, table.output
