@@ -273,6 +273,56 @@ def test_html_report_is_one_self_contained_page(tmp_path):
     assert out.read_text(encoding="utf-8") == page
 
 
+def _css_rules(page: str) -> dict[str, dict[str, str]]:
+    """The page's <style> rules: selector -> {property: value} (a selector list split)."""
+    css = re.sub(r"/\*.*?\*/", "", page[page.index("<style>") + 7:page.index("</style>")], flags=re.S)
+    rules: dict[str, dict[str, str]] = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):
+        decls = dict((k.strip(), v.strip()) for k, v in
+                     (d.split(":", 1) for d in body.split(";") if ":" in d))
+        for sel in selectors.split(","):
+            rules.setdefault(" ".join(sel.split()), {}).update(decls)
+    return rules
+
+
+class _Ancestors(HTMLParser):
+    """For each element with an id: the (tag, class) of its open ancestors."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.parents = [], {}
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.parents[a["id"]] = list(self.stack)
+        if tag not in ("img", "meta", "br"):
+            self.stack.append((tag, a.get("class", "")))
+
+    def handle_endtag(self, tag):
+        if self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+
+def test_html_report_fits_a_1280_pixel_window():
+    """Without a browser: the page is at most 1280 px wide, the plot scales to it, and the
+    ladder and legend tables sit in a box that scrolls sideways (overflow-x: auto), so a wide
+    table never widens the page."""
+    from simkit.report.html import render_html
+
+    page = render_html(_spec_wins())
+    rules = _css_rules(page)
+    width = re.fullmatch(r"(\d+)px", rules["body"]["max-width"])
+    assert width and int(width.group(1)) <= 1280
+    assert rules["img"]["max-width"] == "100%"
+    tree = _Ancestors()
+    tree.feed(page)
+    for table in ("ladder", "legend"):
+        tag, cls = tree.parents[table][-1]                   # the table's own container
+        assert tag == "div" and rules[f"div.{cls}"]["overflow-x"] == "auto", table
+        assert rules[f"div.{cls}"]["max-width"] == "100%"
+
+
 def test_html_report_renders_in_headless_chromium(tmp_path):
     """Optional: a real browser draws the page (plot decoded, table laid out)."""
     browser = next((b for b in ("chromium", "chromium-browser", "google-chrome")
@@ -284,7 +334,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
     page = write_html(_spec_wins(), tmp_path / "r.html")
     shot = tmp_path / "r.png"
     subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                    f"--screenshot={shot}", "--window-size=1300,2400", page.as_uri()],
+                    f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri()],
                    check=True, capture_output=True, timeout=120)
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                           page.as_uri()], check=True, capture_output=True, text=True,
