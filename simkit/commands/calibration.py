@@ -26,34 +26,54 @@ def _ints(text: str, name: str) -> list[int]:
     return vals
 
 
+# calibrate run's --help groups (rich panels)
+RUNS = "Options"                 # the default panel: --help joins it
+REQUESTS = "Requests"
+ENGINE = "vLLM engine and output"
+
+
 @calibrate_app.command("run")
 def run(
-    model: str = typer.Option(..., help="catalogue model, e.g. llama-3.1-8b"),
-    corpus: str = typer.Option(..., help="corpus of the request file(s)"),
-    config: str = typer.Option(..., help="vanilla | suffix | kpad"),
-    out: Path = typer.Option(..., help="folder for steps_*.parquet and runs.jsonl"),
-    k: int = typer.Option(0, help="draft length K (kpad: required; suffix: 0 = vLLM default)"),
-    concurrency: str = typer.Option("32", help="requests in flight; a comma list makes one run each"),
-    num_requests: str = typer.Option("64", help="requests per run (one value, or one per concurrency)"),
-    purpose: str = typer.Option("calibration", help="calibration or validation (validation runs are held out of the fit)"),
-    model_dir: Optional[Path] = typer.Option(None, help="model folder (config.json written if absent; "
-                                                "default: OUT/model-<model>)"),
-    requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file (default: none; "
-                                              "give this or --requests-dir)"),
-    requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl files "
-                                                   "(default: none; give this or --requests)"),
-    max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens"),
-    tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one process a GPU)"),
-    no_force: bool = typer.Option(False, help="do not force the trace's tokens"),
+    model: str = typer.Option(..., help="catalogue model, e.g. llama-3.1-8b", rich_help_panel=RUNS),
+    corpus: str = typer.Option(..., help="corpus of the request file(s)", rich_help_panel=RUNS),
+    config: str = typer.Option(..., help="vanilla | suffix | kpad", rich_help_panel=RUNS),
+    out: Path = typer.Option(..., help="folder for steps_*.parquet and runs.jsonl",
+                             rich_help_panel=ENGINE),
+    k: int = typer.Option(0, help="draft length K (kpad: required; suffix: 0 = vLLM default)",
+                          rich_help_panel=RUNS),
+    concurrency: str = typer.Option("32", help="requests in flight; a comma list makes one run "
+                                    "each", rich_help_panel=RUNS),
+    num_requests: str = typer.Option("64", help="requests per run (one value, or one per "
+                                     "concurrency)", rich_help_panel=RUNS),
+    purpose: str = typer.Option("calibration", help="calibration or validation (validation runs "
+                                "are held out of the fit)", rich_help_panel=RUNS),
+    model_dir: Optional[Path] = typer.Option(None, help="model folder (config.json written if "
+                                             "absent; default: OUT/model-<model>)",
+                                             rich_help_panel=ENGINE),
+    requests: Optional[Path] = typer.Option(None, help="token-id JSONL request file (default: "
+                                            "none; give this or --requests-dir)",
+                                            rich_help_panel=REQUESTS),
+    requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl "
+                                                "files (default: none; give this or --requests)",
+                                                rich_help_panel=REQUESTS),
+    max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens",
+                                       rich_help_panel=REQUESTS),
+    tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one "
+                           "process a GPU)", rich_help_panel=ENGINE),
+    no_force: bool = typer.Option(False, "--no-force", help="do not force the trace's tokens",
+                                  rich_help_panel=REQUESTS),
     tag: str = typer.Option("", help="run-id suffix, e.g. r2 for a re-measurement "
-                                   "(default: none)"),
-    runs_spec: Optional[str] = typer.Option(None, "--runs", help="runs as corpus:concurrency:"
-                                            "requests[:purpose[:history]] comma list, as "
-                                            "`simkit calibrate plan` writes them (replaces "
-                                            "--concurrency/--num-requests/--purpose; default: none)"),
+                                   "(default: none)", rich_help_panel=RUNS),
+    runs_spec: Optional[str] = typer.Option(None, "--runs", help="runs, a comma list of "
+                                            "corpus:concurrency:requests, each optionally "
+                                            "followed by :purpose and :history, as `simkit "
+                                            "calibrate plan` writes them (replaces "
+                                            "--concurrency, --num-requests and --purpose; "
+                                            "default: none)",
+                                            rich_help_panel=RUNS),
     load_format: str = typer.Option("dummy", "--load-format", help="vLLM load_format: dummy "
                                     "(random weights; timing does not depend on them) or auto "
-                                    "(real weights in --model-dir)"),
+                                    "(real weights in --model-dir)", rich_help_panel=ENGINE),
 ) -> None:
     """Start your installed vLLM (0.26 or 0.33, detected and recorded) in-process with the
     trace's outputs forced, and record every engine step."""

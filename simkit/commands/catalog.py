@@ -169,12 +169,18 @@ def register(app: typer.Typer) -> None:
     @models.command("show")
     def models_show(name: str = typer.Argument(..., help="model id, or a path to a HF config.json"),
                     fmt: Format = FORMAT_OPT,
-                    gmu: float = typer.Option(0.85, "--gmu", min=0.01, max=1.0,
-                                             help="gpu_memory_utilization for the default TP"),
-                    max_model_len: int = typer.Option(16384, "--max-model-len", min=1,
+                    gmu: float = typer.Option(0.85, "--gmu", help="gpu_memory_utilization for "
+                                              "the default TP, in (0, 1]"),
+                    max_model_len: int = typer.Option(16384, "--max-model-len",
                                                       help="max_model_len for the default TP "
                                                            "(KV cache must hold one such request)")) -> None:
         """One model: architecture, parameters, KV bytes/token, default TP on h200/b200, source, assumptions."""
+        from simkit.checks import positive_int
+        from simkit.errors import InputError
+
+        if not 0 < gmu <= 1:                     # checked here, not by a range type: --help stays narrow
+            raise InputError(f"gpu_memory_utilization must be in (0, 1], got {gmu}", field="gmu")
+        positive_int(max_model_len, "max-model-len")
         _models_show(name, fmt, gmu, max_model_len)
 
     @hardware.command("list")
