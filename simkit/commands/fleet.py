@@ -14,7 +14,7 @@ fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per 
                         no_args_is_help=True)
 
 POLICIES_HELP = ("router policies, comma list: round-robin, prefix-affinity, session-affinity, "
-                 "least-outstanding")
+                 "least-outstanding (default: round-robin, prefix-affinity, least-outstanding)")
 
 
 @fleet_app.command("plan")
@@ -28,7 +28,7 @@ def plan_cmd(
     tp: Optional[int] = typer.Option(None, "--tp", help="TP degree (default: the smallest that "
                                      "fits)"),
     policies: str = typer.Option("round-robin,prefix-affinity,least-outstanding", "--policies",
-                                 help=POLICIES_HELP),
+                                 help=POLICIES_HELP, show_default=False),   # said in the help
     configs: str = typer.Option("vanilla,suffix", "--configs", help="configurations, comma list "
                                 "(vanilla, suffix[:K], kpad:K, dynamic...)"),
     rate: float = typer.Option(40.0, "--rate", help="mean arrivals per second, whole fleet"),
