@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simkit.app.options import RunOptions
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 
@@ -35,36 +36,34 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
     return apply_capped_outputs(workload, capped_outputs, max_tokens)
 
 
-def load_cell(model: str, corpus: str, hardware: str, tp: int | None, calibration: str | None,
-              source: str = "auto", max_model_len: int = 16384,
-              max_num_batched_tokens: int = 8192, history: str | None = None,
-              capped_outputs: str = "keep", max_tokens: int = 8192,
-              vllm_version: str | None = None) -> tuple[Workload, Any]:
-    """(workload, cost model) of a (model, corpus, hardware) cell, loaded once per process:
-    load_workload and simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
+def load_cell(run: RunOptions) -> tuple[Workload, Any]:
+    """(workload, cost model) of the cell `run` names (model, corpus, hardware, TP,
+    calibration, vLLM version, profile source, history, capped outputs, the server limits the
+    cost model depends on), loaded once per process: load_workload and
+    simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
+    from simkit.app.capped import check_mode
     from simkit.catalog.hardware import canonical_hardware
     from simkit.catalog.models import canonical_model
-    from simkit.app.capped import check_mode
-
     from simkit.catalog.vllm_versions import get_vllm_version
 
-    version = get_vllm_version(vllm_version).key
-    model, hardware = canonical_model(model), canonical_hardware(hardware)
-    key = (model, corpus, hardware, tp, calibration, source, max_model_len,
-           max_num_batched_tokens, version)
-    if history is not None:
+    version = get_vllm_version(run.vllm_version).key
+    model, hardware = canonical_model(run.model), canonical_hardware(run.hardware)
+    key = (model, run.corpus, hardware, run.tp, run.calibration, run.source, run.max_model_len,
+           run.max_num_batched_tokens, version)
+    if run.history is not None:
         from simkit.history import parse_history
 
-        key = key + (parse_history(history).label,)
-    if check_mode(capped_outputs) != "keep":
-        key = key + (capped_outputs, max_tokens)
+        key = key + (parse_history(run.history).label,)
+    if check_mode(run.capped_outputs) != "keep":
+        key = key + (run.capped_outputs, run.max_tokens)
     if key not in _LOADED:
         from simkit.costmodel import load_cost_model
 
-        workload = load_workload(model, corpus, source, history, capped_outputs, max_tokens)
-        cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                               max_model_len=max_model_len,
-                               max_num_batched_tokens=max_num_batched_tokens,
+        workload = load_workload(model, run.corpus, run.source, run.history,
+                                 run.capped_outputs, run.max_tokens)
+        cost = load_cost_model(model, hardware, tp=run.tp, calibration=run.calibration,
+                               max_model_len=run.max_model_len,
+                               max_num_batched_tokens=run.max_num_batched_tokens,
                                vllm_version=version)
         _LOADED[key] = (workload, cost)
     return _LOADED[key]

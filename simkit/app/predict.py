@@ -14,6 +14,7 @@ from simkit.app.capped import describe as capped_describe
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
 from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
 from simkit.app.cells import load_cell
+from simkit.app.options import RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
 from simkit.app.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
@@ -85,85 +86,75 @@ def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
     return best.config, best_k, line, why
 
 
-def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None = None,
-            concurrency: int = 32, max_tokens: int = 8192, configs: str = DEFAULT_CONFIGS,
-            seeds: int = 3, num_requests: int | None = None, max_model_len: int = 16384,
-            max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192,
-            cudagraph_mode: str = "FULL_AND_PIECEWISE", calibration: str | None = None,
-            source: str = "auto", workers: int | None = None, request_rate: float | None = None,
-            progress: ProgressFactory | None = None,
-            history: str | None = None, prefix_caching: bool = True,
-            capped_outputs: str = "keep", workload: Workload | None = None,
-            cost: Any = None, vllm_version: str | None = None) -> Prediction:
-    """Simulate every configuration over `seeds` seeds and pick the best K.
+def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
+            request_rate: float | None = None, progress: ProgressFactory | None = None,
+            workload: Workload | None = None, cost: Any = None) -> Prediction:
+    """Simulate every configuration of `configs` on the cell `run` names, over `run.seeds`
+    seeds, and pick the best K.
 
-    `capped_outputs` (keep | extend) is how requests whose trace output stopped at a generation
-    cap are replayed (simkit.app.capped; keep = as the traces end).
+    `run.capped_outputs` (keep | extend) is how requests whose trace output stopped at a
+    generation cap are replayed (simkit.app.capped; keep = as the traces end).
 
-    `num_requests` defaults to default_num_requests (the profile's request count, at least
+    `run.num_requests` (None) defaults to default_num_requests (the profile's request count, at least
     4 x concurrency so that the steady window exists; 1,024 for a weighted profile sample).
     `request_rate` (req/s) switches from the closed loop to seeded Poisson arrivals (capacity
     planning). `progress(total)` returns a per-job callback.
-    `prefix_caching` (vLLM's default, on) needs the profile's prompt block hashes; without them
+    `run.prefix_caching` (vLLM's default, on) needs the profile's prompt block hashes; without them
     the rows say the hit rate is n/a. Off reproduces the output from before it was modelled.
     `workload` and `cost`, when given together, are used as they are instead of loading the
     (model, corpus) profile and the cost model (model and corpus then only name the cell).
-    `vllm_version` (None: the newest simkit knows) picks the engine rules and the default
+    `run.vllm_version` (None: the newest simkit knows) picks the engine rules and the default
     calibration (simkit.catalog.vllm_versions).
     """
     from simkit.catalog.hardware import canonical_hardware
     from simkit.catalog.models import canonical_model
+    from simkit.checks import positive_int, positive_rate
     from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
+    from simkit.serving_checks import check_serving
 
     # one spelling of each name from here on: the label, the default calibration and the
     # report all key on the catalogue id (H200 once ran h200's calibration labelled analytic)
-    model, hardware = canonical_model(model), canonical_hardware(hardware)
-
-    if seeds < 1:
-        raise InputError("must be >= 1", field="seeds")
-    if concurrency < 1:
-        raise InputError("must be >= 1", field="concurrency")
-    from simkit.checks import positive_int, positive_rate
-
-    positive_int(seeds, "seeds")
-    positive_int(concurrency, "concurrency")
-
-    positive_int(num_requests, "num-requests")
+    model, hardware = canonical_model(run.model), canonical_hardware(run.hardware)
+    run = run.but(model=model, hardware=hardware)
+    tp, seeds, concurrency = run.tp, run.seeds, run.concurrency
+    max_tokens, max_model_len = run.max_tokens, run.max_model_len
+    num_requests, prefix_caching = run.num_requests, run.prefix_caching
+    for value, name in ((seeds, "seeds"), (concurrency, "concurrency"),
+                        (num_requests, "num-requests")):
+        positive_int(value, name)
     positive_rate(request_rate, "request-rate")
-    from simkit.serving_checks import check_serving
 
     check_serving(model if workload is None else None, tp, max_tokens=max_tokens,
-                  max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-                  max_num_batched_tokens=max_num_batched_tokens)   # before any loading
+                  max_model_len=max_model_len, max_num_seqs=run.max_num_seqs,
+                  max_num_batched_tokens=run.max_num_batched_tokens)   # before any loading
     specs = parse_configs(configs)
     if (workload is None) != (cost is None):
         raise InputError("give both a workload and a cost model, or neither", field="workload")
     if workload is None:
-        workload, cost = load_cell(model, corpus, hardware, tp, calibration, source,
-                                   max_model_len, max_num_batched_tokens, history,
-                                   capped_outputs, max_tokens, vllm_version)
+        workload, cost = load_cell(run)
     cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
-                        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                        cudagraph_mode=cudagraph_mode, prefix_caching=prefix_caching)
+                        max_num_seqs=run.max_num_seqs,
+                        max_num_batched_tokens=run.max_num_batched_tokens,
+                        cudagraph_mode=run.cudagraph_mode, prefix_caching=prefix_caching)
     n_req = num_requests or default_num_requests(workload, concurrency)
     load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
     ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n_req,
-                        load=load, workers=workers, progress=progress)
+                        load=load, workers=run.workers, progress=progress)
     rows, flat = ladder.rows, ladder.runs
     best_config, best_k, dyn_line, why = verdict(rows)
     skipped = flat[0].skipped if flat else {}
     suggested = None
     if not all(r.steady_window for r in rows):
         suggested = suggest_num_requests(n_req, concurrency, request_rate)
-    return Prediction(model=model, corpus=corpus, hardware=hardware, tp=int(cost.tp),
+    return Prediction(model=model, corpus=run.corpus, hardware=hardware, tp=int(cost.tp),
                       cost_label=str(cost.label),
                       load=(f"open loop, Poisson {request_rate:g} req/s" if request_rate else
                             f"closed loop, concurrency {concurrency}"), proxy_note=workload.proxy_note,
                       origin=workload.origin, concurrency=concurrency, num_requests=n_req,
                       seeds=seeds, rows=rows, unavailable=ladder.unavailable, skipped=skipped,
                       best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
-                      engine=cfg, calibration=calibration
+                      engine=cfg, calibration=run.calibration
                       or default_calibration(hardware, cfg.vllm_version) or "analytic",
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
@@ -171,8 +162,8 @@ def predict(model: str, corpus: str, *, hardware: str = "h200", tp: int | None =
                                   or workload.provenance.get("tree") or ""),
                       suggested_num_requests=suggested,
                       prefix_caching=prefix_caching, prefix_note=_prefix_note(flat),
-                      capped_outputs=capped_outputs,
-                      capped_note=capped_describe(capped_outputs, workload, max_tokens),
+                      capped_outputs=run.capped_outputs,
+                      capped_note=capped_describe(run.capped_outputs, workload, max_tokens),
                       vllm_version=cfg.vllm_version)
 
 

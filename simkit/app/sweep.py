@@ -12,6 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from simkit.app.options import RunOptions
+from simkit.engine.config import DEFAULT_CONFIGS
 from simkit.engine.summary import FIELDS
 from simkit.app.verdict import is_kpad
 
@@ -21,14 +23,14 @@ ROW_COLUMNS = tuple(f.key for f in FIELDS if f.sweep)
 SWEEP_COLUMNS = CELL_COLUMNS + ROW_COLUMNS
 
 
-def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _cell(model: str, corpus: str, run: RunOptions, configs: str) -> dict[str, Any]:
     """Run one cell in this process; returns its rows, or the reason it could not run."""
     from simkit.app.predict import predict
     from simkit.app.cells import clear_loaded
     from simkit.errors import SimkitError
 
     try:
-        pred = predict(model, corpus, workers=1, **kwargs)
+        pred = predict(run.but(model=model, corpus=corpus, workers=1), configs=configs)
     except (SimkitError, FileNotFoundError, LookupError) as exc:
         return {"model": model, "corpus": corpus, "error": str(exc), "rows": []}
     finally:
@@ -45,10 +47,14 @@ def _cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]:
             "unavailable": pred.unavailable}
 
 
-def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: int | None = None,
-          progress: Callable[[int], Callable[[int], None]] | None = None,
-          **kwargs: Any) -> dict[str, Any]:
-    """Run every (model, corpus) cell; write sweep.parquet, sweep.csv and speedup_per_k.png."""
+def sweep(models: list[str], corpora: list[str], out: str | Path, *,
+          run: RunOptions | None = None, configs: str = DEFAULT_CONFIGS,
+          workers: int | None = None,
+          progress: Callable[[int], Callable[[int], None]] | None = None) -> dict[str, Any]:
+    """Run every (model, corpus) cell under the settings `run` (its model and corpus are
+    replaced by each cell's; None: the defaults) on `workers` processes (None: all cores; one
+    cell per process at a time); write sweep.parquet, sweep.csv and speedup_per_k.png."""
+    run = run or RunOptions()
     import pandas as pd
 
     out = Path(out)
@@ -59,13 +65,13 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *, workers: in
     results: list[dict[str, Any]] = []
     if workers == 1:
         for m, c in cells:
-            results.append(_cell(m, c, kwargs))
+            results.append(_cell(m, c, run, configs))
             if tick:
                 tick(1)
     else:
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_cell, m, c, kwargs) for m, c in cells]
+            futures = [pool.submit(_cell, m, c, run, configs) for m, c in cells]
             for fut in futures:
                 results.append(fut.result())
                 if tick:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import calibration_option, pick_vllm_version, vllm_version_option
+from simkit.commands.options import DEFAULT, Calibration, VllmVersion, pick_vllm_version
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -60,8 +60,8 @@ def plan_cmd(
                                  "does; slower)"),
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
-    calibration: Optional[str] = calibration_option(),
-    vllm_version: Optional[str] = vllm_version_option(),
+    calibration: Calibration = DEFAULT.calibration,
+    vllm_version: VllmVersion = DEFAULT.vllm_version,
     executor: str = typer.Option("local", "--executor", help="local or ray (load-independent "
                                  "policies: one Ray task per replica group)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
@@ -119,7 +119,7 @@ def plan_cmd(
 
 @fleet_app.command("validate")
 def validate_cmd(
-    calibration: Optional[str] = calibration_option(),
+    calibration: Calibration = DEFAULT.calibration,
     fmt: str = typer.Option("table", "--format", help="output format: table or json"),
 ) -> None:
     """The recorded vLLM fleet runs (calibrate/data, corpora fleet-*): per replica, its stream

@@ -1,13 +1,26 @@
-"""CLI options more than one command group shares: the vLLM version, the calibration (fitted
-cost coefficients) and its deprecated old flag, --cost-profile, kept as an alias for one release."""
+"""The command-line options every run command shares, each defined once.
+
+predict, sweep, fleet plan and the what-ifs declare their run settings with these types
+(`seeds: Seeds = DEFAULT.seeds`), so an option has one spelling, one help text and one default
+(simkit.app.options.RunOptions) everywhere, and `run_options` checks them all the same way
+before any work and returns the RunOptions the application layer takes. The deprecated
+`--cost-profile` (the old name of --calibration) stays as a hidden alias for one release.
+
+List options take a comma list, a repeated option, or both: `--targets h100,h200` is
+`--targets h100 --targets h200` (`join_list`).
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+import inspect
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from simkit.app.options import RunOptions
 from simkit.errors import InputError
+
+DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)
 
 CALIBRATION_HELP = ("calibration (fitted step-time coefficients): an embedded name "
                     "(h200-vllm033, h200-vllm026), a calibration JSON path, or analytic (default: the "
@@ -15,15 +28,112 @@ CALIBRATION_HELP = ("calibration (fitted step-time coefficients): an embedded na
 DEPRECATED_FLAG = "--cost-profile"
 VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
                      "(default: 0.33, the newest simkit knows)")
+MODEL_HELP = "catalogue model id (simkit models list)"
+CORPUS_HELP = "corpus name, e.g. mix, chat, code (simkit traces list)"
+HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
+TP_HELP = "tensor parallel degree (default: the smallest that fits)"
+MAX_TOKENS_HELP = "max_tokens cap: output tokens per request at most (longer outputs are cut)"
+CONFIGS_HELP = ("configurations, comma list: vanilla, suffix[:K], kpad:K,K.., ngram[:K], "
+                "ngram-kpad:K.., dynamic (= dynamic-table, -feedback, -goodput)[:K,K..]")
+NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
+                     "4 x concurrency, cycling)")
+SEEDS_HELP = "request orders simulated per configuration (figures are means over them)"
+CONCURRENCY_HELP = ("closed-loop clients, each sending its next request when the last one "
+                    "finishes")
+CAPPED_HELP = ("keep | extend: how a request whose trace output stopped at its source's "
+               "generation cap (2,000-4,096 tokens; traces list counts them) is replayed: keep = it "
+               "ends there (as before), extend = it continues to --max-tokens repeating its own "
+               "acceptance pattern (docs/engine.md)")
+HISTORY_HELP = ("what the server served before (the suffix tree's contents): warm (the whole "
+                "corpus before: a steady stream), cold (fresh server), hot (these requests served "
+                "once before, identical greedy outputs), repeat:P (a share P in 0..1 of them), "
+                "optionally ',diverge:M' (repeats agree for M tokens only, an assumption); "
+                "default: the workload profile's own (warm for the shipped profiles that say so)")
+SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
+WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
+PREFIX_HELP = ("automatic prefix caching of prompt KV blocks, on by default as in vLLM; "
+               "--no-prefix-caching prefills every prompt token (the report as before caching "
+               "was modelled)")
 
+# one type per shared option; a command gives the default (DEFAULT.<name>, or its own for
+# model, corpus, hardware and configs: the subject of its question)
+Model = Annotated[str, typer.Option("--model", help=MODEL_HELP)]
+Corpus = Annotated[str, typer.Option("--corpus", help=CORPUS_HELP)]
+Hardware = Annotated[str, typer.Option("--hardware", help=HARDWARE_HELP)]
+Tp = Annotated[Optional[int], typer.Option("--tp", help=TP_HELP)]
+VllmVersion = Annotated[Optional[str], typer.Option("--vllm-version", help=VLLM_VERSION_HELP)]
+Calibration = Annotated[Optional[str], typer.Option("--calibration", help=CALIBRATION_HELP)]
+CostProfile = Annotated[Optional[str], typer.Option(
+    DEPRECATED_FLAG, hidden=True, help="deprecated alias of --calibration (removed in the next "
+    "release)")]
+Source = Annotated[str, typer.Option("--source", help=SOURCE_HELP)]
+History = Annotated[Optional[str], typer.Option("--history", help=HISTORY_HELP)]
+CappedOutputs = Annotated[str, typer.Option("--capped-outputs", help=CAPPED_HELP)]
+Concurrency = Annotated[int, typer.Option("--concurrency", help=CONCURRENCY_HELP)]
+NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=NUM_REQUESTS_HELP)]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", help=MAX_TOKENS_HELP)]
+Seeds = Annotated[int, typer.Option("--seeds", help=SEEDS_HELP)]
+PrefixCaching = Annotated[bool, typer.Option("--prefix-caching/--no-prefix-caching",
+                                             help=PREFIX_HELP)]
+Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP)]
+Configs = Annotated[str, typer.Option("--configs", help=CONFIGS_HELP)]
 # --wide: the text table with every column (by default it fits 100 columns and names the rest)
-WIDE_OPTION = typer.Option(False, "--wide", help="table format: every column (default: the "
-                           "columns that fit 100 characters; the others are named under it)")
+Wide = Annotated[bool, typer.Option("--wide", help="table format: every column (default: the "
+                                    "columns that fit 100 characters; the others are named "
+                                    "under it)")]
+
+# the shared run options, in the order --help lists them: (parameter name, type)
+SHARED: dict[str, Any] = {
+    "model": Model, "corpus": Corpus, "hardware": Hardware, "tp": Tp, "configs": Configs,
+    "concurrency": Concurrency, "num_requests": NumRequests, "seeds": Seeds,
+    "max_tokens": MaxTokens, "source": Source, "history": History,
+    "capped_outputs": CappedOutputs, "prefix_caching": PrefixCaching,
+    "vllm_version": VllmVersion, "calibration": Calibration, "cost_profile": CostProfile,
+    "workers": Workers}
+# what a command must give itself: the subject of its question has no common default
+OWN_DEFAULT = ("model", "corpus", "hardware", "configs")
+REQUIRED = ...                # a default that makes the option required (predict's --model)
 
 
-def vllm_version_option() -> typer.models.OptionInfo:
-    """--vllm-version."""
-    return typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP)
+def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, Any]] | None = None,
+                **defaults: Any) -> Callable:
+    """Decorator of a Typer command function `fn(own options..., **run)`: its signature gets the
+    shared run options (SHARED, less `without` and less those it declares itself) first, each
+    with RunOptions' default or, for model, corpus, hardware and configs, the one in `defaults`
+    (REQUIRED: no default), then its own options, then `extra`: a command group's own shared
+    options (name: (type, default)). Typer reads the signature, so the option block is written
+    here once, not in every command; the values arrive in `**run`."""
+    unknown = set(defaults) - set(SHARED) - set(extra or {})
+    if unknown:
+        raise TypeError(f"no shared option {sorted(unknown)}")
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        have = {p.name for p in own}
+        added = []
+        for name, kind in SHARED.items():
+            if name in have or name in without:
+                continue
+            if name in OWN_DEFAULT and name not in defaults:
+                raise TypeError(f"{fn.__name__}: give the default of --{name}")
+            default = defaults.get(name, getattr(RunOptions, name, None))
+            added.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                           annotation=kind, default=default))
+        for name, (kind, default) in (extra or {}).items():
+            added.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                           annotation=kind, default=default))
+        shared, rest = added[:len(added) - len(extra or {})], added[len(added) - len(extra or {}):]
+        own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+        fn.__signature__ = sig.replace(parameters=[*shared, *own, *rest])
+        return fn
+
+    return wrap
+
+
+# the counts every run option set checks (>= 1, at most simkit.checks.LIMITS), by option name
+COUNTS = ("tp", "concurrency", "num_requests", "max_tokens", "seeds", "workers", "max_num_seqs",
+          "max_num_batched_tokens")
 
 
 def pick_vllm_version(text: Optional[str]) -> str:
@@ -31,17 +141,6 @@ def pick_vllm_version(text: Optional[str]) -> str:
     from simkit.catalog.vllm_versions import get_vllm_version
 
     return get_vllm_version(text).key
-
-
-def calibration_option() -> typer.models.OptionInfo:
-    """--calibration."""
-    return typer.Option(None, "--calibration", help=CALIBRATION_HELP)
-
-
-def cost_profile_option() -> typer.models.OptionInfo:
-    """--cost-profile: the old name of --calibration (hidden; warns when used)."""
-    return typer.Option(None, DEPRECATED_FLAG, hidden=True,
-                        help="deprecated alias of --calibration (removed in the next release)")
 
 
 def pick_calibration(calibration: Optional[str], cost_profile: Optional[str]) -> Optional[str]:
@@ -57,5 +156,43 @@ def pick_calibration(calibration: Optional[str], cost_profile: Optional[str]) ->
     return cost_profile
 
 
-__all__ = ["CALIBRATION_HELP", "VLLM_VERSION_HELP", "WIDE_OPTION", "calibration_option", "cost_profile_option",
-           "pick_calibration", "pick_vllm_version", "vllm_version_option"]
+def run_options(params: dict[str, Any]) -> RunOptions:
+    """The run options among a command's parameters (its locals, by name), checked before any
+    work: counts >= 1, the profile source, capped-outputs mode, the vLLM version (resolved to
+    its key), the calibration (from --calibration or its deprecated alias) and what vLLM itself
+    would refuse (a TP the model cannot shard, max_tokens over max_model_len)."""
+    from simkit.app.capped import check_mode
+    from simkit.checks import positive_int
+    from simkit.profiles.corpus_profile import SOURCES
+    from simkit.serving_checks import check_serving
+
+    for name in COUNTS:
+        if name in params:
+            positive_int(params[name], name.replace("_", "-"))
+    if params.get("source", DEFAULT.source) not in SOURCES:
+        raise InputError(f"unknown source {params['source']!r}; use auto, raw or shipped",
+                         field="source")
+    check_mode(params.get("capped_outputs", DEFAULT.capped_outputs))
+    given = {n: params[n] for n in RunOptions.names() if n in params}
+    given["calibration"] = pick_calibration(params.get("calibration"),
+                                            params.get("cost_profile"))
+    given["vllm_version"] = pick_vllm_version(params.get("vllm_version"))
+    opts = RunOptions(**given)
+    limits = {n: params[n] for n in ("max_tokens", "max_num_seqs", "max_num_batched_tokens")
+              if n in params}
+    check_serving(params.get("model"), opts.tp, **limits)   # a sweep's TP: checked per cell
+    return opts
+
+
+def join_list(values: Optional[list[str]]) -> Optional[str]:
+    """A list option's values (repeated and/or comma lists) as one comma list; None when the
+    option was not given."""
+    if values is None:
+        return None
+    return ",".join(v.strip() for v in values if v.strip())
+
+
+__all__ = ["DEFAULT", "OWN_DEFAULT", "REQUIRED", "SHARED", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
+           "CostProfile", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
+           "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers", "join_list",
+           "pick_calibration", "pick_vllm_version", "run_options"]

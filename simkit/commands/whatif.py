@@ -6,41 +6,34 @@ Heavy imports stay inside the command bodies."""
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Annotated, NamedTuple, Optional
 
 import typer
 
-from simkit.commands.options import (WIDE_OPTION, calibration_option, cost_profile_option,
-                                     pick_calibration, pick_vllm_version, vllm_version_option)
+from simkit.commands.options import Wide, run_command, run_options
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
-FORMAT = typer.Option("table", "--format", help="output format: table or json")
-PLOT = typer.Option(None, "--plot", help="write a PNG plot to this path (default: no plot)")
-WORKERS = typer.Option(None, "--workers", help="local worker processes (default: all cores)")
-SEEDS_HELP = "seeds per point (results are means over seeds)"
-# options every what-if shares, declared once (Typer reads them as each command's defaults)
-CORPUS = typer.Option("mix", "--corpus", help="corpus name (simkit traces list)")
-HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
-MODEL_HELP = "catalogue model id (simkit models list)"
-TP = typer.Option(None, "--tp", help="TP degree (default: the smallest that fits)")
-CONFIGS = typer.Option(WHATIF_CONFIGS, "--configs",
-                       help="configurations, comma list (as simkit predict --configs)")
-SEEDS = typer.Option(1, "--seeds", help=SEEDS_HELP)
-CONCURRENCY = typer.Option(32, "--concurrency", help="closed-loop clients")
-NUM_REQUESTS = typer.Option(128, "--num-requests", help="requests per simulated run")
-CAPPED = typer.Option("keep", "--capped-outputs", help="keep | extend: requests whose trace "
-                      "output stopped at its source's generation cap end there (keep) or continue "
-                      "to 8,192 tokens repeating their own acceptance (extend; docs/engine.md)")
-HISTORY = typer.Option(None, "--history", help="request history: warm, cold, hot, repeat:P"
-                       "[,diverge:M] (what the server served before; default: the workload "
-                       "profile's own)")
-CALIBRATION = calibration_option()
-COST_PROFILE = cost_profile_option()       # deprecated alias of --calibration
-VLLM_VERSION = vllm_version_option()
-WIDE = WIDE_OPTION
+Format = Annotated[str, typer.Option("--format", help="output format: table or json")]
+Plot = Annotated[Optional[str], typer.Option("--plot", help="write a PNG plot to this path "
+                                             "(default: no plot)")]
+OUTPUT = {"fmt": (Format, "table"), "plot": (Plot, None), "wide": (Wide, False)}
+
+
+def whatif_command(name: str, *, without: tuple[str, ...] = (), **defaults):
+    """Register a what-if: its own options, then the shared run options (simkit.commands.options
+    run_command: every what-if takes the same ones, less those its question varies itself, in
+    `without`), then --format, --plot and --wide."""
+    defaults = {"model": "llama-3.1-8b", "corpus": "mix", "hardware": "h200",
+                "configs": WHATIF_CONFIGS, **defaults}
+
+    def wrap(fn):
+        return whatif_app.command(name)(run_command(without=without, extra=OUTPUT,
+                                                    **defaults)(fn))
+
+    return wrap
 
 
 PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
@@ -125,39 +118,44 @@ def check_numbers(options: dict) -> None:
             positive_rate(options[name], option)
 
 
-def whatif_options(options: dict) -> tuple[dict, str, Optional[str]]:
-    """A what-if command's options checked before any work: (the what-if function's keyword
-    arguments, output format, plot path), the calibration resolved from --calibration or its
-    deprecated alias."""
-    from simkit.serving_checks import check_serving
-
-    kwargs = dict(options)
-    fmt, plot = kwargs.pop("fmt"), kwargs.pop("plot")
-    kwargs.pop("wide", None)                         # a rendering choice (emit's), not the what-if's
+def whatif_options(params: dict) -> tuple[dict, Output]:
+    """A what-if command's options (its locals: its own options and the shared ones in `run`)
+    checked before any work: (the what-if function's keyword arguments, how to print it); the
+    shared ones through simkit.commands.options.run_options."""
+    own = {k: v for k, v in params.items() if k != "run"}
+    run = dict(params["run"])
+    fmt, plot, wide = run.pop("fmt"), run.pop("plot"), run.pop("wide")
     check_format(fmt, plot)
-    check_numbers(kwargs)
-    if kwargs.get("model") is not None:              # vLLM's refusals (a TP it cannot shard)
-        check_serving(kwargs["model"], kwargs.get("tp"))
-    kwargs["calibration"] = pick_calibration(kwargs.get("calibration"),
-                                             kwargs.pop("cost_profile", None))
-    kwargs["vllm_version"] = pick_vllm_version(kwargs.get("vllm_version"))
-    return kwargs, fmt, plot
+    check_numbers({**own, **run})
+    opts = run_options(run)
+    kwargs = {**opts.keywords(run), **own}
+    if "configs" in run:
+        kwargs["configs"] = run["configs"]
+    return kwargs, Output(fmt, plot, wide)
 
 
-def emit(result, fmt: str, plot_path: Optional[str], plot_fn, wide: bool = False) -> None:
-    """Print in the requested format (`wide`: the table with every column), then write the plot
-    if asked (printed first, so a plot that fails cannot take the results with it); exit 1 when
-    any point failed."""
-    check_format(fmt)
-    if fmt == "json":
+class Output(NamedTuple):
+    """How a what-if prints: --format, --plot (None: no plot) and --wide."""
+
+    fmt: str
+    plot: Optional[str]
+    wide: bool = False
+
+
+def emit(result, out: Output, plot_fn) -> None:
+    """Print in the requested format (`out.wide`: the table with every column), then write the
+    plot if asked (printed first, so a plot that fails cannot take the results with it); exit 1
+    when any point failed."""
+    check_format(out.fmt)
+    if out.fmt == "json":
         typer.echo(json.dumps(result.to_json_dict(), indent=1))
     else:
-        typer.echo(render(result, wide).rstrip())
-    if plot_path:
+        typer.echo(render(result, out.wide).rstrip())
+    if out.plot:
         from simkit.outfiles import wrote
 
-        plot_fn(result, plot_path)
-        wrote(plot_path)
+        plot_fn(result, out.plot)
+        wrote(out.plot)
     fail_on_errors(result)
 
 
@@ -171,12 +169,8 @@ def fail_on_errors(result) -> None:
         raise typer.Exit(1)
 
 
-@whatif_app.command("capacity")
+@whatif_command("capacity", without=("concurrency", "num_requests"))
 def capacity_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     target_rate: Optional[float] = typer.Option(
         None, "--target-rate", help="req/s to serve (default: 20 when --target-tok-s is unset)"),
     target_tok_s: Optional[float] = typer.Option(
@@ -184,120 +178,71 @@ def capacity_cmd(
         "(default: unset)"),
     ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="p99 TTFT goal (ms)"),
     tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="p99 TPOT goal (ms)"),
-    configs: str = CONFIGS,
-    seeds: int = SEEDS,
     min_requests: int = typer.Option(128, "--min-requests",
                                      help="requests per open-loop run at least"),
     max_requests: int = typer.Option(5000, "--max-requests",
                                      help="requests per open-loop run at most; a rate that needs "
                                           "more is not simulated"),
     rel_tol: float = typer.Option(0.05, "--rel-tol", help="bisection stops at hi/lo <= 1+tol"),
-    history: Optional[str] = HISTORY,
-    capped_outputs: str = CAPPED,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
-    """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s)."""
-    kwargs, fmt, plot = whatif_options(locals())
+    """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s).
+    Open loop: the request rate, not --concurrency, sets the load."""
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import capacity as C
 
     goals = C.Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
         kwargs["target_rate"] = 20.0
-    emit(C.capacity(goals=goals, **kwargs), fmt, plot, C.plot, wide)
+    emit(C.capacity(goals=goals, **kwargs), out, C.plot)
 
 
-@whatif_app.command("hardware")
+@whatif_command("hardware", without=("hardware", "tp"), model="llama-3.1-70b")
 def hardware_cmd(
-    model: str = typer.Option("llama-3.1-70b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
     targets: str = typer.Option("h100,h200,b200", "--targets",
                                 help="comma list of hardware names or JSON paths"),
-    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try (default: each hardware's "
-                                 "smallest TP that fits)"),
-    configs: str = CONFIGS,
-    concurrency: int = CONCURRENCY,
-    seeds: int = SEEDS,
-    num_requests: int = NUM_REQUESTS,
-    history: Optional[str] = HISTORY,
-    capped_outputs: str = CAPPED,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try "
+                                      "(default: each hardware's smallest TP that fits)"),
+    **run,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
-    kwargs, fmt, plot = whatif_options(locals())
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import hardware as H
 
-    emit(H.hardware(**kwargs), fmt, plot, H.plot, wide)
+    emit(H.hardware(**kwargs), out, H.plot)
 
 
-@whatif_app.command("host")
+@whatif_command("host", hardware="b200")
 def host_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     factors: str = typer.Option("0.5,0.75,1,1.5,2,4", "--factors",
                                 help="host speed factors (1 and 2 are always added)"),
-    configs: str = CONFIGS,
-    concurrency: int = CONCURRENCY,
-    seeds: int = SEEDS,
-    num_requests: int = NUM_REQUESTS,
-    history: Optional[str] = HISTORY,
-    capped_outputs: str = CAPPED,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
-    kwargs, fmt, plot = whatif_options(locals())
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import host as H
 
-    emit(H.host(**kwargs), fmt, plot, H.plot, wide)
+    emit(H.host(**kwargs), out, H.plot)
 
 
-@whatif_app.command("concurrency")
+@whatif_command("concurrency", without=("concurrency", "num_requests"))
 def concurrency_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels",
                                help="comma list of concurrency levels (closed-loop clients)"),
-    configs: str = CONFIGS,
-    seeds: int = SEEDS,
     min_requests: int = typer.Option(32, "--min-requests",
                                      help="requests per run at least (runs use 4 x the level "
                                           "when that is more)"),
-    history: Optional[str] = HISTORY,
-    capped_outputs: str = CAPPED,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
-    kwargs, fmt, plot = whatif_options(locals())
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import concurrency as C
 
-    emit(C.concurrency(**kwargs), fmt, plot, C.plot, wide)
+    emit(C.concurrency(**kwargs), out, C.plot)
 
 
-@whatif_app.command("quantization")
+@whatif_command("quantization", model="llama-3.1-70b", hardware="b200")
 def quantization_cmd(
-    model: str = typer.Option("llama-3.1-70b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     weight_bytes_factor: Optional[float] = typer.Option(
         None, "--weight-bytes-factor", help="linear-weight bytes multiplier (default NVFP4)"),
     flop_speedup: Optional[float] = typer.Option(
@@ -307,61 +252,36 @@ def quantization_cmd(
     quant_corpus: Optional[str] = typer.Option(
         None, "--quant-corpus", help="corpus of the quantized model's outputs (replaces the scale; "
         "default: none, the scale is used)"),
-    configs: str = CONFIGS,
-    concurrency: int = CONCURRENCY,
-    seeds: int = SEEDS,
-    num_requests: int = NUM_REQUESTS,
-    history: Optional[str] = HISTORY,
-    capped_outputs: str = CAPPED,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
-    kwargs, fmt, plot = whatif_options(locals())
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import quantization as Q
 
-    emit(Q.quantization(**kwargs), fmt, plot, Q.plot, wide)
+    emit(Q.quantization(**kwargs), out, Q.plot)
 
 
-@whatif_app.command("prefix")
+@whatif_command("prefix", without=("prefix_caching",))
 def prefix_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     preamble: str = typer.Option("0,500,2000", "--preamble",
                                  help="comma list of shared preamble lengths (tokens) put in "
                                       "front of every prompt"),
-    configs: str = CONFIGS,
-    concurrency: int = CONCURRENCY,
-    seeds: int = SEEDS,
-    num_requests: int = NUM_REQUESTS,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
     """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
-    kwargs, fmt, plot = whatif_options(locals())
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import prefix as PX
 
-    emit(PX.prefix(**kwargs), fmt, plot, PX.plot, wide)
+    emit(PX.prefix(**kwargs), out, PX.plot)
 
 
-@whatif_app.command("reference")
+@whatif_command("reference", without=("model", "corpus", "tp", "configs", "concurrency",
+                                      "max_tokens", "capped_outputs", "prefix_caching"),
+                hardware="b200")
 def reference_cmd(
     models: Optional[str] = typer.Option(None, "--models",
                                          help="comma list (default: the 11 study models)"),
-    hardware: str = typer.Option("b200", "--hardware", help=HARDWARE_HELP),
     host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
-    seeds: int = SEEDS,
-    num_requests: Optional[int] = typer.Option(
-        None, "--num-requests", help="per run (default: as simkit predict: the profile's "
-        "count, at least 128; 1,024 on a weighted sample)"),
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
     best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models",
                                       help="comma list of models for the --best-k pattern"),
@@ -370,17 +290,19 @@ def reference_cmd(
     history: Optional[str] = typer.Option(
         None, "--history", help="request history, or a comma list for one column set each "
         "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
-    """The reference study reproduced: predicted vs published, with errors."""
+    """The reference study reproduced: predicted vs published, with errors (under the study's
+    own conditions: the mix corpus, concurrency 32, max_tokens 8,192, each model's TP)."""
+    run = dict(run)
+    out = Output(run.pop("fmt"), run.pop("plot"), run.pop("wide"))
+    fmt, plot = out.fmt, out.plot
     check_format(fmt, plot)
-    check_numbers(locals())
-    calibration = pick_calibration(calibration, cost_profile)
-    vllm_version = pick_vllm_version(vllm_version)
+    check_numbers({**locals(), **run})
+    opts = run_options(run)
+    hardware, seeds, num_requests, workers = opts.hardware, opts.seeds, opts.num_requests, \
+        opts.workers
+    calibration, vllm_version, source = opts.calibration, opts.vllm_version, opts.source
     from simkit.history import split_histories
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
@@ -393,22 +315,25 @@ def reference_cmd(
 
         emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
                                  seeds=seeds, num_requests=num_requests, workers=workers,
-                                 calibration=calibration, vllm_version=vllm_version),
-             fmt, plot, _history_ref_plot, wide)
+                                 calibration=calibration, vllm_version=vllm_version,
+                                 source=source),
+             out, _history_ref_plot)
         return
     res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
                     num_requests=num_requests, workers=workers, calibration=calibration,
-                    history=hist[0] if hist else None, vllm_version=vllm_version)
+                    history=hist[0] if hist else None, vllm_version=vllm_version,
+                    source=source)
     extra = []
     if best_k:
         extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,
                                              seeds=seeds, num_requests=num_requests,
-                                             workers=workers, vllm_version=vllm_version))
+                                             workers=workers, vllm_version=vllm_version,
+                                             source=source))
     if assumptions:
         pub = [r["model"] for r in res.rows if r["published"]]
         extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
                                                num_requests=num_requests, workers=workers,
-                                               vllm_version=vllm_version))
+                                               vllm_version=vllm_version, source=source))
     if fmt == "json":
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]
@@ -419,10 +344,10 @@ def reference_cmd(
             ref_plot(res, plot)
             wrote(plot)
         return
-    emit(res, fmt, plot, ref_plot, wide)
+    emit(res, out, ref_plot)
     for e in extra:
         typer.echo("")
-        typer.echo(render(e, wide).rstrip())
+        typer.echo(render(e, out.wide).rstrip())
 
 
 def _history_ref_plot(result, path) -> None:
@@ -449,32 +374,20 @@ def _history_ref_plot(result, path) -> None:
     save_png(fig, path)
 
 
-@whatif_app.command("history")
+@whatif_command("history", without=("history",), configs=FIXED_K_CONFIGS)
 def history_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help=MODEL_HELP),
-    corpus: str = CORPUS,
-    hardware: str = typer.Option("h200", "--hardware", help=HARDWARE_HELP),
-    tp: Optional[int] = TP,
     shares: str = typer.Option("0,0.1,0.25,0.5,0.75,1", "--shares",
                                help="shares P in [0, 1] of requests already served (repeat:P)"),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="also the warm stream (the whole "
                               "corpus served before)"),
-    configs: str = typer.Option(FIXED_K_CONFIGS, "--configs",
-                                help="configurations (vanilla is required)"),
-    concurrency: int = CONCURRENCY,
-    seeds: int = SEEDS,
-    num_requests: int = NUM_REQUESTS,
-    calibration: Optional[str] = CALIBRATION,
-    vllm_version: Optional[str] = VLLM_VERSION,
-    cost_profile: Optional[str] = COST_PROFILE,
-    workers: Optional[int] = WORKERS, fmt: str = FORMAT, plot: Optional[str] = PLOT,
-    wide: bool = WIDE,
+    **run,
 ) -> None:
-    """Throughput vs the share of requests already served: where speculation starts to pay."""
-    kwargs, fmt, plot = whatif_options(locals())
+    """Throughput vs the share of requests already served: where speculation starts to pay
+    (--configs must include vanilla)."""
+    kwargs, out = whatif_options(locals())
     from simkit.whatif import history as Hi
 
-    emit(Hi.history(**kwargs), fmt, plot, Hi.plot, wide)
+    emit(Hi.history(**kwargs), out, Hi.plot)
 
 
 def register(app: typer.Typer) -> None:

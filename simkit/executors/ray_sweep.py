@@ -39,13 +39,13 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
               address: str | None = None, num_cpus: int | None = None,
               progress: Callable[[int], Callable[[int], None]] | None = None,
               **kwargs: Any) -> dict[str, Any]:
-    """Run every (model, corpus) cell as a Ray task; write the local sweep's files."""
+    """Run every (model, corpus) cell as a Ray task; write the local sweep's files. `kwargs`
+    are the local sweep's (`run`, `configs`)."""
     import pandas as pd
 
     from simkit.app.sweep import SWEEP_COLUMNS, write_artefacts
 
     ray = _import_ray()
-    kwargs.pop("workers", None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(m, c) for m in models for c in corpora]

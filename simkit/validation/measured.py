@@ -106,6 +106,7 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
     import pandas as pd
 
     from simkit.engine.config import recorded_config
+    from simkit.app.options import RunOptions
     from simkit.app.predict import predict
 
     out = []
@@ -117,11 +118,11 @@ def run_comparison(runs, *, seeds: int = 1, num_requests: int | None = None,
         try:
             cap = row.get("max_tokens_cap")
             n = num_requests or int(row.get("num_requests") or 0) or None
-            pred = predict(row["model"], row["corpus"], hardware=hw, tp=int(row["tp"]),
-                           concurrency=int(row["concurrency"]), configs=config, seeds=seeds,
-                           num_requests=n, workers=workers,
-                           max_tokens=int(cap) if cap and cap == cap else 8192,
-                           calibration=calibration)
+            run = RunOptions(row["model"], row["corpus"], hardware=hw, tp=int(row["tp"]),
+                             concurrency=int(row["concurrency"]), seeds=seeds, num_requests=n,
+                             workers=workers, calibration=calibration,
+                             max_tokens=int(cap) if cap and cap == cap else 8192)
+            pred = predict(run, configs=config)
             p = pred.rows[0].output_tok_s if pred.rows else float("nan")
             why = ""
         except Exception as exc:                     # reported per row, never dropped

@@ -141,8 +141,9 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
              target_tok_s: float | None = None, goals: Goals = Goals(),
              configs: str = WHATIF_CONFIGS, seeds: int = 1,
              min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
-             workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None, source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep",
+             workers: int | None = None, calibration: str | None = None,
+             vllm_version: str | None = None, source: str = "auto", history: str | None = None,
+             capped_outputs: str = "keep", max_tokens: int = 8192, prefix_caching: bool = True,
              rel_tol: float = 0.05, workload: Workload | None = None,
              cost: Any = None) -> WhatIfResult:
     """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
@@ -153,14 +154,17 @@ def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str 
                          field="target")
     if (target_rate or target_tok_s or 0) <= 0:
         raise InputError("target must be > 0", field="target")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
+                                         max_tokens)
     cost = cost or load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)
-    mean_out = mean_output_tokens(workload)
+    cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
+    mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
     rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,
                                  min_requests=min_requests, max_requests=max_requests,
-                                 span_factor=span_factor, workers=workers, rel_tol=rel_tol)
+                                 span_factor=span_factor, workers=workers, rel_tol=rel_tol,
+                                 cfg=cfg)
     for r in rows:
         r["out_tok_s_per_replica"] = r["max_rate_per_replica"] * mean_out
         if r["max_rate_per_replica"] > 0:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from simkit.engine.runner import default_num_requests
 from simkit.engine.workload import Workload
 
 
@@ -62,3 +63,9 @@ def mean_output_tokens(workload: Workload, max_tokens: int = 8192,
         return float(eff[ok].mean())
     w = workload.weights[ok]
     return float((eff[ok] * w).sum() / w.sum())
+
+
+def requests_per_run(num_requests: int | None, workload: Workload, concurrency: int) -> int:
+    """`num_requests`, or when None what simkit predict runs: the profile's request count, at
+    least 4 x concurrency (simkit.engine.runner.default_num_requests)."""
+    return num_requests or default_num_requests(workload, concurrency)

@@ -36,9 +36,10 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
                 tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
                 configs: str = WHATIF_CONFIGS, seeds: int = 1,
                 min_requests: int = 32, workers: int | None = None,
-                calibration: str | None = None, vllm_version: str | None = None, source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep",
-                workload: Workload | None = None) -> WhatIfResult:
+                calibration: str | None = None, vllm_version: str | None = None,
+                source: str = "auto", history: str | None = None,
+                capped_outputs: str = "keep", max_tokens: int = 8192,
+                prefix_caching: bool = True, workload: Workload | None = None) -> WhatIfResult:
     """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
     from simkit.costmodel import load_cost_model
 
@@ -56,10 +57,12 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
+                                         max_tokens)
     cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)
-    cell = Cell(workload, cost, engine_config(cost))
+    cell = Cell(workload, cost, engine_config(cost, max_tokens=max_tokens,
+                                              prefix_caching=prefix_caching))
     rows, unavailable = [], {}
     for c in cs:
         n = max(min_requests, 4 * c)

@@ -13,7 +13,7 @@ from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, requests_per_run
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
@@ -22,11 +22,14 @@ COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup
 def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
              targets: str = "h100,h200,b200", tps: str | None = None,
              configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-             num_requests: int = 128, workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-             source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
+             num_requests: int | None = None, workers: int | None = None,
+             calibration: str | None = None, vllm_version: str | None = None,
+             source: str = "auto", history: str | None = None, capped_outputs: str = "keep",
+             max_tokens: int = 8192, prefix_caching: bool = True,
+             workload: Workload | None = None) -> WhatIfResult:
     """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
-    `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP)."""
+    `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP);
+    `num_requests` None: as simkit predict (common.requests_per_run)."""
     from simkit.costmodel import load_cost_model
 
     hws = [h.strip() for h in targets.split(",") if h.strip()]
@@ -42,7 +45,9 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
 
         for tp in tp_list:                     # vLLM's refusal, before any work
             check_tp(model, tp, field="tps")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
+                                         max_tokens)
+    num_requests = requests_per_run(num_requests, workload, concurrency)
     specs = parse_configs(configs)
     rows, notes, first, failures = [], [], {}, []
     for hw in hws:
@@ -54,7 +59,8 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                 failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue
             notes.append(cost.describe())
-            ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
+            cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
+            ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds,
                                 num_requests=num_requests, load=ClosedLoop(concurrency),
                                 workers=workers).rows
             for r in ladder:

@@ -15,7 +15,7 @@ from simkit.app.verdict import best_kpad, fastest
 from simkit.errors import InputError
 from simkit.history import parse_history
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, requests_per_run
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
@@ -49,10 +49,13 @@ def crossover(points: list[tuple[float, float]]) -> float | None:
 
 def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
             tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = FIXED_K_CONFIGS,
-            concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
-            workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None, source: str = "auto",
+            concurrency: int = 32, seeds: int = 1, num_requests: int | None = None,
+            workers: int | None = None, calibration: str | None = None,
+            vllm_version: str | None = None, source: str = "auto", capped_outputs: str = "keep",
+            max_tokens: int = 8192, prefix_caching: bool = True,
             warm: bool = True) -> WhatIfResult:
-    """The ladder under repeat:P for each P (and warm when `warm`)."""
+    """The ladder under repeat:P for each P (and warm when `warm`); every run replays at
+    least the whole sample (`num_requests` None: as simkit predict, common.requests_per_run)."""
     from simkit.costmodel import load_cost_model
 
     ps = parse_shares(shares)
@@ -66,10 +69,11 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
         ([("warm", None)] if warm else [])
     rows, best_by, origin = [], {}, ""
     for label, p in labels:
-        workload = load_workload(model, corpus, source, label)
+        workload = load_workload(model, corpus, source, label, capped_outputs, max_tokens)
         origin = origin or (workload.origin or "")
-        ladder = run_ladder(Cell(workload, cost, engine_config(cost)), specs, seeds=seeds,
-                            num_requests=max(num_requests, workload.num_requests),
+        cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
+        n = max(requests_per_run(num_requests, workload, concurrency), workload.num_requests)
+        ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n,
                             load=ClosedLoop(concurrency), workers=workers).rows
         top = fastest(ladder)
         best_spec = fastest([r for r in ladder if r.config != "vanilla"])

@@ -22,7 +22,7 @@ from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, requests_per_run
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -61,21 +61,27 @@ def parse_levels(text: str) -> list[int]:
 def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
            tp: int | None = None, preamble: str = "0,500,2000",
            configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-           num_requests: int = 128, workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-           source: str = "auto") -> WhatIfResult:
-    """The ladder at each preamble length, prefix caching on and off."""
+           num_requests: int | None = None, workers: int | None = None,
+           calibration: str | None = None, vllm_version: str | None = None,
+           source: str = "auto", history: str | None = None, capped_outputs: str = "keep",
+           max_tokens: int = 8192) -> WhatIfResult:
+    """The ladder at each preamble length, prefix caching on and off, under the request
+    `history` (None: the profile's own); `num_requests` None: as simkit predict
+    (common.requests_per_run)."""
+    from simkit.app.capped import apply_capped_outputs
     from simkit.costmodel import load_cost_model
     from simkit.profiles.corpus_profile import load_profile, sampled_prompts
 
     levels = parse_levels(preamble)
     specs = parse_configs(configs)
-    prof = load_profile(model, corpus, source=source)
-    base = Workload.from_profile(prof)
+    prof = load_profile(model, corpus, source=source, tree=history)
+    base = apply_capped_outputs(Workload.from_profile(prof), capped_outputs, max_tokens)
     base.name = base.name or f"{model}/{corpus}"
+    num_requests = requests_per_run(num_requests, base, concurrency)
     prompts = sampled_prompts(prof)
     cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)
-    on = engine_config(cost)
+    on = engine_config(cost, max_tokens=max_tokens)
     off = dataclasses.replace(on, prefix_caching=False)
     load = ClosedLoop(concurrency)
     rows, first = [], {}

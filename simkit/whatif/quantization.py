@@ -30,7 +30,7 @@ from simkit.app.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, requests_per_run
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -116,19 +116,24 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
                  tp: int | None = None, weight_bytes_factor: float | None = None,
                  flop_speedup: float | None = None, acceptance_scale: float = 0.9,
                  quant_corpus: str | None = None, configs: str = WHATIF_CONFIGS,
-                 concurrency: int = 32, seeds: int = 1, num_requests: int = 128,
-                 workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-                 source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", workload: Workload | None = None) -> WhatIfResult:
-    """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config."""
+                 concurrency: int = 32, seeds: int = 1, num_requests: int | None = None,
+                 workers: int | None = None, calibration: str | None = None,
+                 vllm_version: str | None = None, source: str = "auto",
+                 history: str | None = None, capped_outputs: str = "keep",
+                 max_tokens: int = 8192, prefix_caching: bool = True,
+                 workload: Workload | None = None) -> WhatIfResult:
+    """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config
+    (`num_requests` None: as simkit predict, common.requests_per_run)."""
     from simkit.costmodel import load_cost_model
 
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs)
+    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
+                                         max_tokens)
+    num_requests = requests_per_run(num_requests, workload, concurrency)
     base = load_cost_model(model, hardware, tp=tp, calibration=calibration,
                            vllm_version=vllm_version)
     quant = quantized_cost_model(base, weight_bytes_factor, flop_speedup)
     if quant_corpus:
-        qwork = load_workload(model, quant_corpus, source, history, capped_outputs)
+        qwork = load_workload(model, quant_corpus, source, history, capped_outputs, max_tokens)
         how = f"acceptance from traces of the quantized outputs (corpus {quant_corpus})"
     else:
         qwork = scale_acceptance(workload, acceptance_scale)
@@ -137,9 +142,10 @@ def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware:
     specs = parse_configs(configs)
     kw = dict(seeds=seeds, num_requests=num_requests, load=ClosedLoop(concurrency),
               workers=workers)
-    r_base = run_ladder(Cell(workload, base, engine_config(base)), specs, **kw).rows
-    r_arith = run_ladder(Cell(workload, quant, engine_config(quant)), specs, **kw).rows
-    r_quant = run_ladder(Cell(qwork, quant, engine_config(quant)), specs, **kw).rows
+    server = dict(max_tokens=max_tokens, prefix_caching=prefix_caching)
+    r_base = run_ladder(Cell(workload, base, engine_config(base, **server)), specs, **kw).rows
+    r_arith = run_ladder(Cell(workload, quant, engine_config(quant, **server)), specs, **kw).rows
+    r_quant = run_ladder(Cell(qwork, quant, engine_config(quant, **server)), specs, **kw).rows
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):
         rows.append({"config": a.config, "base_tok_s": a.output_tok_s,

@@ -58,12 +58,13 @@ def main() -> None:
     from simkit.app.predict import predict
     from simkit.engine.runner import engine_config
     from simkit.app.cells import load_cell
+    from simkit.app.options import RunOptions
     from simkit.engine.sim import ClosedLoop, simulate
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
     gpu_recipe_scenario(args.hardware)
     t0 = time.perf_counter()
-    workload, cost = load_cell(args.model, args.corpus, args.hardware, None, None)
+    workload, cost = load_cell(RunOptions(args.model, args.corpus, hardware=args.hardware))
     print(f"load profile + cost model ({args.model}/{args.corpus}): "
           f"{time.perf_counter() - t0:.2f} s; {workload.num_requests} requests, "
           f"{int(workload.output_len.sum()):,} output tokens, origin {workload.origin}")
@@ -80,7 +81,7 @@ def main() -> None:
               f"{m.output_tokens / wall:15,.0f} {m.output_tokens / dt:14,.0f} {m.steps / dt:12,.0f}")
 
     t0 = time.perf_counter()
-    pred = predict(args.model, args.corpus, hardware=args.hardware)
+    pred = predict(RunOptions(args.model, args.corpus, hardware=args.hardware))
     wall = time.perf_counter() - t0
     print(f"predict {args.model}/{args.corpus}: {len(pred.rows)} configs x {pred.seeds} seeds, "
           f"{pred.num_requests} requests each: wall {wall:.2f} s (target < 10 s)")
@@ -93,8 +94,8 @@ def main() -> None:
         models, corpora = list_models(), list_corpora()
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            res = sweep(models, corpora, out, configs=DEFAULT_CONFIGS, hardware=args.hardware,
-                        seeds=args.sweep_seeds)
+            res = sweep(models, corpora, out, configs=DEFAULT_CONFIGS,
+                        run=RunOptions(hardware=args.hardware, seeds=args.sweep_seeds))
             wall = time.perf_counter() - t0
         print(f"sweep {len(models)} models x {len(corpora)} corpora ({res['cells']} cells, "
               f"{res['rows']} rows, {args.sweep_seeds} seed): wall {wall:.1f} s (target < 300 s); "

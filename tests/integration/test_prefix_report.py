@@ -107,6 +107,7 @@ def test_hit_rate_reported_when_modelled():
 
     from simkit.costmodel import load_cost_model
     from simkit.block_hash import pack
+    from simkit.app.options import RunOptions
     from simkit.app.predict import predict
     from simkit.engine.workload import Workload
     from simkit.profiles.corpus_profile import load_profile
@@ -123,8 +124,8 @@ def test_hit_rate_reported_when_modelled():
     w.block_hashes = pack(chains)
     cost = load_cost_model("llama-3.1-8b", "h200")
     n = int(usable.sum())
-    pred = predict("llama-3.1-8b", "code-hashed", configs="vanilla", seeds=1,
-                   num_requests=2 * n, workers=1, workload=w, cost=cost)
+    pred = predict(RunOptions("llama-3.1-8b", "code-hashed", seeds=1, num_requests=2 * n,
+                              workers=1), configs="vanilla", workload=w, cost=cost)
     hit = pred.rows[0].prefix_hit_rate
     from simkit.engine.sim import request_order
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simkit.app.cells import clear_loaded, load_cell
+from simkit.app.options import RunOptions
 from simkit.engine import runner
 from simkit.engine.config import parse_configs
 from simkit.engine.runner import Cell, Job, engine_config, run_jobs, run_ladder
@@ -14,7 +15,7 @@ from simkit.engine.sim import ClosedLoop, OpenLoop
 
 @pytest.fixture(scope="module")
 def cell() -> Cell:
-    workload, cost = load_cell("llama-3.1-8b", "chat", "h200", None, None, source="shipped")
+    workload, cost = load_cell(RunOptions("llama-3.1-8b", "chat", source="shipped"))
     return Cell(workload, cost, engine_config(cost))
 
 
@@ -37,10 +38,10 @@ def test_run_jobs_keeps_job_order_and_counts_progress(cell):
 
 
 def test_load_cell_loads_once_until_cleared():
-    a = load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped")
-    assert load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped") is a
+    a = load_cell(RunOptions("llama-3.1-8b", "code", source="shipped"))
+    assert load_cell(RunOptions("llama-3.1-8b", "code", source="shipped")) is a
     clear_loaded()
-    b = load_cell("llama-3.1-8b", "code", "h200", None, None, source="shipped")
+    b = load_cell(RunOptions("llama-3.1-8b", "code", source="shipped"))
     assert b is not a and b[0].num_requests == a[0].num_requests
 
 

@@ -16,7 +16,9 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
     from simkit.app.sweep import sweep
     from simkit.executors.ray_sweep import sweep_ray
 
-    grid = dict(configs="vanilla,kpad:4,8", seeds=1, num_requests=48)
+    from simkit.app.options import RunOptions
+
+    grid = dict(configs="vanilla,kpad:4,8", run=RunOptions(seeds=1, num_requests=48))
     models, corpora = ["llama-3.1-8b", "qwen2.5-7b"], ["chat", "code"]
     local = sweep(models, corpora, tmp_path / "local", workers=2, **grid)
     remote = sweep_ray(models, corpora, tmp_path / "ray", num_cpus=2, **grid)

@@ -1,0 +1,111 @@
+"""Every run command (predict, sweep, fleet plan, the what-ifs) takes the same shared run
+options with the same help and the same defaults (simkit.commands.options, RunOptions), less the
+few a command's question varies itself, each named below with its reason; and an option a
+what-if newly takes really changes what it simulates."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+
+from simkit.app.options import RunOptions
+from simkit.cli import app
+from simkit.commands.options import OWN_DEFAULT, SHARED
+
+# what each run command leaves out of the shared set, and why (a new gap fails the test)
+WITHOUT = {
+    ("predict",): {},
+    ("sweep",): {"model": "a grid: --models", "corpus": "a grid: --corpora"},
+    ("whatif", "capacity"): {"concurrency": "open loop: the request rate sets the load",
+                             "num_requests": "the rate sets it (--min/--max-requests)"},
+    ("whatif", "concurrency"): {"concurrency": "varied: --levels",
+                                "num_requests": "4 x the level (--min-requests)"},
+    ("whatif", "hardware"): {"hardware": "varied: --targets", "tp": "varied: --tps"},
+    ("whatif", "host"): {},
+    ("whatif", "quantization"): {},
+    ("whatif", "prefix"): {"prefix_caching": "varied: on and off"},
+    ("whatif", "history"): {"history": "varied: --shares, --warm"},
+    ("whatif", "reference"): {n: "the study's own conditions" for n in
+                              ("model", "corpus", "tp", "configs", "concurrency", "max_tokens",
+                               "capped_outputs", "prefix_caching")},
+}
+
+# a shared option a command defines its own way, and why
+OWN_WAY = {("whatif", "reference"): {"history": "a list: one column set per history"}}
+
+
+def _params(path: tuple[str, ...]) -> dict:
+    """{parameter name: click parameter} of one command."""
+    cmd = typer.main.get_command(app)
+    ctx = cmd.make_context("simkit", [], resilient_parsing=True)
+    for word in path:
+        cmd = cmd.get_command(ctx, word)
+        ctx = cmd.make_context(word, [], resilient_parsing=True)
+    return {p.name: p for p in cmd.get_params(ctx)}
+
+
+def _shared_info(name: str):
+    """The OptionInfo of a shared option's one definition."""
+    return SHARED[name].__metadata__[0]
+
+
+@pytest.mark.parametrize("path", sorted(WITHOUT), ids=" ".join)
+def test_every_run_command_takes_the_shared_options(path):
+    params = _params(path)
+    have = {n for n in SHARED if n in params}
+    assert set(SHARED) - have == set(WITHOUT[path]), path
+    for name in have - set(OWN_WAY.get(path, {})):
+        info = _shared_info(name)
+        assert params[name].help == info.help, (path, name)     # the one shared definition
+        decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
+        flags = decls[0].split("/")
+        assert params[name].opts == [flags[0]], (path, name)
+        if name not in OWN_DEFAULT and name != "cost_profile":
+            assert params[name].default == getattr(RunOptions, name), (path, name)
+
+
+def test_the_shared_defaults_are_those_of_run_options():
+    """One default per setting: predict's seeds and requests per run are every command's."""
+    assert RunOptions.seeds == 3 and RunOptions.num_requests is None
+    for path in WITHOUT:
+        params = _params(path)
+        if "seeds" in params:
+            assert params["seeds"].default == 3, path
+        if "num_requests" in params:
+            assert params["num_requests"].default is None, path
+
+
+def _whatif_json(capsys, *argv) -> dict:
+    from simkit.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["whatif", *argv, "--format", "json"])
+    out, err = capsys.readouterr()
+    assert exc.value.code in (0, None), err
+    return json.loads(out)
+
+
+HOST = ("host", "--factors", "1", "--configs", "vanilla", "--num-requests", "48", "--seeds", "1",
+        "--source", "shipped")
+
+
+def test_the_new_whatif_options_change_what_is_simulated(capsys):
+    """--max-tokens and --no-prefix-caching reach the host what-if's engine; the default
+    --max-tokens (8,192) is the old fixed cap, so leaving it out changes nothing."""
+    base = _whatif_json(capsys, *HOST)
+    assert _whatif_json(capsys, *HOST, "--max-tokens", "8192") == base
+    short = _whatif_json(capsys, *HOST, "--max-tokens", "64")
+    assert short["rows"][0]["output_tok_s"] != base["rows"][0]["output_tok_s"]
+    off = _whatif_json(capsys, *HOST, "--no-prefix-caching")
+    assert off["rows"][0]["output_tok_s"] != base["rows"][0]["output_tok_s"]
+
+
+def test_a_bad_source_is_one_error_line_before_any_work(capsys):
+    from cli_helpers import one_line_error, run
+
+    for argv in (("whatif", "host"), ("predict", "--model", "llama-3.1-8b", "--corpus", "mix")):
+        code, out, err = run(capsys, *argv, "--source", "nowhere")
+        assert code == 2 and out == ""
+        one_line_error(err, "field 'source'", "auto, raw or shipped")
