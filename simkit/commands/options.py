@@ -22,65 +22,86 @@ from simkit.errors import InputError
 
 DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)
 
-CALIBRATION_HELP = ("calibration (fitted step-time coefficients): an embedded name "
-                    "(h200-vllm033, h200-vllm026), a calibration JSON path, or analytic (default: the "
-                    "calibration of the hardware and --vllm-version, else analytic)")
+# --help groups the options in these panels (rich_help_panel); MAIN is Typer's own panel, so
+# a command's own options and --help join the subject of its question there
+MAIN = "Options"
+TRAFFIC = "Traffic and workload"
+ENGINE = "vLLM engine"
+OUTPUT = "Output"
+RUN = "Calibration and run"
+
+# help texts fit about two lines of a description column at 80 columns; the long explanations
+# are in docs/guide.md and docs/engine.md
+CALIBRATION_HELP = ("fitted step-time coefficients: h200-vllm033, h200-vllm026, a calibration "
+                    "JSON path or analytic (default: the one of the hardware and vLLM version)")
 DEPRECATED_FLAG = "--cost-profile"
-VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
-                     "(default: 0.33, the newest simkit knows)")
+VLLM_VERSION_HELP = "vLLM whose engine rules and calibration apply: 0.26 or 0.33 (default: 0.33)"
 MODEL_HELP = "catalogue model id (simkit models list)"
 CORPUS_HELP = "corpus name, e.g. mix, chat, code (simkit traces list)"
-HARDWARE_HELP = "hardware id: h100, h200, b200 (simkit hardware list) or a hardware JSON path"
+HARDWARE_HELP = "h100, h200, b200 (simkit hardware list) or a hardware JSON path"
 TP_HELP = "tensor parallel degree (default: the smallest that fits)"
-MAX_TOKENS_HELP = "max_tokens cap: output tokens per request at most (longer outputs are cut)"
-CONFIGS_HELP = ("configurations, comma list: vanilla, suffix[:K], kpad:K,K.., ngram[:K], "
-                "ngram-kpad:K.., dynamic (= dynamic-table, -feedback, -goodput)[:K,K..]")
+MAX_TOKENS_HELP = "output tokens per request at most (vLLM max_tokens)"
+CONFIGS_HELP = ("comma list: vanilla, suffix[:K], kpad:K,K.., ngram[:K], ngram-kpad:K.., "
+                "dynamic[:K,K..] (= dynamic-table, -feedback, -goodput)")
 NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
-                     "4 x concurrency, cycling)")
-SEEDS_HELP = "request orders simulated per configuration (figures are means over them)"
-CONCURRENCY_HELP = ("closed-loop clients, each sending its next request when the last one "
-                    "finishes")
-CAPPED_HELP = ("keep | extend: how a request whose trace output stopped at its source's "
-               "generation cap (2,000-4,096 tokens; traces list counts them) is replayed: keep = it "
-               "ends there (as before), extend = it continues to --max-tokens repeating its own "
-               "acceptance pattern (docs/engine.md)")
-HISTORY_HELP = ("what the server served before (the suffix tree's contents): warm (the whole "
-                "corpus before: a steady stream), cold (fresh server), hot (these requests served "
-                "once before, identical greedy outputs), repeat:P (a share P in 0..1 of them), "
-                "optionally ',diverge:M' (repeats agree for M tokens only, an assumption); "
-                "default: the workload profile's own (warm for the shipped profiles that say so)")
+                     "4 x concurrency)")
+SEEDS_HELP = "request orders simulated (figures are means over them)"
+CONCURRENCY_HELP = "closed-loop clients, each sending its next request when one finishes"
+CAPPED_HELP = ("keep | extend: a request whose trace stopped at its source's generation cap ends "
+               "there, or continues to --max-tokens (docs/engine.md)")
+HISTORY_HELP = ("what the server served before: warm, cold, hot, repeat:P[,diverge:M] "
+                "(docs/guide.md; default: the profile's own)")
 SOURCE_HELP = "workload profiles: auto (raw traces when present, else shipped), raw or shipped"
 WORKERS_HELP = "local worker processes (default: all cores; output does not depend on it)"
-PREFIX_HELP = ("automatic prefix caching of prompt KV blocks, on by default as in vLLM; "
-               "--no-prefix-caching prefills every prompt token (the report as before caching "
-               "was modelled)")
+PREFIX_HELP = ("prefill every prompt token (default: vLLM's automatic prefix caching of prompt "
+               "KV blocks, on)")
+
+
+def turned_off(given: bool) -> bool:
+    """The setting a negative flag turns off: False when the flag was given."""
+    return not given
+
 
 # one type per shared option; a command gives the default (DEFAULT.<name>, or its own for
 # model, corpus, hardware and configs: the subject of its question)
-Model = Annotated[str, typer.Option("--model", help=MODEL_HELP)]
-Corpus = Annotated[str, typer.Option("--corpus", help=CORPUS_HELP)]
-Hardware = Annotated[str, typer.Option("--hardware", help=HARDWARE_HELP)]
-Tp = Annotated[Optional[int], typer.Option("--tp", help=TP_HELP)]
-VllmVersion = Annotated[Optional[str], typer.Option("--vllm-version", help=VLLM_VERSION_HELP)]
-Calibration = Annotated[Optional[str], typer.Option("--calibration", help=CALIBRATION_HELP)]
+Model = Annotated[str, typer.Option("--model", help=MODEL_HELP, rich_help_panel=MAIN)]
+Corpus = Annotated[str, typer.Option("--corpus", help=CORPUS_HELP, rich_help_panel=MAIN)]
+Hardware = Annotated[str, typer.Option("--hardware", help=HARDWARE_HELP, rich_help_panel=MAIN)]
+Tp = Annotated[Optional[int], typer.Option("--tp", help=TP_HELP, rich_help_panel=MAIN)]
+VllmVersion = Annotated[Optional[str], typer.Option("--vllm-version", help=VLLM_VERSION_HELP,
+                                                    rich_help_panel=MAIN)]
+Calibration = Annotated[Optional[str], typer.Option("--calibration", help=CALIBRATION_HELP,
+                                                    rich_help_panel=RUN)]
 CostProfile = Annotated[Optional[str], typer.Option(
     DEPRECATED_FLAG, hidden=True, help="deprecated alias of --calibration (removed in the next "
     "release)")]
-Source = Annotated[str, typer.Option("--source", help=SOURCE_HELP)]
-History = Annotated[Optional[str], typer.Option("--history", help=HISTORY_HELP)]
-CappedOutputs = Annotated[str, typer.Option("--capped-outputs", help=CAPPED_HELP)]
-Concurrency = Annotated[int, typer.Option("--concurrency", help=CONCURRENCY_HELP)]
-NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=NUM_REQUESTS_HELP)]
-MaxTokens = Annotated[int, typer.Option("--max-tokens", help=MAX_TOKENS_HELP)]
-Seeds = Annotated[int, typer.Option("--seeds", help=SEEDS_HELP)]
-PrefixCaching = Annotated[bool, typer.Option("--prefix-caching/--no-prefix-caching",
-                                             help=PREFIX_HELP)]
-Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP)]
-Configs = Annotated[str, typer.Option("--configs", help=CONFIGS_HELP)]
+Source = Annotated[str, typer.Option("--source", help=SOURCE_HELP, rich_help_panel=TRAFFIC)]
+History = Annotated[Optional[str], typer.Option("--history", help=HISTORY_HELP,
+                                                rich_help_panel=TRAFFIC)]
+CappedOutputs = Annotated[str, typer.Option("--capped-outputs", help=CAPPED_HELP,
+                                            rich_help_panel=TRAFFIC)]
+Concurrency = Annotated[int, typer.Option("--concurrency", help=CONCURRENCY_HELP,
+                                          rich_help_panel=TRAFFIC)]
+NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=NUM_REQUESTS_HELP,
+                                                    rich_help_panel=TRAFFIC)]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", help=MAX_TOKENS_HELP,
+                                        rich_help_panel=TRAFFIC)]
+Seeds = Annotated[int, typer.Option("--seeds", help=SEEDS_HELP, rich_help_panel=TRAFFIC)]
+# one flag, --no-prefix-caching (a --prefix-caching/--no-prefix-caching pair takes a second
+# 19-character column in --help); the parameter still holds the setting: True unless given
+PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_HELP,
+                                             callback=turned_off, show_default=False,
+                                             rich_help_panel=ENGINE)]
+Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
+                                                rich_help_panel=RUN)]
+Configs = Annotated[str, typer.Option("--configs", help=CONFIGS_HELP, rich_help_panel=MAIN)]
 # --wide: the text table with every column (by default it fits 100 columns and names the rest)
 Wide = Annotated[bool, typer.Option("--wide", help="table format: every column (default: the "
-                                    "columns that fit 100 characters; the others are named "
-                                    "under it)")]
+                                    "columns that fit 100 characters, the others named)",
+                                    rich_help_panel=OUTPUT)]
+# options given as a negative flag: the parameter's Typer default is the flag's (not given), the
+# callback turns it into the setting (RunOptions' default when not given)
+NEGATED = ("prefix_caching",)
 
 # the shared run options, in the order --help lists them: (parameter name, type)
 SHARED: dict[str, Any] = {
@@ -118,6 +139,8 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
             if name in OWN_DEFAULT and name not in defaults:
                 raise TypeError(f"{fn.__name__}: give the default of --{name}")
             default = defaults.get(name, getattr(RunOptions, name, None))
+            if name in NEGATED:                      # the flag's default: not given
+                default = not default
             added.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                            annotation=kind, default=default))
         for name, (kind, default) in (extra or {}).items():
@@ -192,7 +215,8 @@ def join_list(values: Optional[list[str]]) -> Optional[str]:
     return ",".join(v.strip() for v in values if v.strip())
 
 
-__all__ = ["DEFAULT", "OWN_DEFAULT", "REQUIRED", "SHARED", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
+__all__ = ["DEFAULT", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
+           "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
            "CostProfile", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
            "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers", "join_list",
            "pick_calibration", "pick_vllm_version", "run_options"]

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import DEFAULT, REQUIRED, Wide, run_command, run_options
+from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, run_command,
+                                     run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
 
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
@@ -42,29 +43,30 @@ def register(app: typer.Typer) -> None:
     @run_command(model=REQUIRED, corpus=REQUIRED, hardware=DEFAULT.hardware,
                  configs=DEFAULT_CONFIGS)
     def predict(
-        fmt: str = typer.Option("table", "--format", help="output format: table, json or csv"),
+        fmt: str = typer.Option("table", "--format", help="table, json or csv",
+                                rich_help_panel=OUTPUT),
         plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG bar chart of tok/s "
-                                           "here (default: no plot)"),
+                                           "here (default: none)", rich_help_panel=OUTPUT),
+        html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
+                                           "report here (default: none)", rich_help_panel=OUTPUT),
+        wide: Wide = False,
+        no_legend: bool = typer.Option(False, "--no-legend", help="no column legend under the "
+                                       "table", rich_help_panel=OUTPUT),
         max_num_seqs: int = typer.Option(DEFAULT.max_num_seqs, "--max-num-seqs",
-                                         help="vLLM max_num_seqs: sequences in one step at most"),
+                                         help="vLLM max_num_seqs: sequences in one step at most",
+                                         rich_help_panel=ENGINE),
         max_num_batched_tokens: int = typer.Option(DEFAULT.max_num_batched_tokens,
                                                    "--max-num-batched-tokens",
                                                    help="vLLM max_num_batched_tokens: tokens in "
-                                                   "one step at most (chunked prefill)"),
+                                                   "one step at most", rich_help_panel=ENGINE),
         cudagraph_mode: str = typer.Option(DEFAULT.cudagraph_mode, "--cudagraph-mode",
-                                           help=CUDAGRAPH_HELP),
+                                           help=CUDAGRAPH_HELP, rich_help_panel=ENGINE),
         request_rate: Optional[float] = typer.Option(
-            None, "--request-rate", help="open loop: Poisson arrivals at this many req/s instead "
-            "of closed-loop clients (default: closed loop)"),
-        legend: bool = typer.Option(True, "--legend/--no-legend", help="print the column legend "
-                                    "under the table (table format)"),
-        wide: Wide = False,
-        html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
-                                           "report (table, plot, assumptions, legend) here "
-                                           "(default: none)"),
+            None, "--request-rate", help="open loop: Poisson arrivals at this many req/s "
+            "(default: closed loop)", rich_help_panel=TRAFFIC),
         **run,
     ) -> None:
-        """Predict the configuration ladder (tok/s, speedup, graph shares, best K) for one cell."""
+        """Predict the configuration ladder (tok/s, speedup, best K) for one model and traffic."""
         from simkit.app.predict import predict as run_predict
         from simkit.checks import output_file, output_format, positive_rate
 
@@ -88,7 +90,7 @@ def register(app: typer.Typer) -> None:
         else:
             from simkit.report.render import render_table
 
-            typer.echo(render_table(pred, legend=legend, wide=wide), nl=False)
+            typer.echo(render_table(pred, legend=not no_legend, wide=wide), nl=False)
         from simkit.outfiles import wrote
 
         if plot:

@@ -10,15 +10,17 @@ from typing import Annotated, NamedTuple, Optional
 
 import typer
 
-from simkit.commands.options import Wide, run_command, run_options
+from simkit.commands.options import OUTPUT as OUTPUT_PANEL
+from simkit.commands.options import Wide, run_command, run_options, turned_off
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
-Format = Annotated[str, typer.Option("--format", help="output format: table or json")]
+Format = Annotated[str, typer.Option("--format", help="output format: table or json",
+                                     rich_help_panel=OUTPUT_PANEL)]
 Plot = Annotated[Optional[str], typer.Option("--plot", help="write a PNG plot to this path "
-                                             "(default: no plot)")]
+                                             "(default: no plot)", rich_help_panel=OUTPUT_PANEL)]
 OUTPUT = {"fmt": (Format, "table"), "plot": (Plot, None), "wide": (Wide, False)}
 
 
@@ -378,8 +380,9 @@ def _history_ref_plot(result, path) -> None:
 def history_cmd(
     shares: str = typer.Option("0,0.1,0.25,0.5,0.75,1", "--shares",
                                help="shares P in [0, 1] of requests already served (repeat:P)"),
-    warm: bool = typer.Option(True, "--warm/--no-warm", help="also the warm stream (the whole "
-                              "corpus served before)"),
+    warm: bool = typer.Option(False, "--no-warm", callback=turned_off, show_default=False,
+                              help="leave out the warm stream (default: shown, the whole corpus "
+                              "served before)"),   # the flag's default; warm is True unless given
     **run,
 ) -> None:
     """Throughput vs the share of requests already served: where speculation starts to pay

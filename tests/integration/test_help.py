@@ -74,3 +74,57 @@ def test_predict_help_shows_the_new_report_options():
     assert result.exit_code == 0
     for text in ("--no-legend", "--html", "FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"):
         assert text in result.output
+
+
+def _help_at_80(path) -> str:
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _description_width(text: str) -> int | None:
+    """The narrowest description column of a rich help page: the room a wrapped description
+    line has right of its option names (None: no wrapped line)."""
+    room = []
+    for line in text.splitlines():
+        if line.startswith("│") and line.endswith("│"):
+            inner = line[1:-1]
+            lead = len(inner) - len(inner.lstrip(" "))
+            if inner.strip() and lead >= 8:              # a description's continuation line
+                room.append(len(inner) - lead - 1)
+    return min(room) if room else None
+
+
+@pytest.mark.parametrize("path", [(), *(p for p, _ in COMMANDS)],
+                         ids=["simkit", *(" ".join(p) for p, _ in COMMANDS)])
+def test_help_reads_at_80_columns(path):
+    """Every --help at COLUMNS=80: no line over 80, nothing cut off (rich's '…'), and every
+    description column at least 36 characters wide (not squeezed beside long option names)."""
+    text = _help_at_80(path)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    width = _description_width(text)
+    assert width is None or width >= 36, f"description column {width} characters"
+
+
+def test_predict_help_is_short_and_grouped():
+    text = _help_at_80(("predict",))
+    lines = text.splitlines()
+    assert len(lines) < 90, f"{len(lines)} lines"
+    panels = [line.split("─")[1].strip() for line in lines if line.startswith("╭─")]
+    assert len(panels) >= 3 and len(set(panels)) == len(panels)
+
+
+@pytest.mark.parametrize("path,flag,name", [
+    (("predict",), "--no-prefix-caching", "prefix_caching"),
+    (("whatif", "capacity"), "--no-prefix-caching", "prefix_caching"),
+    (("whatif", "history"), "--no-warm", "warm")])
+def test_a_negative_flag_is_one_option_and_turns_its_setting_off(path, flag, name):
+    """Settings on by default take one flag that turns them off (a --x/--no-x pair would add a
+    column to --help); the command still receives the setting itself."""
+    cmd = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
+    base = ["--model", "llama-3.1-8b", "--corpus", "mix"]
+    param = next(p for p in cmd.params if p.name == name)
+    assert param.opts == [flag] and not param.secondary_opts
+    assert cmd.make_context(path[-1], list(base)).params[name] is True
+    assert cmd.make_context(path[-1], [*base, flag]).params[name] is False

@@ -12,7 +12,7 @@ import typer
 
 from simkit.app.options import RunOptions
 from simkit.cli import app
-from simkit.commands.options import OWN_DEFAULT, SHARED
+from simkit.commands.options import NEGATED, OWN_DEFAULT, SHARED
 
 # what each run command leaves out of the shared set, and why (a new gap fails the test)
 WITHOUT = {
@@ -26,7 +26,7 @@ WITHOUT = {
     ("whatif", "host"): {},
     ("whatif", "quantization"): {},
     ("whatif", "prefix"): {"prefix_caching": "varied: on and off"},
-    ("whatif", "history"): {"history": "varied: --shares, --warm"},
+    ("whatif", "history"): {"history": "varied: --shares, --no-warm"},
     ("whatif", "reference"): {n: "the study's own conditions" for n in
                               ("model", "corpus", "tp", "configs", "concurrency", "max_tokens",
                                "capped_outputs", "prefix_caching")},
@@ -62,7 +62,9 @@ def test_every_run_command_takes_the_shared_options(path):
         decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
         flags = decls[0].split("/")
         assert params[name].opts == [flags[0]], (path, name)
-        if name not in OWN_DEFAULT and name != "cost_profile":
+        if name in NEGATED:                      # a negative flag: not given = the setting on
+            assert params[name].default is (not getattr(RunOptions, name)), (path, name)
+        elif name not in OWN_DEFAULT and name != "cost_profile":
             assert params[name].default == getattr(RunOptions, name), (path, name)
 
 
