@@ -100,8 +100,13 @@ def run(
     _require_vllm()
     rows = run_engine(model, config, k, runs, out, files, model_dir, max_tokens_cap, None, tp,
                       not no_force, tag=tag, load_format=load_format)
+    from simkit.outfiles import wrote
+
     for r in rows:
         typer.echo(f"{r['run_id']}: {r['output_tok_s']:.1f} tok/s, match={r['outputs_match_trace']}")
+        wrote(out / f"steps_{r['run_id']}.parquet")
+    if rows:
+        wrote(out / "runs.jsonl")                    # one row appended per run
 
 
 def _require_vllm() -> None:

@@ -73,3 +73,28 @@ def test_merge_names_the_files_it_wrote(tmp_path):
     assert res.stderr.splitlines() == [f"wrote {into / 'steps.parquet'}",
                                        f"wrote {into / 'runs.parquet'}"]
     assert sorted(p.name for p in into.iterdir()) == ["runs.parquet", "steps.parquet"]
+
+
+def test_run_names_every_file_it_wrote(tmp_path, monkeypatch):
+    """calibrate run (the vLLM engine replaced: no GPU here) names each run's step file and the
+    run log on stderr."""
+    from typer.testing import CliRunner
+
+    import calibrate.runner as runner
+    import simkit.commands.calibration as cmd
+    from simkit.cli import app
+
+    def engine(model, config, k, runs, out_dir, *args, **kw):
+        return [{"run_id": f"r{i}", "output_tok_s": 100.0, "outputs_match_trace": True}
+                for i, _ in enumerate(runs)]
+
+    monkeypatch.setattr(runner, "run_engine", engine)
+    monkeypatch.setattr(runner, "requests_for", lambda *a: {})
+    monkeypatch.setattr(cmd, "_require_vllm", lambda: None)
+    res = CliRunner().invoke(app, ["calibrate", "run", "--model", "llama-3.1-8b", "--corpus",
+                                   "chat", "--config", "vanilla", "--out", str(tmp_path),
+                                   "--concurrency", "8,32", "--requests-dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [f"wrote {tmp_path / 'steps_r0.parquet'}",
+                                       f"wrote {tmp_path / 'steps_r1.parquet'}",
+                                       f"wrote {tmp_path / 'runs.jsonl'}"]
