@@ -8,7 +8,8 @@
 #      one configuration);
 #   F  Llama-3.1-8B suffix and the dynamic-K plugin repeated on another day (day-1 settings), so the
 #      speculative engines are scored on a sitting the fit never saw.
-# usage: bash calibrate/gpu/sitting_2026_12_03c.sh E|F|G [BUDGET_S]     (records land in $OUT)
+#   H, I Qwen2.5-32B suffix and Qwen2.5-7B vanilla again the same afternoon (run as E, G, F, H 370, I 240)
+# usage: bash calibrate/gpu/sitting_2026_12_03c.sh E|F|G|H|I [BUDGET_S]     (records land in $OUT)
 set -uo pipefail
 PART=$1; BUDGET=${2:-560}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -30,6 +31,9 @@ case "$PART" in
       # the day-1 dynamic-K policies that need no CPU-side table (feedback, goodput)
       ARGS="$ARGS --policies feedback,goodput" bash calibrate/gpu/session.sh \
         $(( BUDGET - ($(date +%s) - t0) )) llama-3.1-8b "dynamic:12@math:32:128:validation" ;;
-  *)  echo "usage: $0 E|F|G [BUDGET_S]"; exit 2 ;;
+  # device time was left after E, G and F: the same-day partners of the best-configuration groups
+  H)  bash calibrate/gpu/session.sh "$BUDGET" qwen2.5-32b "suffix:24@$Q32" ;;
+  I)  bash calibrate/gpu/session.sh "$BUDGET" qwen2.5-7b "vanilla:0@$Q7" ;;
+  *)  echo "usage: $0 E|F|G|H|I [BUDGET_S]"; exit 2 ;;
 esac
 ls -la "$OUT"
