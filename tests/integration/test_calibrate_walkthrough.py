@@ -38,7 +38,9 @@ def _plan_records(plan: dict, out: Path) -> list[str]:
     keys = runs.apply(lambda r: (r.config, int(r.k), r.corpus, int(r.concurrency),
                                  int(r.num_requests)) + (("hot",) if r.history == "hot" else ()),
                       axis=1)
-    mine = runs[keys.isin(want) & ~runs.run_id.str.contains("-rep")]
+    # the plan's runs as calibration runs (validation runs of the same settings stay out of a fit)
+    mine = runs[keys.isin(want) & ~runs.run_id.str.contains("-rep")
+                & (runs.purpose == "calibration")]
     steps = pd.read_parquet(V033 / "steps.parquet")
     out.mkdir(parents=True)
     mine.to_parquet(out / "runs.parquet", index=False)
@@ -59,7 +61,7 @@ def test_walkthrough_plan_fit_predict_on_recorded_runs(tmp_path):
 
     recs = tmp_path / "my-records"
     ids = _plan_records(plan, recs)
-    assert len(ids) >= 10, ids          # lease E made 11 of the plan's 12 runs x passes
+    assert len(ids) >= 10, ids          # the records hold 11 of the plan's 12 runs x passes
     cal = tmp_path / "my-h200.json"
     p = _simkit("calibrate", "fit", "--records", str(recs), "--vllm-version", "0.33",
                 "--name", "my-h200", "--out", str(cal), "--folds", "2")
