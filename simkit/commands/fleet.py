@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import DEFAULT, Calibration, VllmVersion, pick_vllm_version
+from simkit.commands.options import DEFAULT, Calibration, VllmVersion, Wide, pick_vllm_version
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -71,6 +71,7 @@ def plan_cmd(
     fmt: str = typer.Option("table", "--format", help="output format: table or json"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of replicas vs policy "
                                        "(default: no plot)"),
+    wide: Wide = False,
 ) -> None:
     """Fewest replicas per (router policy, configuration) meeting p99 TTFT/TPOT goals."""
     from simkit.checks import output_file, output_format, positive_int, positive_rate
@@ -109,7 +110,7 @@ def plan_cmd(
                 max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
                 ordering=ordering, concurrency=in_flight, executor=executor, workers=workers,
                 address=ray_address)
-    typer.echo(report.document(doc) if fmt == "json" else report.render(doc), nl=False)
+    typer.echo(report.document(doc) if fmt == "json" else report.render(doc, wide), nl=False)
     if plot:
         report.plot(doc, plot)
         from simkit.outfiles import wrote
@@ -121,6 +122,7 @@ def plan_cmd(
 def validate_cmd(
     calibration: Calibration = DEFAULT.calibration,
     fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    wide: Wide = False,
 ) -> None:
     """The recorded vLLM fleet runs (calibrate/data, corpora fleet-*): per replica, its stream
     rebuilt and replayed in order; accepted tokens per step and tok/s, measured vs simkit."""
@@ -146,7 +148,7 @@ def validate_cmd(
     if fmt == "json":
         typer.echo(json.dumps(clean({"runs": rows, "summary": summ}), indent=1, sort_keys=True))
     else:
-        typer.echo(report.render_validation(rows, summ), nl=False)
+        typer.echo(report.render_validation(rows, summ, wide), nl=False)
 
 
 def register(app: typer.Typer) -> None:

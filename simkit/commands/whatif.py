@@ -70,16 +70,11 @@ def render(result, wide: bool = False) -> str:
     """A WhatIfResult as a text table plus its notes, every line at most 100 characters: headers
     wrap at their words, and columns that still do not fit are named under the table (`wide`:
     every column, headers as in JSON)."""
-    from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
+    from simkit.report.fit import keyed_table
 
     cells = [[_fmt(row.get(c), c) for c in result.columns] for row in result.rows]
-    heads = list(result.columns) if wide else [c.replace("_", " ") for c in result.columns]
-    kept = list(range(len(heads))) if wide else fit_columns(heads, cells, WIDTH)
-    table = render_text_table([heads[i] for i in kept], [[r[i] for i in kept] for r in cells],
-                              left=[h for h, c in zip(heads, result.columns) if c in LEFT_COLUMNS],
-                              width=WIDE if wide else WIDTH)
-    lines = [*_wrap(f"whatif {result.name}: {result.question}"), table.rstrip("\n"),
-             *more_columns_line([c for i, c in enumerate(result.columns) if i not in kept])]
+    lines = [*_wrap(f"whatif {result.name}: {result.question}"),
+             *keyed_table(result.columns, cells, LEFT_COLUMNS, wide)]
     for note in result.notes:
         lines.extend(_wrap(f"- {note}", "  "))
     return "\n".join(lines) + "\n"

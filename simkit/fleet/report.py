@@ -6,7 +6,6 @@ clock, so the same inputs give the same bytes.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,9 @@ REPLICA_COLUMNS = ["policy", "config", "replica", "requests", "effective_repeat_
                    "prefix_hit_rate", "accepted_per_step", "tree_evictions", "out_tok_s",
                    "ttft_ms_p99", "tpot_ms_p99"]
 SHARES = ("effective_repeat_share", "prefix_hit_rate")
+# kept first when the table does not fit 100 columns: the answer (replicas, why, what it costs)
+ANSWER_FIRST = ("policy", "config", "replicas", "gpus", "binding", "tok_s_per_gpu",
+                "usd_per_m_tok", "accepted_per_step")
 
 
 def _fmt(v: Any, col: str) -> str:
@@ -37,15 +39,22 @@ def _fmt(v: Any, col: str) -> str:
     return str(v)
 
 
-def _table(columns: list[str], rows: list[dict]) -> Any:
-    from rich.table import Table
+def _table(columns: list[str], rows: list[dict], wide: bool = False,
+           first: tuple[str, ...] = ANSWER_FIRST) -> list[str]:
+    """A table's lines: the columns that fit 100 characters and a line naming the others
+    (`wide`: every column; simkit.report.fit)."""
+    from simkit.report.fit import keyed_table
 
-    t = Table(show_edge=False, pad_edge=False)
-    for c in columns:
-        t.add_column(c, justify="left" if c in ("policy", "config", "binding") else "right")
-    for r in rows:
-        t.add_row(*[_fmt(r.get(c), c) for c in columns])
-    return t
+    return keyed_table(columns, [[_fmt(r.get(c), c) for c in columns] for r in rows],
+                       ("policy", "config", "binding"), wide, first)
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    import textwrap
+
+    from simkit.report.fit import WIDTH
+
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
 
 
 def notes(doc: dict) -> list[str]:
@@ -84,24 +93,20 @@ def notes(doc: dict) -> list[str]:
     return out
 
 
-def render(doc: dict) -> str:
-    """The answer table, the per-replica history table and the notes."""
-    from rich.console import Console
-
-    buf = io.StringIO()
-    con = Console(file=buf, width=260, color_system=None, force_terminal=False,
-                  force_jupyter=False)
+def render(doc: dict, wide: bool = False) -> str:
+    """The answer table, the per-replica history table and the notes, in 100 columns (`wide`:
+    the tables with every column)."""
     f = doc["fleet"]
-    con.print(f"fleet: {f['model']}/{f['corpus']} on {f['hardware']} TP{f['tp']}, "
-              f"{f['traffic']['rate']:g} req/s")
-    con.print(_table(COLUMNS, doc["rows"]))
-    con.print("history per replica (at each row's replica count):")
     per = [{"policy": r["policy"], "config": r["config"], **p}
            for r in doc["rows"] for p in r["per_replica"]]
-    con.print(_table(REPLICA_COLUMNS, per))
+    lines = [*_wrap(f"fleet: {f['model']}/{f['corpus']} on {f['hardware']} TP{f['tp']}, "
+                    f"{f['traffic']['rate']:g} req/s"),
+             *_table(COLUMNS, doc["rows"], wide),
+             "history per replica (at each row's replica count):",
+             *_table(REPLICA_COLUMNS, per, wide)]
     for n in notes(doc):
-        con.print(f"- {n}")
-    return buf.getvalue().rstrip() + "\n"
+        lines.extend(_wrap(f"- {n}", "  "))
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def document(doc: dict) -> str:
@@ -144,32 +149,24 @@ def plot(doc: dict, path: str | Path) -> None:
     save_png(fig, path)
 
 
-def render_validation(rows: list[dict], summ: dict) -> str:
-    """Text table of simkit.fleet.validate's rows and summary."""
-    from rich.console import Console
+def render_validation(rows: list[dict], summ: dict, wide: bool = False) -> str:
+    """Text table of simkit.fleet.validate's rows and summary, in 100 columns (`wide`: every
+    column)."""
+    from simkit.report.fit import keyed_table
 
-    buf = io.StringIO()
-    con = Console(file=buf, width=260, color_system=None, force_terminal=False,
-                  force_jupyter=False)
     cols = ["run_id", "policy", "replica", "config", "requests", "requests_match_records",
             "measured_accepted_per_step", "predicted_accepted_per_step", "accepted_error",
             "table_accepted_per_step", "table_accepted_error", "measured_tok_s",
             "predicted_tok_s", "tok_s_error"]
-    from rich.table import Table
-
-    t = Table(show_edge=False, pad_edge=False)
-    for c in cols:
-        t.add_column(c.replace("_accepted_per_step", " acc/step").replace("measured", "meas")
-                     .replace("predicted", "pred"), justify="left" if c in
-                     ("run_id", "policy", "config") else "right")
-    for r in rows:
-        t.add_row(*[(f"{r[c]:+.1%}" if c.endswith("error") and r[c] is not None else
-                     _fmt(r[c], c)) for c in cols])
-    con.print("fleet validate: the vLLM fleet records, each replica's stream rebuilt and replayed "
-              "(pred: the suffix drafter drafting on the simulated steps, as vLLM's proposer; "
-              "table: the acceptance table simkit validate replays; tok/s on the calibration of "
-              "each run's vLLM version)")
-    con.print(t)
+    heads = [c.replace("_accepted_per_step", "_acc/step").replace("measured", "meas")
+             .replace("predicted", "pred") for c in cols]
+    cells = [[(f"{r[c]:+.1%}" if c.endswith("error") and r[c] is not None else _fmt(r[c], c))
+              for c in cols] for r in rows]
+    lines = [*_wrap("fleet validate: the vLLM fleet records, each replica's stream rebuilt and "
+                    "replayed (pred: the suffix drafter drafting on the simulated steps, as vLLM's "
+                    "proposer; table: the acceptance table simkit validate replays; tok/s on the "
+                    "calibration of each run's vLLM version)"),
+             *keyed_table(heads, cells, ("run_id", "policy", "config"), wide)]
     for k, v in summ.items():
-        con.print(f"- {k}: {v}")
-    return buf.getvalue().rstrip() + "\n"
+        lines.extend(_wrap(f"- {k}: {v}", "  "))
+    return "\n".join(lines).rstrip() + "\n"

@@ -76,6 +76,24 @@ def render_text_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
     return "\n".join(out) + "\n"
 
 
+def keyed_table(keys: Sequence[str], cells: Sequence[Sequence[str]], left: Sequence[str] = (),
+                wide: bool = False, first: Sequence[str] = ()) -> list[str]:
+    """The lines of a table whose columns are named by JSON keys (the what-ifs', the fleet's):
+    the columns that fit WIDTH, left to right, headers as words ('max_rate_per_replica' prints
+    'max rate per replica'), then the line naming the keys left out; `wide`: every column, headers
+    as the keys. `left`: the keys justified left; `first`: the keys kept first when not all fit
+    (then the others, left to right)."""
+    heads = list(keys) if wide else [k.replace("_", " ") for k in keys]
+    order = [keys.index(k) for k in first if k in keys]
+    order += [i for i in range(len(keys)) if i not in order]
+    kept = list(range(len(keys))) if wide else fit_columns(heads, cells, WIDTH, order)
+    table = render_text_table([heads[i] for i in kept], [[r[i] for i in kept] for r in cells],
+                              left=[h for h, k in zip(heads, keys) if k in left],
+                              width=WIDE if wide else WIDTH)
+    return [*table.rstrip("\n").split("\n"),
+            *more_columns_line([k for i, k in enumerate(keys) if i not in kept])]
+
+
 def more_columns_line(left_out: Sequence[str], width: int = WIDTH) -> list[str]:
     """The lines under a table that name the columns left out (none: no line)."""
     if not left_out:
@@ -87,4 +105,5 @@ def more_columns_line(left_out: Sequence[str], width: int = WIDTH) -> list[str]:
 
 
 __all__ = ["SEP", "WIDE", "WIDTH", "fit_columns", "min_width", "more_columns_line",
-           "column_widths", "render_text_table"]
+           "column_widths", "keyed_table",
+           "render_text_table"]

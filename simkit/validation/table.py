@@ -13,12 +13,36 @@ def _f(v: Any, fmt: str) -> str:
     return format(v, fmt)
 
 
+WIDTH = 100      # prose lines wrap here (a table row is never wrapped)
+
+
 def render(doc: dict[str, Any]) -> str:
-    """Cells table, then MAPE, best-K agreement, acceptance replay and the dynamic-K line."""
-    w = max([len("run"), *(len(c["run_id"]) for c in doc["cells"])])   # never cut a run id
-    head = (f"{'run':{w}} {'meas':>7} {'pred':>7} {'err%':>6} {'stock':>7} {'accM':>6} "
-            f"{'accP':>6} {'stepM':>6} {'stepP':>6}")
+    """Cells table, then MAPE, best-K agreement, acceptance replay and the dynamic-K line; every
+    line but a table row wrapped at WIDTH."""
+    lines = _lines(doc)
+    top = 1 if doc.get("vllm_versions") else 0          # the header, rule and rows follow it
+    rows = range(top, top + 2 + len(doc["cells"]))
+    return "\n".join(ln for i, line in enumerate(lines)
+                     for ln in ([line] if i in rows else _wrap(line)))
+
+
+def _wrap(line: str) -> list[str]:
+    """One prose line at most WIDTH wide, continuation lines indented two more spaces."""
+    import textwrap
+
+    lead = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line, WIDTH, initial_indent="", subsequent_indent=lead + "  ",
+                         break_on_hyphens=False, break_long_words=False) or [line]
+
+
+def _lines(doc: dict[str, Any]) -> list[str]:
+    """The report's lines, unwrapped: the table's (title, header, rule, rows) first."""
     versions = doc.get("vllm_versions") or []
+    w = max([len("run"), *(len(c["run_id"]) for c in doc["cells"])])   # never cut a run id
+    # the stock-async column only when some run has the figure (a column of '-' says nothing)
+    stock = any(c.get("predicted_tok_s_stock_async") is not None for c in doc["cells"])
+    head = (f"{'run':{w}} {'meas':>7} {'pred':>7} {'err%':>6}" + (f" {'stock':>7}" if stock else "")
+            + f" {'accM':>6} {'accP':>6} {'stepM':>6} {'stepP':>6}")
     lines = ([f"vLLM {', '.join(versions)}: runs measured with it, each predicted with its "
               "engine rules and calibration"] if versions else []) + [head, "-" * len(head)]
     for c in doc["cells"]:
@@ -26,13 +50,15 @@ def render(doc: dict[str, Any]) -> str:
         lines.append(
             f"{c['run_id']:{w}} {_f(c['measured_tok_s'], '7.0f')} "
             f"{_f(c['predicted_tok_s'], '7.0f')} {_f(err, '+6.1f')} "
-            f"{_f(c.get('predicted_tok_s_stock_async'), '7.0f')} "
-            f"{_f(c['measured_accepted_per_step'], '6.3f')} "
+            + (f"{_f(c.get('predicted_tok_s_stock_async'), '7.0f')} " if stock else "")
+            + f"{_f(c['measured_accepted_per_step'], '6.3f')} "
             f"{_f(c['predicted_accepted_per_step'], '6.3f')} "
             f"{_f(c['measured_step_ms'], '6.2f')} {_f(c['predicted_step_ms'], '6.2f')}")
-    lines.append("meas/pred: steady output tok/s; stock: vanilla predicted with async overlap "
-                 "(runs were synchronised by the forcing; predicted synchronous); acc: accepted "
-                 "drafts per decode request-step; step: mean step+gap ms in the window")
+    lines.append("meas/pred: steady output tok/s; "
+                 + ("stock: vanilla predicted with async overlap (runs were synchronised by the "
+                    "forcing; predicted synchronous); " if stock else "")
+                 + "acc: accepted drafts per decode request-step; step: mean step+gap ms in the "
+                 "window")
     for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
         if doc[key] is not None:
             lines.append(f"MAPE {name}: {doc[key]:.1f} %")
@@ -110,7 +136,7 @@ def render(doc: dict[str, Any]) -> str:
                          f"{100 * c['measured_gain']:+.1f} %, predicted "
                          f"{100 * c['predicted_gain']:+.1f} % ({'agrees' if c['sign_agrees'] else 'differs'}"
                          f"; K steps {c['k_counts']})")
-    return "\n".join(lines)
+    return lines
 
 
 def _interval_line(band: dict[str, Any], cov: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simkit.cli import app
+from simkit.fleet import report
 from simkit.fleet.router import route, route_sessions
 from simkit.fleet.traffic import TrafficSpec, arrival_times, prompt_draws, reuse_summary, \
     session_ids
@@ -205,6 +206,11 @@ def test_fleet_plan_end_to_end_is_byte_identical(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 0
     text = CliRunner().invoke(app, args[:-2])
     assert text.exit_code == 0 and "history per replica" in text.output
+    assert max(len(line) for line in text.stdout.splitlines()) <= 100     # a terminal's width
+    wide = CliRunner().invoke(app, args[:-2] + ["--wide"])
+    header = next(line for line in wide.stdout.splitlines() if line.startswith("policy "))
+    assert [h.strip() for h in header.split("┃")] == report.COLUMNS and "--wide shows" not in \
+        wide.stdout
     loop = CliRunner().invoke(app, args[:-2] + ["--ordering", "in-loop"])
     assert loop.exit_code == 0, loop.output
-    assert "drafting on the replica's simulated steps" in loop.output
+    assert "drafting on the replica's simulated steps" in " ".join(loop.output.split())

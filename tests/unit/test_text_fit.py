@@ -83,3 +83,21 @@ def test_a_what_if_renders_in_100_columns_and_wide_keeps_every_column():
     assert [h.strip() for h in header.split("┃")] == cols and "--wide shows" not in wide
     for note in doc["notes"]:                               # every note, wrapped but whole
         assert " ".join(note.split()) in " ".join(out.replace("\n  ", " ").split())
+
+
+def test_fleet_validate_table_fits_100_columns_and_wide_has_every_column():
+    from simkit.fleet.report import render_validation
+
+    row = {"run_id": "llama-3.1-8b_fleet-prefix-affinity_r2", "policy": "prefix-affinity",
+           "replica": 1, "config": "kpad-8", "requests": 412, "requests_match_records": True,
+           "measured_accepted_per_step": 1.234, "predicted_accepted_per_step": 1.240,
+           "accepted_error": 0.0049, "table_accepted_per_step": 1.5,
+           "table_accepted_error": 0.21, "measured_tok_s": 3456.7, "predicted_tok_s": 3500.1,
+           "tok_s_error": 0.0126}
+    summary = {"accepted_within_2pct": "16 of 16 speculative runs " * 5}
+    out = render_validation([row, dict(row, replica=2)], summary)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "--wide shows" in out
+    wide = render_validation([row], summary, wide=True)
+    header = next(ln for ln in wide.splitlines() if ln.startswith("run_id"))
+    assert len(header.split("┃")) == 14 and "--wide shows" not in wide

@@ -26,3 +26,17 @@ def test_run_ids_are_not_cut_and_missing_values_keep_their_column():
     for name in ("stock", "accM", "stepP"):
         edge = head.index(name) + len(name)
         assert all(r[edge - 1] != " " and (edge == len(r) or r[edge] == " ") for r in rows), name
+
+
+def test_prose_wraps_at_100_and_a_column_of_dashes_is_left_out():
+    doc = {"cells": [_cell("short_run", None, 0.264), _cell("other_run", None, 0.3)],
+           "mape": 5.1, "mape_calibration": None, "acceptance_replay": {},
+           "table_ordering": "concurrent", "best_k_agreement": {"total": 0},
+           "best_k_agreement_calibration": {"total": 0},
+           "dynamic_k": {"status": "not measured", "why": "no dynamic-K run " * 12}}
+    lines = render(doc).splitlines()
+    assert "stock" not in lines[0] and "stock:" not in render(doc)   # no run has the figure
+    assert max(len(line) for line in lines) <= 100
+    why = [ln for ln in lines if "dynamic-K" in ln or ln.startswith("  no dynamic")]
+    assert len(why) > 1 and all(ln.startswith("  ") for ln in why[1:])   # wrapped, indented
+    assert " ".join(" ".join(why).split()).endswith("no dynamic-K run )")   # every word kept
