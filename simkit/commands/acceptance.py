@@ -144,8 +144,10 @@ def acceptance(
 
 
 def profiles_build(
-    model: Optional[List[str]] = typer.Option(None, "--model", help="model id(s); default all"),
-    corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus name(s); default all built-in + mix"),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="model ids, a comma list or the option "
+                                        "repeated; default all"),
+    corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus names, a comma list or the "
+                                         "option repeated; default all built-in + mix"),
     out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the shipped traces/profiles)"),
     tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone) | "
                              "any request history (hot, repeat:P; simkit.history)"),
@@ -157,6 +159,7 @@ def profiles_build(
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
     from pathlib import Path
 
+    from simkit.commands.options import join_list
     from simkit.profiles import corpus_profile as profiles
     from simkit.paths import traces_src_dir
     from traces.corpora import CORPORA, MIX, list_models
@@ -166,8 +169,8 @@ def profiles_build(
     tree = profiles.check_tree(tree)
     if workers < 1:
         raise InputError("--workers must be >= 1", field="workers")
-    models = model or list_models()
-    corpora = corpus or (list(CORPORA) + [MIX])
+    models = join_list(model).split(",") if model else list_models()     # repeated or a,b
+    corpora = join_list(corpus).split(",") if corpus else (list(CORPORA) + [MIX])
     if out:
         from simkit.checks import output_dir
 

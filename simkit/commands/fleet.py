@@ -7,30 +7,27 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import DEFAULT, Calibration, VllmVersion, Wide, pick_vllm_version
+from simkit.commands.options import DEFAULT, Calibration, Wide, comma_list, run_command, run_options
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
                         no_args_is_help=True)
 
-POLICIES_HELP = ("router policies, comma list: round-robin, prefix-affinity, session-affinity, "
+# the shared run options a fleet plan varies or fixes itself: one traffic stream (--seed) of
+# --rate x --duration arrivals, open loop, replaying the corpus's own raw token ids, each
+# replica's history the stream routed to it
+FLEET_WITHOUT = ("seeds", "num_requests", "concurrency", "source", "history", "capped_outputs")
+POLICIES_HELP = ("router policies: round-robin, prefix-affinity, session-affinity, "
                  "least-outstanding (default: round-robin, prefix-affinity, least-outstanding)")
+# said in the help: rich cuts the 45-character default at 80 columns
+Policies = comma_list("--policies", POLICIES_HELP, show_default=False)
 
 
 @fleet_app.command("plan")
+@run_command(without=FLEET_WITHOUT, model=DEFAULT.model, corpus=DEFAULT.corpus,
+             hardware=DEFAULT.hardware, configs="vanilla,suffix")
 def plan_cmd(
-    model: str = typer.Option("llama-3.1-8b", "--model", help="catalogue model id (simkit "
-                              "models list)"),
-    corpus: str = typer.Option("mix", "--corpus", help="corpus name (simkit traces list); its "
-                               "raw traces are needed"),
-    hardware: str = typer.Option("h200", "--hardware", help="hardware id: h100, h200, b200 or "
-                                 "a hardware JSON path"),
-    tp: Optional[int] = typer.Option(None, "--tp", help="TP degree (default: the smallest that "
-                                     "fits)"),
-    policies: str = typer.Option("round-robin,prefix-affinity,least-outstanding", "--policies",
-                                 help=POLICIES_HELP, show_default=False),   # said in the help
-    configs: str = typer.Option("vanilla,suffix", "--configs", help="configurations, comma list "
-                                "(vanilla, suffix[:K], kpad:K, dynamic...)"),
+    policies: Policies = "round-robin,prefix-affinity,least-outstanding",
     rate: float = typer.Option(40.0, "--rate", help="mean arrivals per second, whole fleet"),
     duration: float = typer.Option(60.0, "--duration", help="seconds of traffic"),
     cv: float = typer.Option(1.0, "--cv", help="coefficient of variation of the arrival gaps "
@@ -60,20 +57,18 @@ def plan_cmd(
                                  "does; slower)"),
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
-    calibration: Calibration = DEFAULT.calibration,
-    vllm_version: VllmVersion = DEFAULT.vllm_version,
     executor: str = typer.Option("local", "--executor", help="local or ray (load-independent "
-                                 "policies: one Ray task per replica group)"),
+                                 "policies: one Ray task per replica group of --workers)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
                                               "(default: a local Ray instance)"),
-    workers: int = typer.Option(1, "--workers", help="local worker processes, or Ray replica "
-                                "groups"),
     fmt: str = typer.Option("table", "--format", help="output format: table or json"),
     plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of replicas vs policy "
                                        "(default: no plot)"),
     wide: Wide = False,
+    **run,
 ) -> None:
-    """Fewest replicas per (router policy, configuration) meeting p99 TTFT/TPOT goals."""
+    """Fewest replicas per (router policy, configuration) meeting p99 TTFT/TPOT goals. The
+    corpus's raw traces are needed (the replicas replay its token ids)."""
     from simkit.checks import output_file, output_format, positive_int, positive_rate
     from simkit.errors import InputError
     from simkit.fleet.plan import Goals, check_policies
@@ -81,9 +76,9 @@ def plan_cmd(
 
     output_format(fmt)
     output_file(plot, "plot")
-    vllm_version = pick_vllm_version(vllm_version)
+    opts = run_options(run)
     for name, val in (("max-replicas", max_replicas), ("replicas", replicas),
-                      ("workers", workers), ("in-flight", in_flight), ("tp", tp)):
+                      ("in-flight", in_flight)):
         positive_int(val, name)
     for name, val in (("ttft-p99-ms", ttft), ("tpot-p99-ms", tpot),
                       ("gpu-hour-price", gpu_hour_price)):
@@ -100,15 +95,14 @@ def plan_cmd(
                           reuse_distance, zipf_s, seed).check()
     from simkit.engine.config import parse_configs
 
-    parse_configs(configs)
+    parse_configs(run["configs"])
     from simkit.fleet import report
     from simkit.fleet.run import fleet
 
-    doc = fleet(model, corpus, traffic=traffic, policies=policies, configs=configs,
-                hardware=hardware, tp=tp, calibration=calibration, vllm_version=vllm_version,
+    doc = fleet(opts, traffic=traffic, policies=policies, configs=run["configs"],
                 goals=Goals(ttft, tpot),
                 max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
-                ordering=ordering, concurrency=in_flight, executor=executor, workers=workers,
+                ordering=ordering, in_flight=in_flight, executor=executor,
                 address=ray_address)
     typer.echo(report.document(doc) if fmt == "json" else report.render(doc, wide), nl=False)
     if plot:

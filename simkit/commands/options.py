@@ -7,13 +7,16 @@ before any work and returns the RunOptions the application layer takes. The depr
 `--cost-profile` (the old name of --calibration) stays as a hidden alias for one release.
 
 List options take a comma list, a repeated option, or both: `--targets h100,h200` is
-`--targets h100 --targets h200` (`join_list`).
+`--targets h100 --targets h200` (`comma_list` types; a run_command receives them joined into
+one comma list). A command that takes several models or corpora says `--model` / `--corpus` as
+predict does (sweep's old `--models` / `--corpora` are deprecated aliases, `pick_alias`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, List, Optional, get_args, get_origin
 
 import typer
 
@@ -41,7 +44,7 @@ CORPUS_HELP = "corpus name, e.g. mix, chat, code (simkit traces list)"
 HARDWARE_HELP = "h100, h200, b200 (simkit hardware list) or a hardware JSON path"
 TP_HELP = "tensor parallel degree (default: the smallest that fits)"
 MAX_TOKENS_HELP = "output tokens per request at most (vLLM max_tokens)"
-CONFIGS_HELP = ("comma list: vanilla, suffix[:K], kpad:K,K.., ngram[:K], ngram-kpad:K.., "
+CONFIGS_HELP = ("vanilla, suffix[:K], kpad:K,K.., ngram[:K], ngram-kpad:K.., "
                 "dynamic[:K,K..] (= dynamic-table, -feedback, -goodput)")
 NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
                      "4 x concurrency)")
@@ -60,6 +63,35 @@ PREFIX_HELP = ("prefill every prompt token (default: vLLM's automatic prefix cac
 def turned_off(given: bool) -> bool:
     """The setting a negative flag turns off: False when the flag was given."""
     return not given
+
+
+LIST_NOTE = " (repeatable)"          # the metavar A,B,... says a comma list
+
+
+def comma_list(flag: str, help: str, **kwargs: Any) -> Any:
+    """The type of a list option `flag`: repeated and/or comma-separated values (a run_command
+    joins them into one comma list)."""
+    return Annotated[Optional[List[str]], typer.Option(flag, help=help + LIST_NOTE,
+                                                       metavar="A,B,...", **kwargs)]
+
+
+def deprecated_alias(flag: str, new: str) -> Any:
+    """The type of a hidden list option `flag`, the old name of `new` (pick_alias)."""
+    return Annotated[Optional[List[str]], typer.Option(
+        flag, hidden=True, help=f"deprecated alias of {new} (removed in the next release)")]
+
+
+def pick_alias(value: Any, old: Any, new_flag: str, old_flag: str) -> Any:
+    """The value given by `new_flag` or by its deprecated alias `old_flag` (a warning on
+    stderr); both at once is an error naming the new option."""
+    if old is None:
+        return value
+    if value is not None:
+        raise InputError(f"give {new_flag} only ({old_flag} is its deprecated old name)",
+                         field=new_flag.lstrip("-"))
+    typer.echo(f"warning: {old_flag} is deprecated and will be removed in the next release; "
+               f"use {new_flag}", err=True)
+    return old
 
 
 # one type per shared option; a command gives the default (DEFAULT.<name>, or its own for
@@ -94,7 +126,7 @@ PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_
                                              rich_help_panel=ENGINE)]
 Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
                                                 rich_help_panel=RUN)]
-Configs = Annotated[str, typer.Option("--configs", help=CONFIGS_HELP, rich_help_panel=MAIN)]
+Configs = comma_list("--configs", CONFIGS_HELP, rich_help_panel=MAIN)
 # --wide: the text table with every column (by default it fits 100 columns and names the rest)
 Wide = Annotated[bool, typer.Option("--wide", help="table format: every column (default: the "
                                     "columns that fit 100 characters, the others named)",
@@ -123,7 +155,8 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
     with RunOptions' default or, for model, corpus, hardware and configs, the one in `defaults`
     (REQUIRED: no default), then its own options, then `extra`: a command group's own shared
     options (name: (type, default)). Typer reads the signature, so the option block is written
-    here once, not in every command; the values arrive in `**run`."""
+    here once, not in every command; the values arrive in `**run`, each list option's
+    (comma_list) joined into one comma list."""
     unknown = set(defaults) - set(SHARED) - set(extra or {})
     if unknown:
         raise TypeError(f"no shared option {sorted(unknown)}")
@@ -148,8 +181,18 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
                                            annotation=kind, default=default))
         shared, rest = added[:len(added) - len(extra or {})], added[len(added) - len(extra or {}):]
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        fn.__signature__ = sig.replace(parameters=[*shared, *own, *rest])
-        return fn
+        params = [p.replace(default=[p.default]) if _is_list(p.annotation)
+                  and isinstance(p.default, str) else p for p in (*shared, *own, *rest)]
+        lists = [p.name for p in params if _is_list(p.annotation)]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            for name in lists:
+                kwargs[name] = join_list(kwargs.get(name))
+            return fn(**kwargs)
+
+        command.__signature__ = sig.replace(parameters=params)
+        return command
 
     return wrap
 
@@ -207,15 +250,23 @@ def run_options(params: dict[str, Any]) -> RunOptions:
     return opts
 
 
-def join_list(values: Optional[list[str]]) -> Optional[str]:
+def join_list(values: Optional[list[str]] | str) -> Optional[str]:
     """A list option's values (repeated and/or comma lists) as one comma list; None when the
-    option was not given."""
-    if values is None:
-        return None
+    option was not given (a string is already one)."""
+    if values is None or isinstance(values, str):
+        return values
     return ",".join(v.strip() for v in values if v.strip())
 
 
-__all__ = ["DEFAULT", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
+def _is_list(annotation: Any) -> bool:
+    """Whether a parameter's type is a list option's (Annotated[Optional[List[str]], ...])."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    args = get_args(annotation) if get_origin(annotation) is not list else (annotation,)
+    return any(get_origin(a) is list for a in args)
+
+
+__all__ = ["DEFAULT", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
            "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
            "CostProfile", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
            "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers", "join_list",

@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, run_command,
-                                     run_options)
+from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, comma_list,
+                                     deprecated_alias, pick_alias, run_command, run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
 
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
@@ -29,6 +29,11 @@ def _progress(label: str):
             return lambda n: bar.advance(task, n)
 
         yield start
+
+
+# a sweep's grid: several models and corpora (default: all)
+Models = comma_list("--model", "model ids (simkit models list), or all (the default)")
+Corpora = comma_list("--corpus", "corpus names (simkit traces list), or all (the default)")
 
 
 def _split(text: str, all_values: list[str]) -> list[str]:
@@ -105,11 +110,13 @@ def register(app: typer.Typer) -> None:
             wrote(html)
 
     @app.command()
-    @run_command(without=("model", "corpus"), hardware=DEFAULT.hardware, configs=DEFAULT_CONFIGS)
+    @run_command(hardware=DEFAULT.hardware, configs=DEFAULT_CONFIGS)
     def sweep(
         out: str = typer.Option(..., "--out", help="output folder (created if absent)"),
-        models: str = typer.Option("all", "--models", help="comma list of model ids, or all"),
-        corpora: str = typer.Option("all", "--corpora", help="comma list of corpora, or all"),
+        model: Models = None,
+        corpus: Corpora = None,
+        models: deprecated_alias("--models", "--model") = None,
+        corpora: deprecated_alias("--corpora", "--corpus") = None,
         executor: str = typer.Option("local", "--executor",
                                      help="local (processes) or ray (a Ray cluster; needs the "
                                           "ray extra)"),
@@ -133,9 +140,11 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"unknown executor '{executor}' (local, ray)", field="executor")
         if executor == "ray":                        # simkit.executors.ray_sweep
             from simkit.executors.ray_sweep import sweep_ray as run_sweep
-        model_list = _split(models, list_models())
-        corpus_list = _split(corpora, list_corpora())
-        for opt, items in (("models", model_list), ("corpora", corpus_list)):
+        models = pick_alias(model, models, "--model", "--models")
+        corpora = pick_alias(corpus, corpora, "--corpus", "--corpora")
+        model_list = _split(models if models is not None else "all", list_models())
+        corpus_list = _split(corpora if corpora is not None else "all", list_corpora())
+        for opt, items in (("model", model_list), ("corpus", corpus_list)):
             if not items:
                 raise InputError("no names given (a comma list, or all)", field=opt)
         for kind, items, known in (("model", model_list, list_models()),

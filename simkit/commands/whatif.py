@@ -11,7 +11,8 @@ from typing import Annotated, NamedTuple, Optional
 import typer
 
 from simkit.commands.options import OUTPUT as OUTPUT_PANEL
-from simkit.commands.options import Wide, run_command, run_options, turned_off
+from simkit.commands.options import (Wide, comma_list, deprecated_alias, pick_alias, run_command,
+                                     run_options, turned_off)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
@@ -22,6 +23,18 @@ Format = Annotated[str, typer.Option("--format", help="output format: table or j
 Plot = Annotated[Optional[str], typer.Option("--plot", help="write a PNG plot to this path "
                                              "(default: no plot)", rich_help_panel=OUTPUT_PANEL)]
 OUTPUT = {"fmt": (Format, "table"), "plot": (Plot, None), "wide": (Wide, False)}
+# the what-ifs' own list options (simkit.commands.options.comma_list)
+Targets = comma_list("--targets", "hardware names or JSON paths")
+Tps = comma_list("--tps", "TP degrees to try (default: each hardware's smallest TP that fits)")
+Factors = comma_list("--factors", "host speed factors (1 and 2 are always added)")
+Levels = comma_list("--levels", "concurrency levels (closed-loop clients)")
+Preamble = comma_list("--preamble", "shared preamble lengths (tokens) put in front of every "
+                      "prompt")
+Shares = comma_list("--shares", "shares P in [0, 1] of requests already served (repeat:P)")
+StudyModels = comma_list("--model", "models (default: the 11 study models)")
+BestKModels = comma_list("--best-k-models", "models for the --best-k pattern")
+Histories = comma_list("--history", "request histories, one column set each (e.g. cold,warm,"
+                       "hot): an assumption, never fitted (default: each profile's own)")
 
 
 def whatif_command(name: str, *, without: tuple[str, ...] = (), **defaults):
@@ -196,10 +209,8 @@ def capacity_cmd(
 
 @whatif_command("hardware", without=("hardware", "tp"), model="llama-3.1-70b")
 def hardware_cmd(
-    targets: str = typer.Option("h100,h200,b200", "--targets",
-                                help="comma list of hardware names or JSON paths"),
-    tps: Optional[str] = typer.Option(None, "--tps", help="comma list of TP degrees to try "
-                                      "(default: each hardware's smallest TP that fits)"),
+    targets: Targets = "h100,h200,b200",
+    tps: Tps = None,
     **run,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
@@ -211,8 +222,7 @@ def hardware_cmd(
 
 @whatif_command("host", hardware="b200")
 def host_cmd(
-    factors: str = typer.Option("0.5,0.75,1,1.5,2,4", "--factors",
-                                help="host speed factors (1 and 2 are always added)"),
+    factors: Factors = "0.5,0.75,1,1.5,2,4",
     **run,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
@@ -224,8 +234,7 @@ def host_cmd(
 
 @whatif_command("concurrency", without=("concurrency", "num_requests"))
 def concurrency_cmd(
-    levels: str = typer.Option("1,2,4,8,16,32,64,128,256", "--levels",
-                               help="comma list of concurrency levels (closed-loop clients)"),
+    levels: Levels = "1,2,4,8,16,32,64,128,256",
     min_requests: int = typer.Option(32, "--min-requests",
                                      help="requests per run at least (runs use 4 x the level "
                                           "when that is more)"),
@@ -260,9 +269,7 @@ def quantization_cmd(
 
 @whatif_command("prefix", without=("prefix_caching",))
 def prefix_cmd(
-    preamble: str = typer.Option("0,500,2000", "--preamble",
-                                 help="comma list of shared preamble lengths (tokens) put in "
-                                      "front of every prompt"),
+    preamble: Preamble = "0,500,2000",
     **run,
 ) -> None:
     """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
@@ -272,21 +279,18 @@ def prefix_cmd(
     emit(PX.prefix(**kwargs), out, PX.plot)
 
 
-@whatif_command("reference", without=("model", "corpus", "tp", "configs", "concurrency",
+@whatif_command("reference", without=("corpus", "tp", "configs", "concurrency",
                                       "max_tokens", "capped_outputs", "prefix_caching"),
                 hardware="b200")
 def reference_cmd(
-    models: Optional[str] = typer.Option(None, "--models",
-                                         help="comma list (default: the 11 study models)"),
+    model: StudyModels = None,
+    models: deprecated_alias("--models", "--model") = None,
     host_factor: float = typer.Option(1.0, "--host-factor", help="x the host's assumed speed"),
     best_k: bool = typer.Option(False, "--best-k", help="also the best-K pattern (mix/chat/code)"),
-    best_k_models: str = typer.Option("llama-3.1-8b", "--best-k-models",
-                                      help="comma list of models for the --best-k pattern"),
+    best_k_models: BestKModels = "llama-3.1-8b",
     assumptions: bool = typer.Option(False, "--assumptions",
                                      help="also the error vs host factor, TP and calibration"),
-    history: Optional[str] = typer.Option(
-        None, "--history", help="request history, or a comma list for one column set each "
-        "(e.g. cold,warm,hot): an assumption, never fitted (default: each profile's own)"),
+    history: Histories = None,
     **run,
 ) -> None:
     """The reference study reproduced: predicted vs published, with errors (under the study's
@@ -305,6 +309,7 @@ def reference_cmd(
     from simkit.reference.plot import plot as ref_plot
     from simkit.reference.reproduce import reproduce
 
+    models = pick_alias(model, models, "--model", "--models")
     names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     hist = split_histories(history)
     if len(hist) > 1:
@@ -373,8 +378,7 @@ def _history_ref_plot(result, path) -> None:
 
 @whatif_command("history", without=("history",), configs=FIXED_K_CONFIGS)
 def history_cmd(
-    shares: str = typer.Option("0,0.1,0.25,0.5,0.75,1", "--shares",
-                               help="shares P in [0, 1] of requests already served (repeat:P)"),
+    shares: Shares = "0,0.1,0.25,0.5,0.75,1",
     warm: bool = typer.Option(False, "--no-warm", callback=turned_off, show_default=False,
                               help="leave out the warm stream (default: shown, the whole corpus "
                               "served before)"),   # the flag's default; warm is True unless given

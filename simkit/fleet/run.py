@@ -9,11 +9,13 @@ the pool and counted.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from simkit.app.options import RunOptions
 from simkit.errors import InputError
 from simkit.fleet.plan import Fleet, Goals, check_policies, cost_per_million, search
 from simkit.fleet.traffic import Traffic, TrafficSpec, make_traffic
@@ -58,16 +60,17 @@ def load_pool(model: str, corpus: str, *, max_tokens: int, max_model_len: int,
     return pool, ids, {k: v for k, v in skipped.items() if v}, c.proxy_note
 
 
-def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficSpec,
+def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
           policies: str = "round-robin,prefix-affinity,least-outstanding",
-          configs: str = "vanilla,suffix", hardware: str = "h200", tp: int | None = None,
-          calibration: str | None = None, vllm_version: str | None = None,
-          goals: Goals = Goals(), max_replicas: int = 64,
+          configs: str = "vanilla,suffix", goals: Goals = Goals(), max_replicas: int = 64,
           replicas: int | None = None, gpu_hour_price: float | None = None,
-          ordering: str = "sequential", concurrency: int = 8, executor: str = "local",
-          workers: int = 1, address: str | None = None) -> dict[str, Any]:
-    """The fleet document (see simkit.fleet.report for its rendering). `replicas` fixes n (no
-    search): the figures at that n, met or not."""
+          ordering: str = "sequential", in_flight: int = 8, executor: str = "local",
+          address: str | None = None) -> dict[str, Any]:
+    """The fleet document (see simkit.fleet.report for its rendering) of the cell `run` names
+    (model, corpus, hardware, TP, calibration, vLLM version, max_tokens, prefix caching; None:
+    the defaults) on `run.workers` local processes or Ray replica groups (None: all cores; the
+    document does not depend on it). `replicas` fixes n (no search): the figures at that n, met
+    or not. `in_flight`: requests in flight for the concurrent ordering."""
     from simkit.costmodel import load_cost_model
     from simkit.engine.config import parse_configs
     from simkit.engine.runner import engine_config
@@ -93,9 +96,12 @@ def fleet(model: str = "llama-3.1-8b", corpus: str = "mix", *, traffic: TrafficS
                 raise InputError(f"{s.name} tunes its K table on an acceptance table; use "
                                  "--ordering sequential or concurrent with it", field="configs")
     traffic.check()
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
-    eng = engine_config(cost)
+    run = run or RunOptions()
+    model, corpus, concurrency = run.model, run.corpus, in_flight
+    workers = run.workers or os.cpu_count() or 1
+    cost = load_cost_model(model, run.hardware, tp=run.tp, calibration=run.calibration,
+                           vllm_version=run.vllm_version)
+    eng = engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching)
     pool, ids, skipped, proxy = load_pool(model, corpus, max_tokens=eng.max_tokens,
                                           max_model_len=eng.max_model_len,
                                           kv_capacity_tokens=eng.kv_capacity_tokens)

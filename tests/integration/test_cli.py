@@ -77,7 +77,7 @@ def _one_error_line(err: str) -> str:
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--format", "xml"],
      "unknown format 'xml'; use table, json or csv"),
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--seeds", "0"], "must be >= 1"),
-    (["sweep", "--out", "x", "--models", "nope"], "unknown model 'nope'"),
+    (["sweep", "--out", "x", "--model", "nope"], "unknown model 'nope'"),
     (["whatif", "host", "--model", "nope"], "unknown model 'nope'"),
     (["whatif", "concurrency", "--levels", "0,4"], "concurrency levels must be >= 1"),
     (["whatif", "host", "--num-requests", "0"], "must be >= 1"),
@@ -173,8 +173,8 @@ def test_sweep_writes_its_documented_columns(capsys, tmp_path):
     from simkit.app.sweep import SWEEP_COLUMNS
 
     out_dir = tmp_path / "sw"
-    code, out, err = _run(["sweep", "--out", str(out_dir), "--models", "llama-3.1-8b",
-                           "--corpora", "chat", "--source", "shipped", "--configs",
+    code, out, err = _run(["sweep", "--out", str(out_dir), "--model", "llama-3.1-8b",
+                           "--corpus", "chat", "--source", "shipped", "--configs",
                            "vanilla,kpad:4", *SMALL], capsys)
     assert code == 0, err
     assert out.startswith("1 cells, 2 rows -> ")

@@ -84,7 +84,7 @@ def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
     assert suffix["config"] == "suffix" and suffix["mean_accepted"] > 0
     code, _, err = run(capsys, ["predict", *base, "--source", "shipped"])
     assert code == 2 and "imported corpus" in err
-    code, out, err = run(capsys, ["sweep", "--models", "llama-3.1-8b", "--corpora", "mine",
+    code, out, err = run(capsys, ["sweep", "--model", "llama-3.1-8b", "--corpus", "mine",
                                   "--configs", "vanilla,suffix", "--num-requests", "96",
                                   "--out", "sw"])
     assert code == 0, err

@@ -160,8 +160,8 @@ def test_sweep_writes_table_and_plot(real_profiles, tmp_path):
 
     from simkit.cli import app
 
-    result = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b,qwen2.5-7b",
-                                      "--corpora", "chat,code", "--configs", "vanilla,kpad:4,8",
+    result = CliRunner().invoke(app, ["sweep", "--model", "llama-3.1-8b,qwen2.5-7b",
+                                      "--corpus", "chat,code", "--configs", "vanilla,kpad:4,8",
                                       "--num-requests", "64", "--source", "shipped",
                                       "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -97,7 +97,7 @@ def test_reference_cli_json(profiles, tmp_path):
     from simkit.cli import app
 
     png = tmp_path / "ref.png"
-    out = CliRunner().invoke(app, ["whatif", "reference", "--models", "llama-3.1-8b",
+    out = CliRunner().invoke(app, ["whatif", "reference", "--model", "llama-3.1-8b",
                                    "--num-requests", "48", "--workers", "2", "--format", "json",
                                    "--plot", str(png)])
     assert out.exit_code == 0, out.output

@@ -107,7 +107,7 @@ def test_bad_plot_paths_fail_before_the_work(capsys, tmp_path, plot, why):
 def test_bad_out_folder_fails_before_the_work(capsys, tmp_path):
     afile = tmp_path / "f"
     afile.write_text("x")
-    code, _, err = run(capsys, "sweep", "--models", "llama-3.1-8b", "--corpora", "chat",
+    code, _, err = run(capsys, "sweep", "--model", "llama-3.1-8b", "--corpus", "chat",
                        "--out", str(afile))
     assert code == 2
     one_line_error(err, "out", "not a folder")
@@ -115,14 +115,14 @@ def test_bad_out_folder_fails_before_the_work(capsys, tmp_path):
 
 def test_sweep_name_errors_exit_2_before_any_cell(capsys, tmp_path):
     out = tmp_path / "sw"
-    code, _, err = run(capsys, "sweep", "--models", "llama-3.1-8b,nope", "--corpora", "chat",
+    code, _, err = run(capsys, "sweep", "--model", "llama-3.1-8b,nope", "--corpus", "chat",
                        "--out", str(out))
     assert code == 2 and not (out / "sweep.parquet").exists()
     one_line_error(err, "unknown model 'nope'")
-    code, _, err = run(capsys, "sweep", "--models", "llama-3.1-8b", "--corpora", "",
+    code, _, err = run(capsys, "sweep", "--model", "llama-3.1-8b", "--corpus", "",
                        "--out", str(out))
     assert code == 2
-    one_line_error(err, "corpora")
+    one_line_error(err, "corpus")
 
 
 def test_calibrate_merge_of_a_missing_folder(capsys, tmp_path):
@@ -188,7 +188,7 @@ def test_whatif_hardware_all_points_failed_exits_1(capsys):
 @needs_traces
 def test_sweep_with_a_failed_cell_writes_the_rest_and_exits_1(capsys, tmp_path):
     out = tmp_path / "sw"
-    code, stdout, err = run(capsys, "sweep", "--models", "llama-3.1-8b,deepseek-r1", "--corpora",
+    code, stdout, err = run(capsys, "sweep", "--model", "llama-3.1-8b,deepseek-r1", "--corpus",
                             "chat", "--hardware", "h100", "--configs", "vanilla",
                             "--num-requests", "64", "--workers", "1", "--out", str(out))
     assert code == 1

@@ -17,7 +17,13 @@ from simkit.commands.options import NEGATED, OWN_DEFAULT, SHARED
 # what each run command leaves out of the shared set, and why (a new gap fails the test)
 WITHOUT = {
     ("predict",): {},
-    ("sweep",): {"model": "a grid: --models", "corpus": "a grid: --corpora"},
+    ("sweep",): {},
+    ("fleet", "plan"): {"seeds": "one traffic stream (--seed)",
+                        "num_requests": "arrivals: --rate x --duration",
+                        "concurrency": "open loop: --rate sets the load",
+                        "source": "replays the raw traces' own token ids",
+                        "history": "each replica's own: the stream routed to it",
+                        "capped_outputs": "replays the outputs' own token ids"},
     ("whatif", "capacity"): {"concurrency": "open loop: the request rate sets the load",
                              "num_requests": "the rate sets it (--min/--max-requests)"},
     ("whatif", "concurrency"): {"concurrency": "varied: --levels",
@@ -28,12 +34,14 @@ WITHOUT = {
     ("whatif", "prefix"): {"prefix_caching": "varied: on and off"},
     ("whatif", "history"): {"history": "varied: --shares, --no-warm"},
     ("whatif", "reference"): {n: "the study's own conditions" for n in
-                              ("model", "corpus", "tp", "configs", "concurrency", "max_tokens",
+                              ("corpus", "tp", "configs", "concurrency", "max_tokens",
                                "capped_outputs", "prefix_caching")},
 }
 
 # a shared option a command defines its own way, and why
-OWN_WAY = {("whatif", "reference"): {"history": "a list: one column set per history"}}
+OWN_WAY = {("sweep",): {"model": "a grid: several", "corpus": "a grid: several"},
+           ("whatif", "reference"): {"model": "the study's models: several",
+                                     "history": "one column set per history: several"}}
 
 
 def _params(path: tuple[str, ...]) -> dict:
@@ -111,3 +119,28 @@ def test_a_bad_source_is_one_error_line_before_any_work(capsys):
         code, out, err = run(capsys, *argv, "--source", "nowhere")
         assert code == 2 and out == ""
         one_line_error(err, "field 'source'", "auto, raw or shipped")
+
+
+def test_list_options_take_a_comma_list_or_a_repeated_option(capsys):
+    """One list syntax: every list option of a run command may be repeated, and its values are
+    comma lists; `--configs vanilla --configs kpad:4` is `--configs vanilla,kpad:4`."""
+    from simkit.commands.options import LIST_NOTE
+
+    for path in WITHOUT:
+        for name, param in _params(path).items():
+            if (param.help or "").endswith(LIST_NOTE) or name == "configs":
+                assert param.multiple, (path, name)
+    one = _whatif_json(capsys, *HOST[:3], "--configs", "vanilla,kpad:4", *HOST[5:])
+    two = _whatif_json(capsys, *HOST[:3], "--configs", "vanilla", "--configs", "kpad:4",
+                       *HOST[5:])
+    assert one == two and {r["config"] for r in one["rows"]} == {"vanilla", "kpad-4"}
+
+
+def test_sweeps_old_list_flags_are_deprecated_aliases(capsys, tmp_path):
+    from cli_helpers import run
+
+    out = str(tmp_path / "sw")
+    code, _, err = run(capsys, "sweep", "--out", out, "--models", "nope")
+    assert code == 2 and "--models is deprecated" in err and "unknown model 'nope'" in err
+    code, _, err = run(capsys, "sweep", "--out", out, "--model", "a", "--models", "b")
+    assert code == 2 and "give --model only" in err

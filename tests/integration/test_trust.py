@@ -431,8 +431,8 @@ def test_a_full_disk_during_sweep_keeps_the_csv(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", no_space)
     out_dir = tmp_path / "sweep"
-    code, out, err = run(capsys, "sweep", "--out", str(out_dir), "--models", "llama-3.1-8b",
-                         "--corpora", "chat", "--configs", "vanilla", "--seeds", "1",
+    code, out, err = run(capsys, "sweep", "--out", str(out_dir), "--model", "llama-3.1-8b",
+                         "--corpus", "chat", "--configs", "vanilla", "--seeds", "1",
                          "--num-requests", "32", "--source", "shipped", "--workers", "1")
     assert code == 1
     assert (out_dir / "sweep.csv").read_text().startswith("model,")

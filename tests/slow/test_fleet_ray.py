@@ -22,11 +22,15 @@ def test_ray_fleet_equals_local_fleet_byte_for_byte():
     from simkit.fleet.run import fleet
     from simkit.fleet.traffic import TrafficSpec
 
-    kw = dict(corpus="code-reasoning", traffic=TrafficSpec(rate=4, duration_s=15, seed=5),
+    from simkit.app.options import RunOptions
+
+    kw = dict(traffic=TrafficSpec(rate=4, duration_s=15, seed=5),
               policies="round-robin,prefix-affinity,session-affinity", configs="vanilla,suffix",
               replicas=3, gpu_hour_price=2.5)
-    local = report.document(fleet(**kw))
-    forked = report.document(fleet(**kw, workers=2))
-    remote = report.document(fleet(**kw, executor="ray", workers=2))
+    one, two = RunOptions(corpus="code-reasoning", workers=1), \
+        RunOptions(corpus="code-reasoning", workers=2)
+    local = report.document(fleet(one, **kw))
+    forked = report.document(fleet(two, **kw))
+    remote = report.document(fleet(two, **kw, executor="ray"))
     assert local == forked == remote
     assert '"round-robin"' in local and '"per_replica"' in local

@@ -39,7 +39,7 @@ def test_sweep_command_with_ray_executor(tmp_path):
 
     from simkit.cli import app
 
-    args = ["--models", "llama-3.1-8b", "--corpora", "chat", "--configs", "vanilla,kpad:4",
+    args = ["--model", "llama-3.1-8b", "--corpus", "chat", "--configs", "vanilla,kpad:4",
             "--num-requests", "48", "--workers", "2"]
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         out = CliRunner().invoke(app, ["sweep", *args, *extra, "--out", str(tmp_path / name)])
