@@ -52,6 +52,9 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
              "fitted_models": doc.get("models", []),
              "cv_step_mape_pct": (doc.get("cv") or {}).get("mean", {}).get("step"),
              "validation": val}
+    band = doc.get("interval")
+    if band:                  # only where the calibration states one (h200-vllm026 does not)
+        value["interval"] = band
     text = (f"{pred.cost_label}: fitted on {value['fitted_runs']} measured runs "
             f"({value['fitted_steps']:,} steps; {', '.join(value['fitted_models'])})")
     if val:
@@ -61,6 +64,9 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
                  f"source: {val['source']}")
         if val.get("machines"):
             text += f"; {val['machines']}"
+        if band and band.get("half_width_pct") is not None:
+            text += (f"; a rerun measures within ±{band['half_width_pct']:.1f} % of a prediction 90 "
+                     "% of the time (run-to-run drift and fit residuals of the fitted runs)")
         if doc["hardware"] != pred.hardware:
             text += (f"; that error was measured on {doc['hardware']}, never on "
                      f"{pred.hardware}")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import columns
 from simkit.report.recommend import recommendation
-from simkit.report.render import cell, model_error_pct, note_lines, title
+from simkit.report.render import cell, interval_pct, model_error_pct, note_lines, title
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -39,7 +39,7 @@ def render_html(pred: Prediction) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("simkit.report", "templates"),
                              autoescape=True, keep_trailing_newline=True)
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
     cols = columns(bool(getattr(pred, "prefix_caching", False)))
     rows = [{"cells": [cell(r, c.key) for c in cols], "best": r.config == rec["config"]}
             for r in pred.rows]

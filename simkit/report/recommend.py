@@ -3,8 +3,10 @@
 "run X: +N % over vanilla (A vs B tok/s); best fixed K = k (...); dynamic-K: ...". X is the
 highest tok/s, except that among configs within its seed spread the simplest to deploy wins
 (vanilla, then a fixed K, then a dynamic policy), and the report says so. A lead smaller than the
-cost model's measured error is flagged, and a dynamic policy that ran one K throughout is named
-as such (its figures then equal that kpad row's).
+cost model's measured error is flagged; where the calibration states the interval a rerun
+measures (its "interval" block), a lead inside that interval is called a tie within the error; and
+a dynamic policy that ran one K throughout is named as such (its figures then equal that kpad
+row's).
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ def _pct(a: float, b: float) -> str:
     return f"{a / b - 1:+.1%}".replace("%", " %") if b > 0 else "n/a"
 
 
-def recommendation(pred: Prediction, model_error_pct: float | None = None) -> dict[str, Any]:
+def recommendation(pred: Prediction, model_error_pct: float | None = None,
+                   interval_pct: float | None = None) -> dict[str, Any]:
     """{'config', 'line', 'reasons'}: what to run and why, from `pred.rows` alone.
 
     `model_error_pct` (the cost model's held-out MAPE, when recorded) turns a margin smaller
-    than it into an explicit warning instead of a confident call.
+    than it into an explicit warning instead of a confident call; `interval_pct` (the relative
+    half-width of the calibration's 90 % rerun interval, when it states one) makes a lead inside
+    it a tie within the error, said in the line itself.
     """
     rows = [r for r in pred.rows if r.output_tok_s == r.output_tok_s]
     if not rows:
@@ -62,6 +67,19 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None) -> di
             reasons.append(f"near-tie: {best.config} leads {second.config} by {margin:.1%} "
                            f"({best.output_tok_s - second.output_tok_s:,.0f} tok/s), within the "
                            f"seed spread (±{spread:,.0f})")
+        elif interval_pct is not None and margin * 100 < interval_pct:
+            inside = [r for r in ranked[1:] if r.output_tok_s > 0
+                      and 100 * (best.output_tok_s / r.output_tok_s - 1) < interval_pct]
+            more = ""
+            if len(inside) > 1:
+                van_in = ", vanilla among them" if van is not None and van in inside else ""
+                more = f"; {len(inside)} of the {len(ranked) - 1} other configs are inside it{van_in}"
+            parts.append(f"tie within the error with {second.config} ({100 * margin:.1f} % apart, "
+                         f"inside the ±{interval_pct:.1f} % interval{more})")
+            reasons.append(f"a rerun of a setting measures within ±{interval_pct:.1f} % of its "
+                           "prediction 90 % of the time (run-to-run drift and the fit's residuals "
+                           f"on the calibration runs), so {best.config} and {second.config} are "
+                           "not told apart; measure both on your GPU before choosing")
         elif model_error_pct is not None and margin * 100 < model_error_pct:
             reasons.append(f"{best.config} leads {second.config} by {margin:.1%}, less than the "
                            f"cost model's held-out error ({model_error_pct:.1f} %)")

@@ -35,6 +35,13 @@ def model_error_pct(assumptions: dict[str, Any]) -> float | None:
     return val.get("held_out_mape_pct")
 
 
+def interval_pct(assumptions: dict[str, Any]) -> float | None:
+    """The relative half-width (%) of the 90 % interval a rerun measures, when the calibration
+    states one (its "interval" block)."""
+    band = (assumptions.get("cost_model", {}).get("value") or {}).get("interval") or {}
+    return band.get("half_width_pct")
+
+
 def _block(label: str, text: str, width: int) -> list[str]:
     pad = " " * (width + 4)
     return textwrap.wrap(text, WRAP, initial_indent=f"  {label:<{width}}  ",
@@ -123,7 +130,7 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
     100 characters, and a line naming the others; `wide`: every column), legend of the printed
     columns (optional), then every assumption."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
     shown, left_out = table_columns(pred, wide)
     table = render_text_table([c.header for c in shown],
                               [[cell(r, c.key) for c in shown] for r in pred.rows],
@@ -142,7 +149,7 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
 def document(pred: Prediction) -> dict[str, Any]:
     """The JSON document: identity, assumptions, column meanings, rows, verdict."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
             "vllm_version": pred.vllm_version or None,
             "history": pred.history or None, "assumptions": assumptions,
@@ -162,7 +169,7 @@ def render_csv(pred: Prediction) -> str:
     from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS
 
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
     buf = io.StringIO()
     buf.write(f"# {title(pred)}\n")
     for key, entry in assumptions.items():
@@ -187,5 +194,5 @@ def _prefix_on(pred: Prediction) -> bool:
     return bool(getattr(pred, "prefix_caching", False))
 
 
-__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "model_error_pct", "note_lines", "render_csv",
+__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "interval_pct", "model_error_pct", "note_lines", "render_csv",
            "render_table", "table_columns", "title", "verdict_lines"]

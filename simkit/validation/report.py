@@ -13,7 +13,7 @@ from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, 
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                               recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
-from simkit.validation.spread import calibration_sigma, coverage, interval
+from simkit.validation.spread import calibration_sigma, coverage, interval, repeat_tie
 
 PURPOSES = ("validation", "calibration", "all")
 
@@ -87,6 +87,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "predicted_tok_s_seed_std": _std(tok),
             "predicted_interval": interval(p, band["sigma_log"]),
             "interval_source": band["source"],
+            "repeat_tie_frac": repeat_tie(band.get("drift_sigma_log")),
             "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
             "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
             "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
@@ -207,7 +208,10 @@ def best_config_agreement(cells: list[dict[str, Any]], purpose: str | None = Non
     """Per setting group (model, corpus, concurrency, requests, cap, forcing, history) with >= 2
     measured configurations of any kind (vanilla, suffix, kpad-K, dynamic-*): the measured and
     the predicted fastest, and the measured throughput lost by running the predicted one.
-    Repeats of one configuration are averaged."""
+    Repeats of one configuration are averaged. Where the cells carry the calibration's repeat tie
+    (simkit.validation.spread.repeat_tie), each group also says whether the measured best leads
+    the predicted best by no more than it (`within_repeat_spread`: one run each cannot tell them
+    apart), counted beside the strict agreement."""
     groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for c in cells:
         if purpose is None or c["purpose"] == purpose:
@@ -217,10 +221,18 @@ def best_config_agreement(cells: list[dict[str, Any]], purpose: str | None = Non
         if len(by_cfg) < 2:
             continue
         meas, mb, pb = _fastest(by_cfg)
+        ties = [c["repeat_tie_frac"] for cs in by_cfg.values() for c in cs
+                if c.get("repeat_tie_frac") is not None]
+        gap = meas[mb] / meas[pb] - 1
         out.append({**_setting_doc(key), "configs": sorted(by_cfg), "measured_best": mb,
                     "predicted_best": pb, "match": mb == pb,
-                    "lost_tok_s_frac": 1 - meas[pb] / meas[mb]})
-    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out}
+                    "lost_tok_s_frac": 1 - meas[pb] / meas[mb], "measured_gap": gap,
+                    "repeat_tie_frac": max(ties) if ties else None,
+                    "within_repeat_spread": gap <= max(ties) if ties else None})
+    judged = [g for g in out if g["within_repeat_spread"] is not None]
+    return {"matched": sum(g["match"] for g in out), "total": len(out), "cells": out,
+            "within_repeat_spread": sum(g["within_repeat_spread"] for g in judged) if judged else None,
+            "repeat_tie_frac": max(g["repeat_tie_frac"] for g in judged) if judged else None}
 
 
 def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -94,11 +94,22 @@ def calibration_sigma(doc: dict[str, Any] | None, runs) -> dict[str, Any]:
     block = (doc or {}).get("interval") or {}
     if block.get("sigma_log") is not None:
         return {"sigma_log": float(block["sigma_log"]),
+                "drift_sigma_log": block.get("drift_sigma_log"),
                 "source": f"calibration {doc.get('name', '')}: drift and fit residuals of its "
                           "fitted runs"}
     fitted = set((doc or {}).get("runs") or []) or None
     drift = drift_sigma(runs, run_ids=fitted)
-    return {"sigma_log": drift["sigma_log"], "source": "drift of the repeated calibration runs"}
+    return {"sigma_log": drift["sigma_log"], "drift_sigma_log": None,
+            "source": "drift of the repeated calibration runs"}
+
+
+def repeat_tie(drift_sigma_log: float | None) -> float | None:
+    """How far apart (measured a / measured b - 1) two runs of one setting come 90 % of the time
+    under this drift: exp(z sqrt(2) sigma) - 1 (the log ratio of two runs has sd sqrt(2) sigma).
+    Two configurations measured closer than this are not told apart by one run each."""
+    if drift_sigma_log is None:
+        return None
+    return math.exp(Z90 * math.sqrt(2) * drift_sigma_log) - 1
 
 
 def interval(value: float, sigma: float | None, z: float = Z90) -> tuple[float, float] | None:

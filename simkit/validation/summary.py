@@ -17,7 +17,7 @@ from typing import Any
 
 from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
                                       best_k_agreement, mape, mape_by_history, repeatability)
-from simkit.validation.spread import coverage, interval, rerun_interval
+from simkit.validation.spread import coverage, interval, repeat_tie, rerun_interval
 
 COMMAND = ("simkit validate --vllm-version {v} --format json; --purpose all for the calibration "
            "MAPE and the repeat spread (python -m simkit.validation.summary writes this block)")
@@ -62,6 +62,11 @@ def validation_block(cells: list[dict[str, Any]], version: str,
         "best_config_held_out": (f"{best['matched']} of {best['total']} groups ({hot['matched']} of "
                                  f"{hot['total']} under a hot or repeat history)"),
         "best_k_held_out": f"{bk['matched']} of {bk['total']} groups",
+        **({"best_config_held_out_within_repeat_spread": (
+            f"{best['within_repeat_spread']} of {best['total']} groups (the measured best leads "
+            f"the predicted best by <= {100 * best['repeat_tie_frac']:.1f} %, two runs of one "
+            "setting apart 90 % of the time)")} if best.get("within_repeat_spread") is not None
+           else {}),
         "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band"
                                    + (f" (+-{100 * cov['median_half_width']:.1f} %)"
                                       if cov.get("median_half_width") is not None else ""),
@@ -88,9 +93,11 @@ def with_interval(doc: dict[str, Any], cells: list[dict[str, Any]], runs,
     if fitted_ids is None:
         fitted_ids = {c["run_id"] for c in cells if c["purpose"] == "calibration"}
     doc["interval"] = rerun_interval(cells, runs, fitted_ids)
+    tie = repeat_tie(doc["interval"]["drift_sigma_log"])
     for c in cells:
         c["predicted_interval"] = interval(c["predicted_tok_s"], doc["interval"]["sigma_log"])
         c["interval_source"] = f"calibration {doc.get('name', '')}"
+        c["repeat_tie_frac"] = tie
 
 
 def main(argv: list[str] | None = None) -> int:

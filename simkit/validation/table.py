@@ -91,11 +91,19 @@ def _lines(doc: dict[str, Any]) -> list[str]:
                      f"setting): {b['matched']}/{b['total']} groups"
                      + (f", {sum(g['match'] for g in hot)}/{len(hot)} under a hot or repeat "
                         "history" if hot else ""))
+        if b.get("within_repeat_spread") is not None:
+            lines.append(f"best configuration within the repeat spread (the measured best leads "
+                         f"the predicted best by <= {100 * b['repeat_tie_frac']:.1f} %, how far two "
+                         f"runs of one setting come apart 90 % of the time): "
+                         f"{b['within_repeat_spread']}/{b['total']} groups")
         for g in b["cells"]:
+            tie = g.get("within_repeat_spread")
             lines.append(f"  {_setting(g)} ({g['forcing']}, {g.get('history', 'cold')}) "
                          f"{len(g['configs'])} configs: measured {g['measured_best']}, predicted "
                          f"{g['predicted_best']}, measured tok/s lost "
-                         f"{100 * g['lost_tok_s_frac']:.1f} %")
+                         f"{100 * g['lost_tok_s_frac']:.1f} %"
+                         + ("" if tie is None or g["match"] else
+                            f" ({'within' if tie else 'beyond'} the repeat spread)"))
     for name, a in doc["acceptance_replay"].items():
         lines.append(f"acceptance replay ({name} table ordering"
                      f"{' = ' + doc['table_ordering'] if name == 'used' else ''}): mean |rel err| "

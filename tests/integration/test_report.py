@@ -143,6 +143,20 @@ def test_a_lead_inside_the_model_error_is_flagged():
     assert not any("held-out" in r for r in recommendation(pred)["reasons"])
 
 
+def test_a_lead_inside_the_rerun_interval_is_a_tie_within_the_error():
+    pred = _pred([_row("vanilla", 0, 4000, 5), _row("kpad-4", 4, 4400, 5, acc=0.8, step_ms=7),
+                  _row("suffix", 24, 4600, 5, acc=0.9, step_ms=9, mean_k=24)])
+    rec = recommendation(pred, model_error_pct=5.14, interval_pct=14.3)
+    # suffix leads kpad-4 by 4.5 % and vanilla by 15.0 %: only kpad-4 is inside +-14.3 %
+    assert "tie within the error with kpad-4 (4.5 % apart, inside the ±14.3 % interval)" in rec["line"]
+    assert "suffix and kpad-4 are not told apart" in rec["reasons"][0]
+    wide = recommendation(pred, interval_pct=20.0)["line"]
+    assert "2 of the 2 other configs are inside it, vanilla among them" in wide
+    # a lead wider than the interval is a call; without an interval the MAPE rule stays
+    assert "tie within" not in recommendation(pred, interval_pct=4.0)["line"]
+    assert "tie within" not in recommendation(pred, model_error_pct=5.14)["line"]
+
+
 # -- renderings -------------------------------------------------------------------------------
 def _header(out: str) -> list[str]:
     """The table's column headers as printed (a header wrapped over lines joined again)."""

@@ -85,3 +85,30 @@ def test_the_shipped_033_calibration_carries_an_interval_from_its_fitted_runs():
     assert block["sigma_log"] == pytest.approx(math.hypot(block["drift_sigma_log"],
                                                           block["residual_sigma_log"]), abs=1e-5)
     assert f"+-{block['half_width_pct']:.1f} %" in doc["validation"]["drift_interval_coverage"]
+
+
+def test_repeat_tie_is_the_90_pct_ratio_of_two_runs():
+    from simkit.validation.spread import repeat_tie
+
+    assert repeat_tie(0.1) == pytest.approx(math.exp(Z90 * math.sqrt(2) * 0.1) - 1)
+    assert repeat_tie(None) is None
+
+
+def test_best_configuration_within_the_repeat_spread_is_counted_beside_the_strict_call():
+    from simkit.validation.report import best_config_agreement
+
+    def c(corpus, config, meas, pred, tie=0.10):
+        return {"purpose": "validation", "model": "m", "corpus": corpus, "concurrency": 32,
+                "num_requests": 64, "max_tokens_cap": 1024, "forcing": "overlapped",
+                "history": "cold", "config": config, "measured_tok_s": meas,
+                "predicted_tok_s": pred, "repeat_tie_frac": tie}
+    cells = [c("a", "vanilla", 1000, 900), c("a", "suffix-24", 1050, 950),     # strict hit
+             c("b", "vanilla", 1000, 900), c("b", "suffix-24", 1080, 850),     # miss, 8 % gap
+             c("d", "vanilla", 1000, 900), c("d", "suffix-24", 1200, 850)]     # miss, 20 % gap
+    b = best_config_agreement(cells, "validation")
+    assert (b["matched"], b["within_repeat_spread"], b["total"]) == (1, 2, 3)
+    assert [g["within_repeat_spread"] for g in b["cells"]] == [True, True, False]
+    assert b["cells"][1]["measured_gap"] == pytest.approx(0.08)
+    # cells without a tie (a calibration with no interval) give no second figure
+    plain = best_config_agreement([{**x, "repeat_tie_frac": None} for x in cells], "validation")
+    assert plain["within_repeat_spread"] is None
