@@ -65,8 +65,11 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
         if val.get("machines"):
             text += f"; {val['machines']}"
         if band and band.get("half_width_pct") is not None:
-            text += (f"; a rerun measures within ±{band['half_width_pct']:.1f} % of a prediction 90 "
-                     "% of the time (run-to-run drift and fit residuals of the fitted runs)")
+            text += (f"; 90 % interval for a rerun ±{band['half_width_pct']:.1f} % (run-to-run "
+                     "drift and fit residuals of the fitted runs)")
+            if val.get("interval_runs"):
+                text += (f", {val['interval_inside']} of {val['interval_runs']} held-out runs "
+                         "measured inside it")
         if doc["hardware"] != pred.hardware:
             text += (f"; that error was measured on {doc['hardware']}, never on "
                      f"{pred.hardware}")

@@ -76,10 +76,10 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
                 more = f"; {len(inside)} of the {len(ranked) - 1} other configs are inside it{van_in}"
             parts.append(f"tie within the error with {second.config} ({100 * margin:.1f} % apart, "
                          f"inside the ±{interval_pct:.1f} % interval{more})")
-            reasons.append(f"a rerun of a setting measures within ±{interval_pct:.1f} % of its "
-                           "prediction 90 % of the time (run-to-run drift and the fit's residuals "
-                           f"on the calibration runs), so {best.config} and {second.config} are "
-                           "not told apart; measure both on your GPU before choosing")
+            reasons.append(f"the calibration's 90 % interval for a rerun is ±{interval_pct:.1f} % "
+                           "of the prediction (run-to-run drift and the fit's residuals on the "
+                           f"calibration runs), so {best.config} and {second.config} are not told "
+                           "apart; measure both on your GPU before choosing")
         elif model_error_pct is not None and margin * 100 < model_error_pct:
             reasons.append(f"{best.config} leads {second.config} by {margin:.1%}, less than the "
                            f"cost model's held-out error ({model_error_pct:.1f} %)")

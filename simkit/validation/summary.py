@@ -70,6 +70,7 @@ def validation_block(cells: list[dict[str, Any]], version: str,
         "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band"
                                    + (f" (+-{100 * cov['median_half_width']:.1f} %)"
                                       if cov.get("median_half_width") is not None else ""),
+        "interval_inside": cov["inside"], "interval_runs": cov["cells"],
         "calibration_runs": len(fit_cells),
         "calibration_mape_pct": round(mape(fit_cells, "calibration"), 2),
         "repeat_spread_settings": len(rep["groups"]),

@@ -150,6 +150,7 @@ def test_a_lead_inside_the_rerun_interval_is_a_tie_within_the_error():
     # suffix leads kpad-4 by 4.5 % and vanilla by 15.0 %: only kpad-4 is inside +-14.3 %
     assert "tie within the error with kpad-4 (4.5 % apart, inside the ±14.3 % interval)" in rec["line"]
     assert "suffix and kpad-4 are not told apart" in rec["reasons"][0]
+    assert "90 % interval for a rerun is ±14.3 %" in rec["reasons"][0]
     wide = recommendation(pred, interval_pct=20.0)["line"]
     assert "2 of the 2 other configs are inside it, vanilla among them" in wide
     # a lead wider than the interval is a call; without an interval the MAPE rule stays

@@ -85,6 +85,10 @@ def test_the_shipped_033_calibration_carries_an_interval_from_its_fitted_runs():
     assert block["sigma_log"] == pytest.approx(math.hypot(block["drift_sigma_log"],
                                                           block["residual_sigma_log"]), abs=1e-5)
     assert f"+-{block['half_width_pct']:.1f} %" in doc["validation"]["drift_interval_coverage"]
+    val = doc["validation"]
+    assert val["drift_interval_coverage"].startswith(
+        f"{val['interval_inside']} of {val['interval_runs']} held-out runs")
+    assert val["interval_runs"] == val["held_out_runs"]
 
 
 def test_repeat_tie_is_the_90_pct_ratio_of_two_runs():
