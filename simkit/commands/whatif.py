@@ -11,6 +11,7 @@ from typing import Annotated, NamedTuple, Optional
 import typer
 
 from simkit.commands.options import OUTPUT as OUTPUT_PANEL
+from simkit.app.options import RunOptions
 from simkit.commands.options import (Wide, comma_list, deprecated_alias, pick_alias, run_command,
                                      run_options, turned_off)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
@@ -128,20 +129,19 @@ def check_numbers(options: dict) -> None:
             positive_rate(options[name], option)
 
 
-def whatif_options(params: dict) -> tuple[dict, Output]:
+def whatif_options(params: dict) -> tuple[RunOptions, dict, Output]:
     """A what-if command's options (its locals: its own options and the shared ones in `run`)
-    checked before any work: (the what-if function's keyword arguments, how to print it); the
-    shared ones through simkit.commands.options.run_options."""
+    checked before any work: (the run settings, through simkit.commands.options.run_options;
+    the what-if function's own keyword arguments; how to print it)."""
     own = {k: v for k, v in params.items() if k != "run"}
     run = dict(params["run"])
     fmt, plot, wide = run.pop("fmt"), run.pop("plot"), run.pop("wide")
     check_format(fmt, plot)
     check_numbers({**own, **run})
     opts = run_options(run)
-    kwargs = {**opts.keywords(run), **own}
     if "configs" in run:
-        kwargs["configs"] = run["configs"]
-    return kwargs, Output(fmt, plot, wide)
+        own["configs"] = run["configs"]
+    return opts, own, Output(fmt, plot, wide)
 
 
 class Output(NamedTuple):
@@ -198,13 +198,13 @@ def capacity_cmd(
 ) -> None:
     """Replicas and GPUs to serve a target under p99 TTFT/TPOT goals (default target: 20 req/s).
     Open loop: the request rate, not --concurrency, sets the load."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import capacity as C
 
     goals = C.Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
         kwargs["target_rate"] = 20.0
-    emit(C.capacity(goals=goals, **kwargs), out, C.plot)
+    emit(C.capacity(run, goals=goals, **kwargs), out, C.plot)
 
 
 @whatif_command("hardware", without=("hardware", "tp"), model="llama-3.1-70b")
@@ -214,10 +214,10 @@ def hardware_cmd(
     **run,
 ) -> None:
     """The same model and traffic on other GPUs (H100/H200/B200) or TP degrees."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import hardware as H
 
-    emit(H.hardware(**kwargs), out, H.plot)
+    emit(H.hardware(run, **kwargs), out, H.plot)
 
 
 @whatif_command("host", hardware="b200")
@@ -226,10 +226,10 @@ def host_cmd(
     **run,
 ) -> None:
     """Host-CPU speed sweep: which configurations are host-bound."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import host as H
 
-    emit(H.host(**kwargs), out, H.plot)
+    emit(H.host(run, **kwargs), out, H.plot)
 
 
 @whatif_command("concurrency", without=("concurrency", "num_requests"))
@@ -241,10 +241,10 @@ def concurrency_cmd(
     **run,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import concurrency as C
 
-    emit(C.concurrency(**kwargs), out, C.plot)
+    emit(C.concurrency(run, **kwargs), out, C.plot)
 
 
 @whatif_command("quantization", model="llama-3.1-70b", hardware="b200")
@@ -261,10 +261,10 @@ def quantization_cmd(
     **run,
 ) -> None:
     """W4A4: faster arithmetic and changed acceptance, with the output-equivalence caution."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import quantization as Q
 
-    emit(Q.quantization(**kwargs), out, Q.plot)
+    emit(Q.quantization(run, **kwargs), out, Q.plot)
 
 
 @whatif_command("prefix", without=("prefix_caching",))
@@ -273,10 +273,10 @@ def prefix_cmd(
     **run,
 ) -> None:
     """A longer shared system prompt (agent tool preamble): prefix caching on vs off."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import prefix as PX
 
-    emit(PX.prefix(**kwargs), out, PX.plot)
+    emit(PX.prefix(run, **kwargs), out, PX.plot)
 
 
 @whatif_command("reference", without=("corpus", "tp", "configs", "concurrency",
@@ -386,10 +386,10 @@ def history_cmd(
 ) -> None:
     """Throughput vs the share of requests already served: where speculation starts to pay
     (--configs must include vanilla)."""
-    kwargs, out = whatif_options(locals())
+    run, kwargs, out = whatif_options(locals())
     from simkit.whatif import history as Hi
 
-    emit(Hi.history(**kwargs), out, Hi.plot)
+    emit(Hi.history(run, **kwargs), out, Hi.plot)
 
 
 def register(app: typer.Typer) -> None:

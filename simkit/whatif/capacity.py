@@ -28,12 +28,12 @@ from typing import Any
 
 from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
 from simkit.engine.runner import Cell, Job, engine_config, prepare, run_jobs
-from simkit.app.cells import load_workload
+from simkit.app.options import RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, mean_output_tokens
+from simkit.whatif.common import WhatIfResult, cost_of, mean_output_tokens, server_of, workload_of
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -136,29 +136,22 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
     return out
 
 
-def capacity(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
-             tp: int | None = None, target_rate: float | None = None,
+def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None,
              target_tok_s: float | None = None, goals: Goals = Goals(),
-             configs: str = WHATIF_CONFIGS, seeds: int = 1,
-             min_requests: int = 128, max_requests: int = 5000, span_factor: float = 3.0,
-             workers: int | None = None, calibration: str | None = None,
-             vllm_version: str | None = None, source: str = "auto", history: str | None = None,
-             capped_outputs: str = "keep", max_tokens: int = 8192, prefix_caching: bool = True,
-             rel_tol: float = 0.05, workload: Workload | None = None,
+             configs: str = WHATIF_CONFIGS, min_requests: int = 128, max_requests: int = 5000,
+             span_factor: float = 3.0, rel_tol: float = 0.05, workload: Workload | None = None,
              cost: Any = None) -> WhatIfResult:
-    """Replicas and GPUs for a traffic target, per configuration (see the module docstring)."""
-    from simkit.costmodel import load_cost_model
-
+    """Replicas and GPUs for a traffic target, per configuration (see the module docstring),
+    under the settings `run` (open loop: its concurrency and requests per run do not apply)."""
+    model, corpus, seeds, workers = run.model, run.corpus, run.seeds, run.workers
     if (target_rate is None) == (target_tok_s is None):
         raise InputError("give exactly one of a request-rate target and an output tok/s target",
                          field="target")
     if (target_rate or target_tok_s or 0) <= 0:
         raise InputError("target must be > 0", field="target")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
-                                         max_tokens)
-    cost = cost or load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
-    cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
+    workload = workload_of(run, workload)
+    cost = cost or cost_of(run)
+    cfg = server_of(cost, run)
     mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
     rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,

@@ -1,5 +1,7 @@
-"""What every what-if shares: the result record (WhatIfResult, JSON-safe values) and the mean
-output length of a workload. The what-ifs run their ladders through simkit.engine.runner."""
+"""What every what-if shares: the result record (WhatIfResult, JSON-safe values), the mean
+output length of a workload, and the run settings (simkit.app.options.RunOptions) turned into
+what a ladder needs: the workload, the cost model, the server, the ladder itself
+(simkit.engine.runner). Every what-if takes one RunOptions, as predict does."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from simkit.engine.runner import default_num_requests
+from simkit.app.options import RunOptions
+from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.runner import Cell, Ladder, default_num_requests, engine_config, run_ladder
+from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 
 
@@ -69,3 +74,40 @@ def requests_per_run(num_requests: int | None, workload: Workload, concurrency: 
     """`num_requests`, or when None what simkit predict runs: the profile's request count, at
     least 4 x concurrency (simkit.engine.runner.default_num_requests)."""
     return num_requests or default_num_requests(workload, concurrency)
+
+
+def workload_of(run: RunOptions, workload: Workload | None = None, corpus: str | None = None
+                ) -> Workload:
+    """`workload`, or the one of `run` (its model, `corpus` or its corpus, profile source,
+    history, capped outputs and max_tokens: simkit.app.cells.load_workload)."""
+    from simkit.app.cells import load_workload
+
+    return workload or load_workload(run.model, corpus or run.corpus, run.source, run.history,
+                                     run.capped_outputs, run.max_tokens)
+
+
+def cost_of(run: RunOptions, hardware: str | None = None, tp: int | None = None) -> Any:
+    """The cost model of `run` (its model, calibration and vLLM version) on `hardware` at `tp`
+    (default: the run's own)."""
+    from simkit.costmodel import load_cost_model
+
+    return load_cost_model(run.model, hardware or run.hardware, tp=tp or run.tp,
+                           calibration=run.calibration, vllm_version=run.vllm_version)
+
+
+def server_of(cost: Any, run: RunOptions) -> EngineConfig:
+    """vLLM's server settings for `cost` under the run's max_tokens and prefix caching."""
+    return engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching)
+
+
+def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,
+              server: EngineConfig | None = None, num_requests: int | None = None,
+              concurrency: int | None = None) -> Ladder:
+    """The ladder of `specs` on (workload, cost): closed loop at `concurrency` (default: the
+    run's), the run's seeds and workers, `num_requests` per run (default: requests_per_run of
+    the run's), on `server` (default: server_of)."""
+    clients = concurrency or run.concurrency
+    n = num_requests or requests_per_run(run.num_requests, workload, clients)
+    return run_ladder(Cell(workload, cost, server or server_of(cost, run)), specs,
+                      seeds=run.seeds, num_requests=n, load=ClosedLoop(clients),
+                      workers=run.workers)

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from simkit.app.options import RunOptions
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.app.cells import load_workload
-from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, server_of, workload_of
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -32,17 +30,12 @@ def stops_paying(rows: list[dict], name: str) -> int | None:
     return first
 
 
-def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
-                tp: int | None = None, levels: str = "1,2,4,8,16,32,64,128,256",
-                configs: str = WHATIF_CONFIGS, seeds: int = 1,
-                min_requests: int = 32, workers: int | None = None,
-                calibration: str | None = None, vllm_version: str | None = None,
-                source: str = "auto", history: str | None = None,
-                capped_outputs: str = "keep", max_tokens: int = 8192,
-                prefix_caching: bool = True, workload: Workload | None = None) -> WhatIfResult:
-    """Ladder at each concurrency; runs max(min_requests, 4 x C) requests (steady window)."""
-    from simkit.costmodel import load_cost_model
-
+def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,64,128,256",
+                configs: str = WHATIF_CONFIGS, min_requests: int = 32,
+                workload: Workload | None = None) -> WhatIfResult:
+    """Ladder at each concurrency under the settings `run` (its concurrency and requests per
+    run are the ones varied); runs max(min_requests, 4 x C) requests (steady window)."""
+    model, corpus, seeds = run.model, run.corpus, run.seeds
     try:
         cs = sorted({int(c) for c in levels.split(",") if c.strip()})
     except ValueError:
@@ -57,17 +50,14 @@ def concurrency(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: s
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
-                                         max_tokens)
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
-    cell = Cell(workload, cost, engine_config(cost, max_tokens=max_tokens,
-                                              prefix_caching=prefix_caching))
+    workload = workload_of(run, workload)
+    cost = cost_of(run)
+    server = server_of(cost, run)
     rows, unavailable = [], {}
     for c in cs:
         n = max(min_requests, 4 * c)
-        ladder = run_ladder(cell, specs, seeds=seeds, num_requests=n, load=ClosedLoop(c),
-                            workers=workers)
+        ladder = ladder_of(run, workload, cost, specs, server=server, num_requests=n,
+                           concurrency=c)
         unavailable.update(ladder.unavailable)
         for r in ladder.rows:
             rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,

@@ -6,32 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from simkit.app.options import RunOptions
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.app.cells import load_workload
-from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
 
 
-def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
+def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
              targets: str = "h100,h200,b200", tps: str | None = None,
-             configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-             num_requests: int | None = None, workers: int | None = None,
-             calibration: str | None = None, vllm_version: str | None = None,
-             source: str = "auto", history: str | None = None, capped_outputs: str = "keep",
-             max_tokens: int = 8192, prefix_caching: bool = True,
-             workload: Workload | None = None) -> WhatIfResult:
-    """Ladder per (hardware, TP). `targets` is a comma list of catalogue names or JSON paths;
-    `tps` a comma list of TP degrees tried on each (default: each hardware's chosen TP);
-    `num_requests` None: as simkit predict (common.requests_per_run)."""
-    from simkit.costmodel import load_cost_model
-
+             configs: str = WHATIF_CONFIGS, workload: Workload | None = None) -> WhatIfResult:
+    """Ladder per (hardware, TP) under the settings `run` (its hardware and TP are the ones
+    varied). `targets` is a comma list of catalogue names or JSON paths; `tps` a comma list of
+    TP degrees tried on each (default: each hardware's chosen TP)."""
+    model, corpus, seeds = run.model, run.corpus, run.seeds
     hws = [h.strip() for h in targets.split(",") if h.strip()]
     if not hws:
         raise InputError("no hardware given", field="targets")
@@ -45,24 +37,19 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
 
         for tp in tp_list:                     # vLLM's refusal, before any work
             check_tp(model, tp, field="tps")
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
-                                         max_tokens)
-    num_requests = requests_per_run(num_requests, workload, concurrency)
+    workload = workload_of(run, workload)
+    num_requests = requests_per_run(run.num_requests, workload, run.concurrency)
     specs = parse_configs(configs)
     rows, notes, first, failures = [], [], {}, []
     for hw in hws:
         for tp in tp_list:
             try:
-                cost = load_cost_model(model, hw, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
+                cost = cost_of(run, hw, tp)
             except InputError as exc:          # e.g. does not fit at this TP: say so, go on
                 failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue
             notes.append(cost.describe())
-            cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
-            ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds,
-                                num_requests=num_requests, load=ClosedLoop(concurrency),
-                                workers=workers).rows
+            ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests).rows
             for r in ladder:
                 first.setdefault(r.config, r.output_tok_s)
                 rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
@@ -73,7 +60,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
                              if first[r.config] > 0 else None,
                              "tpot_ms_p50": r.tpot_ms_p50, "host_frac": r.host_frac,
                              "kv_capacity_tokens": cost.kv_capacity_tokens})
-    notes.append(f"closed loop, concurrency {concurrency}, {num_requests} requests, {seeds} "
+    notes.append(f"closed loop, concurrency {run.concurrency}, {num_requests} requests, {seeds} "
                  f"seed(s); workload {workload.name} ({workload.origin or 'origin unknown'}); "
                  "vs_first_hardware = throughput / the first (hardware, TP) row of that config")
     if workload.proxy_note:
@@ -81,7 +68,7 @@ def hardware(model: str = "llama-3.1-70b", corpus: str = "mix", *,
     return WhatIfResult("hardware", f"{model} on {', '.join(hws)}"
                         + (f" at TP {tps}" if tps else " (chosen TP)"), COLUMNS, rows,
                         {"model": model, "corpus": corpus, "targets": hws, "tps": tps,
-                         "configs": configs, "concurrency": concurrency, "seeds": seeds,
+                         "configs": configs, "concurrency": run.concurrency, "seeds": seeds,
                          "num_requests": num_requests}, notes, failures=failures)
 
 

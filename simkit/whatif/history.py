@@ -8,14 +8,12 @@ import math
 from pathlib import Path
 
 from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.app.cells import load_workload
-from simkit.engine.sim import ClosedLoop
+from simkit.app.options import RunOptions
 from simkit.app.verdict import best_kpad, fastest
 from simkit.errors import InputError
 from simkit.history import parse_history
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
@@ -47,34 +45,26 @@ def crossover(points: list[tuple[float, float]]) -> float | None:
     return None
 
 
-def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
-            tp: int | None = None, shares: str = DEFAULT_SHARES, configs: str = FIXED_K_CONFIGS,
-            concurrency: int = 32, seeds: int = 1, num_requests: int | None = None,
-            workers: int | None = None, calibration: str | None = None,
-            vllm_version: str | None = None, source: str = "auto", capped_outputs: str = "keep",
-            max_tokens: int = 8192, prefix_caching: bool = True,
-            warm: bool = True) -> WhatIfResult:
-    """The ladder under repeat:P for each P (and warm when `warm`); every run replays at
-    least the whole sample (`num_requests` None: as simkit predict, common.requests_per_run)."""
-    from simkit.costmodel import load_cost_model
+def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
+            configs: str = FIXED_K_CONFIGS, warm: bool = True) -> WhatIfResult:
+    """The ladder under repeat:P for each P (and warm when `warm`) with the other settings of
+    `run` (its history is the one varied); every run replays at least the whole sample."""
+    model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
     ps = parse_shares(shares)
     specs = parse_configs(configs)
     if all(s.speculative for s in specs):
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
+    cost = cost_of(run)
     labels = [(parse_history(f"repeat:{p:g}").label, p) for p in ps] + \
         ([("warm", None)] if warm else [])
     rows, best_by, origin = [], {}, ""
     for label, p in labels:
-        workload = load_workload(model, corpus, source, label, capped_outputs, max_tokens)
+        workload = workload_of(run.but(history=label))
         origin = origin or (workload.origin or "")
-        cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
-        n = max(requests_per_run(num_requests, workload, concurrency), workload.num_requests)
-        ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n,
-                            load=ClosedLoop(concurrency), workers=workers).rows
+        n = max(requests_per_run(run.num_requests, workload, concurrency), workload.num_requests)
+        ladder = ladder_of(run, workload, cost, specs, num_requests=n).rows
         top = fastest(ladder)
         best_spec = fastest([r for r in ladder if r.config != "vanilla"])
         kpad = best_kpad(ladder)
@@ -110,7 +100,7 @@ def history(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str =
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name,
                          "tp": cost.tp, "shares": ps, "configs": configs,
                          "concurrency": concurrency, "seeds": seeds,
-                         "num_requests": num_requests, "warm": warm}, notes,
+                         "num_requests": run.num_requests, "warm": warm}, notes,
                         {"crossover_share": cross, "per_history": best_by})
 
 

@@ -9,14 +9,12 @@ import math
 from pathlib import Path
 
 from simkit.costmodel import CostModel
+from simkit.app.options import RunOptions
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.app.cells import load_workload
-from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -41,37 +39,26 @@ def elasticity(t1: float, t2: float, f1: float, f2: float) -> float:
     return math.log(t2 / t1) / math.log(f2 / f1)
 
 
-def host(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "b200",
-         tp: int | None = None, factors: str = "0.5,0.75,1,1.5,2,4",
-         configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-         num_requests: int | None = None, workers: int | None = None,
-         calibration: str | None = None, vllm_version: str | None = None,
-         source: str = "auto", history: str | None = None, capped_outputs: str = "keep",
-         max_tokens: int = 8192, prefix_caching: bool = True,
+def host(run: RunOptions = RunOptions(hardware="b200"), *,
+         factors: str = "0.5,0.75,1,1.5,2,4", configs: str = WHATIF_CONFIGS,
          workload: Workload | None = None) -> WhatIfResult:
-    """Ladder per host factor; the summary says which configurations are host-bound
-    (`num_requests` None: as simkit predict, common.requests_per_run)."""
-    from simkit.costmodel import load_cost_model
-
+    """Ladder per host factor under the settings `run`; the summary says which configurations
+    are host-bound."""
+    model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
     try:
         fs = sorted({float(f) for f in factors.split(",") if f.strip()} | {1.0, 2.0})
     except ValueError:
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
-                                         max_tokens)
-    num_requests = requests_per_run(num_requests, workload, concurrency)
-    base = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
+    workload = workload_of(run, workload)
+    num_requests = requests_per_run(run.num_requests, workload, concurrency)
+    base = cost_of(run)
     specs = parse_configs(configs)
     rows = []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}
     for f in fs:
         cost = with_host_factor(base, f)
-        cfg = engine_config(cost, max_tokens=max_tokens, prefix_caching=prefix_caching)
-        ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds,
-                            num_requests=num_requests, load=ClosedLoop(concurrency),
-                            workers=workers).rows
+        ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests).rows
         for r in ladder:
             by[(r.config, f)] = r.output_tok_s
             frac[(r.config, f)] = r.host_frac

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from simkit.app.options import RunOptions
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, server_of
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -58,39 +57,30 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def prefix(model: str = "llama-3.1-8b", corpus: str = "mix", *, hardware: str = "h200",
-           tp: int | None = None, preamble: str = "0,500,2000",
-           configs: str = WHATIF_CONFIGS, concurrency: int = 32, seeds: int = 1,
-           num_requests: int | None = None, workers: int | None = None,
-           calibration: str | None = None, vllm_version: str | None = None,
-           source: str = "auto", history: str | None = None, capped_outputs: str = "keep",
-           max_tokens: int = 8192) -> WhatIfResult:
-    """The ladder at each preamble length, prefix caching on and off, under the request
-    `history` (None: the profile's own); `num_requests` None: as simkit predict
-    (common.requests_per_run)."""
+def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
+           configs: str = WHATIF_CONFIGS) -> WhatIfResult:
+    """The ladder at each preamble length, prefix caching on and off (the setting varied),
+    under the other settings of `run`."""
     from simkit.app.capped import apply_capped_outputs
-    from simkit.costmodel import load_cost_model
     from simkit.profiles.corpus_profile import load_profile, sampled_prompts
+
+    model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
     levels = parse_levels(preamble)
     specs = parse_configs(configs)
-    prof = load_profile(model, corpus, source=source, tree=history)
-    base = apply_capped_outputs(Workload.from_profile(prof), capped_outputs, max_tokens)
+    prof = load_profile(model, corpus, source=run.source, tree=run.history)
+    base = apply_capped_outputs(Workload.from_profile(prof), run.capped_outputs, run.max_tokens)
     base.name = base.name or f"{model}/{corpus}"
-    num_requests = requests_per_run(num_requests, base, concurrency)
+    num_requests = requests_per_run(run.num_requests, base, concurrency)
     prompts = sampled_prompts(prof)
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
-    on = engine_config(cost, max_tokens=max_tokens)
+    cost = cost_of(run)
+    on = server_of(cost, run.but(prefix_caching=True))
     off = dataclasses.replace(on, prefix_caching=False)
-    load = ClosedLoop(concurrency)
     rows, first = [], {}
     for n in levels:
         w = with_preamble(base, prompts, n)
-        cached = run_ladder(Cell(w, cost, on), specs, seeds=seeds, num_requests=num_requests,
-                            load=load, workers=workers).rows
-        plain = run_ladder(Cell(w, cost, off), specs, seeds=seeds, num_requests=num_requests,
-                           load=load, workers=workers).rows
+        cached = ladder_of(run, w, cost, specs, server=on, num_requests=num_requests).rows
+        plain = ladder_of(run, w, cost, specs, server=off, num_requests=num_requests).rows
         for r, p in zip(cached, plain):
             first.setdefault(r.config, r.output_tok_s)
             rows.append({"preamble": n, "config": r.config, "output_tok_s": r.output_tok_s,

@@ -22,15 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from simkit.costmodel import CostModel
+from simkit.app.options import RunOptions
 from simkit.engine.config import WHATIF_CONFIGS, parse_configs
-from simkit.engine.runner import Cell, engine_config, run_ladder
-from simkit.app.cells import load_workload
-from simkit.engine.sim import ClosedLoop
 from simkit.app.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -112,40 +110,29 @@ def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workloa
                     weights=workload.weights)
 
 
-def quantization(model: str = "llama-3.1-70b", corpus: str = "mix", *, hardware: str = "b200",
-                 tp: int | None = None, weight_bytes_factor: float | None = None,
-                 flop_speedup: float | None = None, acceptance_scale: float = 0.9,
-                 quant_corpus: str | None = None, configs: str = WHATIF_CONFIGS,
-                 concurrency: int = 32, seeds: int = 1, num_requests: int | None = None,
-                 workers: int | None = None, calibration: str | None = None,
-                 vllm_version: str | None = None, source: str = "auto",
-                 history: str | None = None, capped_outputs: str = "keep",
-                 max_tokens: int = 8192, prefix_caching: bool = True,
-                 workload: Workload | None = None) -> WhatIfResult:
-    """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config
-    (`num_requests` None: as simkit predict, common.requests_per_run)."""
-    from simkit.costmodel import load_cost_model
-
-    workload = workload or load_workload(model, corpus, source, history, capped_outputs,
-                                         max_tokens)
-    num_requests = requests_per_run(num_requests, workload, concurrency)
-    base = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
+def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b200"), *,
+                 weight_bytes_factor: float | None = None, flop_speedup: float | None = None,
+                 acceptance_scale: float = 0.9, quant_corpus: str | None = None,
+                 configs: str = WHATIF_CONFIGS, workload: Workload | None = None
+                 ) -> WhatIfResult:
+    """Base vs W4A4 with the same acceptance vs W4A4 with the changed acceptance, per config,
+    under the settings `run`."""
+    model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
+    workload = workload_of(run, workload)
+    num_requests = requests_per_run(run.num_requests, workload, concurrency)
+    base = cost_of(run)
     quant = quantized_cost_model(base, weight_bytes_factor, flop_speedup)
     if quant_corpus:
-        qwork = load_workload(model, quant_corpus, source, history, capped_outputs, max_tokens)
+        qwork = workload_of(run, corpus=quant_corpus)
         how = f"acceptance from traces of the quantized outputs (corpus {quant_corpus})"
     else:
         qwork = scale_acceptance(workload, acceptance_scale)
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
     specs = parse_configs(configs)
-    kw = dict(seeds=seeds, num_requests=num_requests, load=ClosedLoop(concurrency),
-              workers=workers)
-    server = dict(max_tokens=max_tokens, prefix_caching=prefix_caching)
-    r_base = run_ladder(Cell(workload, base, engine_config(base, **server)), specs, **kw).rows
-    r_arith = run_ladder(Cell(workload, quant, engine_config(quant, **server)), specs, **kw).rows
-    r_quant = run_ladder(Cell(qwork, quant, engine_config(quant, **server)), specs, **kw).rows
+    r_base = ladder_of(run, workload, base, specs, num_requests=num_requests).rows
+    r_arith = ladder_of(run, workload, quant, specs, num_requests=num_requests).rows
+    r_quant = ladder_of(run, qwork, quant, specs, num_requests=num_requests).rows
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):
         rows.append({"config": a.config, "base_tok_s": a.output_tok_s,

@@ -21,11 +21,15 @@ def main() -> None:
     from simkit.whatif import capacity, concurrency, hardware, host, quantization
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
-    cases = [("capacity", lambda: capacity.capacity(target_rate=20.0, workers=args.workers)),
-             ("hardware", lambda: hardware.hardware(workers=args.workers)),
-             ("host", lambda: host.host(workers=args.workers)),
-             ("concurrency", lambda: concurrency.concurrency(workers=args.workers)),
-             ("quantization", lambda: quantization.quantization(workers=args.workers))]
+    from simkit.app.options import RunOptions
+
+    w = args.workers            # each what-if's own default settings, on --workers
+    cases = [("capacity", lambda: capacity.capacity(RunOptions(workers=w), target_rate=20.0)),
+             ("hardware", lambda: hardware.hardware(RunOptions("llama-3.1-70b", workers=w))),
+             ("host", lambda: host.host(RunOptions(hardware="b200", workers=w))),
+             ("concurrency", lambda: concurrency.concurrency(RunOptions(workers=w))),
+             ("quantization", lambda: quantization.quantization(
+                 RunOptions("llama-3.1-70b", hardware="b200", workers=w)))]
     if not args.skip_reference:
         from simkit.reference.reproduce import reproduce
 

@@ -137,8 +137,10 @@ def test_crossover_interpolates_and_says_none_when_it_never_pays():
 def test_whatif_history_on_real_traces(tmp_path):
     from simkit.whatif.history import history, plot
 
-    res = history("qwen2.5-7b", "code", shares="0,1", configs="vanilla,kpad:4,8", seeds=1,
-                  num_requests=64, workers=1, warm=False)
+    from simkit.app.options import RunOptions
+
+    res = history(RunOptions("qwen2.5-7b", "code", seeds=1, num_requests=64, workers=1),
+                  shares="0,1", configs="vanilla,kpad:4,8", warm=False)
     by = {(r["history"], r["config"]): r for r in res.rows}
     assert set(h for h, _ in by) == {"cold", "hot"}
     assert by[("hot", "kpad-8")]["mean_accepted"] > 3 * by[("cold", "kpad-8")]["mean_accepted"]

@@ -15,6 +15,13 @@ BIG = "llama-3.1-70b"
 SEARCH = dict(seeds=1, min_requests=64, max_requests=900, workers=2, rel_tol=0.15)
 
 
+def run(model: str = MODEL, **settings):
+    """The what-ifs' run settings here: one seed (the tests compare, they do not estimate)."""
+    from simkit.app.options import RunOptions
+
+    return RunOptions(model, CORPUS, **{"seeds": 1, **settings})
+
+
 @pytest.fixture(scope="module")
 def workload():
     """The real (model, corpus) workload (simkit.profiles.corpus_profile, issue 3)."""
@@ -88,11 +95,12 @@ def test_capacity_replicas_monotone_in_target(workload, capacity_search, tmp_pat
     from simkit.whatif.capacity import capacity, plot
 
     goals = capacity_search[4]
-    kw = dict(configs="vanilla", hardware="h200", goals=goals, min_requests=64,
-              max_requests=600, rel_tol=0.2, workers=2, workload=workload)
-    small = capacity(BIG, CORPUS, target_rate=5.0, **kw)
-    big = capacity(BIG, CORPUS, target_rate=200.0, **kw)
-    tok = capacity(BIG, CORPUS, target_tok_s=200.0 * small.params["mean_output_tokens"], **kw)
+    kw = dict(configs="vanilla", goals=goals, min_requests=64, max_requests=600, rel_tol=0.2,
+              workload=workload)
+    big_h200 = run(BIG, hardware="h200", workers=2)
+    small = capacity(big_h200, target_rate=5.0, **kw)
+    big = capacity(big_h200, target_rate=200.0, **kw)
+    tok = capacity(big_h200, target_tok_s=200.0 * small.params["mean_output_tokens"], **kw)
     r_small, r_big, r_tok = small.rows[0], big.rows[0], tok.rows[0]
     assert r_small["replicas"] >= 1 and r_big["replicas"] > r_small["replicas"]
     assert r_big["replicas"] == math.ceil(200.0 / r_big["max_rate_per_replica"] - 1e-9)
@@ -107,17 +115,17 @@ def test_capacity_needs_exactly_one_target(workload):
     from simkit.whatif.capacity import capacity
 
     with pytest.raises(InputError):
-        capacity(MODEL, CORPUS, workload=workload)
+        capacity(run(), workload=workload)
     with pytest.raises(InputError):
-        capacity(MODEL, CORPUS, target_rate=1.0, target_tok_s=1.0, workload=workload)
+        capacity(run(), target_rate=1.0, target_tok_s=1.0, workload=workload)
 
 
 # -- host ------------------------------------------------------------------------------------
 def test_faster_host_never_lowers_throughput_and_sync_spec_is_more_host_bound(workload):
     from simkit.whatif.host import host
 
-    res = host(MODEL, CORPUS, hardware="b200", factors="0.5,1,2,4",
-               configs="vanilla,suffix,kpad:4", num_requests=96, workers=2, workload=workload)
+    res = host(run(hardware="b200", num_requests=96, workers=2), factors="0.5,1,2,4",
+               configs="vanilla,suffix,kpad:4", workload=workload)
     for name in ("vanilla", "suffix", "kpad-4"):
         series = sorted((r["host_factor"], r["output_tok_s"]) for r in res.rows
                         if r["config"] == name)
@@ -147,8 +155,8 @@ def test_acceptance_scale_one_is_identity_and_lower_scale_lowers_acceptance(work
 def test_quantization_moves_throughput_the_expected_way(workload, tmp_path):
     from simkit.whatif.quantization import CAUTION, plot, quantization
 
-    res = quantization("llama-3.1-70b", CORPUS, hardware="b200", acceptance_scale=0.7,
-                       configs="vanilla,kpad:4", num_requests=96, workers=2, workload=workload)
+    res = quantization(run("llama-3.1-70b", hardware="b200", num_requests=96, workers=2),
+                       acceptance_scale=0.7, configs="vanilla,kpad:4", workload=workload)
     rows = {r["config"]: r for r in res.rows}
     # less weight traffic and faster GEMMs: vanilla (no acceptance involved) speeds up
     assert rows["vanilla"]["gain_arithmetic"] > 0
@@ -197,8 +205,8 @@ def test_stops_paying_needs_every_later_point_at_or_below_vanilla():
 def test_concurrency_throughput_rises_and_speculation_pays_less_at_high_load(workload, tmp_path):
     from simkit.whatif.concurrency import concurrency, plot
 
-    res = concurrency(MODEL, CORPUS, levels="1,8,64", configs="vanilla,kpad:4",
-                      min_requests=24, workers=2, workload=workload)
+    res = concurrency(run(workers=2), levels="1,8,64", configs="vanilla,kpad:4",
+                      min_requests=24, workload=workload)
     van = [r["output_tok_s"] for r in res.rows if r["config"] == "vanilla"]
     assert van[0] < van[1] < van[2]
     sp = [r["speedup_vs_vanilla"] for r in res.rows if r["config"] == "kpad-4"]
@@ -212,8 +220,8 @@ def test_concurrency_throughput_rises_and_speculation_pays_less_at_high_load(wor
 def test_hardware_bandwidth_order_at_fixed_tp(workload, tmp_path):
     from simkit.whatif.hardware import hardware, plot
 
-    res = hardware(MODEL, CORPUS, targets="h100,h200,b200", tps="1", configs="vanilla,kpad:4",
-                   num_requests=96, workers=2, workload=workload)
+    res = hardware(run(num_requests=96, workers=2), targets="h100,h200,b200", tps="1",
+                   configs="vanilla,kpad:4", workload=workload)
     van = {r["hardware"]: r["output_tok_s"] for r in res.rows if r["config"] == "vanilla"}
     assert van["h100"] < van["h200"] < van["b200"]
     assert all(r["tp"] == 1 for r in res.rows)
@@ -255,8 +263,8 @@ def test_quant_corpus_route_replays_that_corpus(workload):
     exactly the arithmetic-only figures."""
     from simkit.whatif.quantization import quantization
 
-    res = quantization(MODEL, CORPUS, hardware="b200", quant_corpus=CORPUS,
-                       configs="vanilla,kpad:4", num_requests=48, workers=2, workload=workload)
+    res = quantization(run(hardware="b200", num_requests=48, workers=2), quant_corpus=CORPUS,
+                       configs="vanilla,kpad:4", workload=workload)
     for r in res.rows:
         assert r["w4a4_tok_s"] == r["w4a4_same_acceptance_tok_s"]
     assert res.params["acceptance_scale"] is None and res.params["quant_corpus"] == CORPUS
@@ -265,7 +273,7 @@ def test_quant_corpus_route_replays_that_corpus(workload):
 def test_whatif_json_is_byte_identical_across_worker_counts(workload):
     from simkit.whatif.host import host
 
-    docs = [json.dumps(host(MODEL, CORPUS, factors="1,2", configs="vanilla,kpad:4",
-                            num_requests=48, workers=w, workload=workload).to_json_dict())
+    docs = [json.dumps(host(run(num_requests=48, workers=w), factors="1,2",
+                            configs="vanilla,kpad:4", workload=workload).to_json_dict())
             for w in (1, 2)]
     assert docs[0] == docs[1]
