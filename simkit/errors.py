@@ -27,5 +27,6 @@ class InputError(SimkitError):
 class UnknownNameError(SimkitError):
     """An unknown model, corpus, hardware or config name; lists what is known."""
 
-    def __init__(self, kind: str, name: str, known: list[str]) -> None:
-        super().__init__(f"unknown {kind} '{name}'; known: {', '.join(sorted(known))}")
+    def __init__(self, kind: str, name: str, known: list[str], hint: str = "") -> None:
+        super().__init__(f"unknown {kind} '{name}'; known: {', '.join(sorted(known))}"
+                         + (f"; {hint}" if hint else ""))

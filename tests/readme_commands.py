@@ -14,6 +14,7 @@ The benchmark (tests/benchmarks/bench_readme_commands.py) and the fresh-machine 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -58,16 +59,23 @@ def calibration_records(out: Path) -> Path:
 
 def user_folder(folder: Path) -> Path:
     """`folder` made ready for the README's commands: docs/img for the --plot paths, calib-out,
-    and mytraffic.jsonl when the raw traces are present (without them the import says what it
-    needs, which is what a fresh machine should see)."""
+    and mytraffic.jsonl: real requests when the raw traces are present, else a small made-up
+    log (the import then needs the tokenizer files, which is what a fresh machine should meet)."""
     from simkit.paths import traces_src_dir
 
     (folder / "docs" / "img").mkdir(parents=True, exist_ok=True)
     calibration_records(folder / "calib-out")
+    log = folder / "mytraffic.jsonl"
     if traces_src_dir() is not None:
         from user_traffic import write_openai_log
 
-        write_openai_log(folder / "mytraffic.jsonl", ("mt_bench", "alpaca_eval"), limit=360)
+        write_openai_log(log, ("mt_bench", "alpaca_eval"), limit=360)
+    else:
+        log.write_text("".join(json.dumps({
+            "messages": [{"role": "user", "content": f"Add {i} and {i + 1}."}],
+            "response": {"choices": [{"message": {"role": "assistant",
+                                                  "content": f"{i} + {i + 1} = {2 * i + 1}."}}]}})
+            + "\n" for i in range(40)))
     return folder
 
 

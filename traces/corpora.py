@@ -159,7 +159,9 @@ def load_corpus(corpus: str, model: str, *, progress: bool = False) -> Corpus:
             from traces.user import load_user_corpus
 
             return load_user_corpus(corpus, model)
-        raise UnknownNameError("corpus", corpus, list_corpora())
+        raise UnknownNameError("corpus", corpus, list_corpora(),
+                               "your own traffic is imported first (simkit traces import FILE "
+                               f"--name {corpus})")
     bar = _progress(progress)
     if bar is not None:
         bar.start()

@@ -146,6 +146,7 @@ def plan_cmd(
     output_format(fmt)
     output_file(out, "out", (".sh",))
     spec = get_model(model)
+    _known_corpus(corpus)
     mean_out = _mean_output_tokens(model, corpus)
     plan = make_plan(spec.name, corpus, budget_min=budget_min,
                      configs=[c for c in configs.split(",") if c.strip()],
@@ -170,6 +171,18 @@ def plan_cmd(
         typer.echo(f"    {line}")
     for why in plan.left_out:
         typer.echo(f"  left out: {why}")
+
+
+def _known_corpus(corpus: str) -> None:
+    """A plan names the corpus its runs replay: a built-in one or traffic imported here, checked
+    before any plan is printed (the GPU host's `calibrate requests` would fail on it later)."""
+    from simkit.errors import UnknownNameError
+    from traces.corpora import list_corpora
+
+    known = list_corpora()
+    if corpus not in known:
+        raise UnknownNameError("corpus", corpus, known, "your own traffic is imported first "
+                               f"(simkit traces import FILE --name {corpus})")
 
 
 def _mean_output_tokens(model: str, corpus: str) -> float:

@@ -314,6 +314,12 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     npz, js, ngram_npz = _paths(model, corpus)
     if not npz.is_file():
         have = sorted(f"{p.parent.name}/{p.stem}" for p in shipped_tables())
+        mine = [name.split("/", 1)[1] for name in have if name.startswith(f"{model}/")]
+        if mine:     # the model is shipped, the corpus is not: name the model's, not every pair
+            raise UnknownNameError("corpus", corpus, mine,
+                                   "your own traffic is imported first (simkit traces import "
+                                   f"FILE --name {corpus}), which needs the raw traces' tokenizer "
+                                   "files (SIMKIT_TRACES_SRC)")
         raise UnknownNameError("shipped profile", f"{model}/{corpus}", have)
     table = load_table(npz)
     try:

@@ -26,8 +26,10 @@ from readme_commands import ROOT, readme_commands  # noqa: E402
 SLOW_S = 30.0
 
 
-def run_one(cmd: str, cwd: Path, env: dict) -> tuple[float, float, int, str]:
-    """(wall s, peak RSS MiB, exit status, last stderr line) of one command run as a process."""
+def run_one(cmd: str, cwd: Path, env: dict) -> tuple[float, float, float, int, str]:
+    """(wall s, CPU s, peak RSS MiB, exit status, last stderr line) of one command run as a
+    process; CPU counts its worker processes too (user + system), which on a shared machine is
+    the steadier figure: on 2 idle cores the wall time is at least CPU / 2."""
     import shlex
 
     argv = [sys.executable, "-m", "simkit", *shlex.split(cmd)[1:]]
@@ -38,7 +40,8 @@ def run_one(cmd: str, cwd: Path, env: dict) -> tuple[float, float, int, str]:
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     lines = [ln for ln in (cwd / ".stderr").read_text().splitlines() if ln.strip()]
-    return wall, usage.ru_maxrss / 1024, proc.returncode, (lines[-1] if lines else "")
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, proc.returncode, (lines[-1] if lines else "")
 
 
 def main() -> None:
@@ -66,9 +69,10 @@ def main() -> None:
         for cmd in readme_commands():
             if args.only and args.only not in cmd:
                 continue
-            wall, rss, code, last = run_one(cmd, folder, env)
+            wall, cpu, rss, code, last = run_one(cmd, folder, env)
             flag = "  SLOW (> 30 s)" if wall > SLOW_S else ""
-            print(f"{wall:7.1f} s {rss:7.0f} MiB  exit {code:3d}  {cmd}{flag}", flush=True)
+            print(f"{wall:7.1f} s wall {cpu:7.1f} s CPU {rss:6.0f} MiB  exit {code:3d}  {cmd}{flag}",
+                  flush=True)
             if code != 0:
                 print(f"{'':30s}{last[:160]}", flush=True)
             if wall > SLOW_S:

@@ -188,3 +188,13 @@ def test_fleet_validation_figures_are_what_fleet_validate_prints():
     assert len(spec) == int(runs)
     assert {r["vllm_version"].rsplit(".", 1)[0] for r in spec} == {version}
     assert all(abs(r["accepted_error"]) <= int(goal) / 100 for r in spec)
+
+
+def test_calibrate_plan_refuses_a_corpus_that_is_not_there(capsys):
+    """The tour plans runs on the user's imported traffic: before the import, the plan says
+    so instead of planning runs on a corpus the GPU host cannot load."""
+    code, err = refused(capsys, "calibrate", "plan", "--model", "llama-3.1-8b", "--corpus",
+                        "not-imported-yet")
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("error: unknown corpus 'not-imported-yet'; known: chat")
+    assert "simkit traces import FILE --name not-imported-yet" in err[0]
