@@ -97,10 +97,18 @@ def _interrupt_in_chain(exc: BaseException) -> bool:
 
 
 def _interrupted() -> None:
-    """Ctrl-C: one line and exit 130. Caches are written to a temporary name and renamed,
-    so an interrupted run leaves only whole entries (the next run rebuilds the rest)."""
-    typer.echo("error: interrupted (Ctrl-C): stopped before the results were complete",
-               err=True)
+    """Ctrl-C: one line saying how far the command got (the simulations finished, when it
+    ran any) and exit 130. Caches are written to a temporary name and renamed, so an
+    interrupted run leaves only whole entries (the next run rebuilds the rest)."""
+    from simkit.progress import current
+
+    tracker = current()
+    done = tracker.summary() if tracker is not None else None
+    if tracker is not None:
+        tracker.close()                      # the bar off the terminal before the line
+    typer.echo("error: interrupted (Ctrl-C): "
+               + (f"{done}; " if done else "")
+               + "stopped before the results were complete", err=True)
     sys.exit(INTERRUPTED)
 
 
@@ -109,7 +117,16 @@ def main(argv: list[str] | None = None) -> None:
     OSError (a file or folder the OS refused) prints one `error: ...` line on stderr and exits 2;
     any other exception is a simkit bug and prints one line asking for --debug, exit 1;
     Ctrl-C prints one line and exits 130.
-    `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead."""
+    `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead. Simulations report to
+    one progress tracker per command (simkit.progress: a bar on a terminal's stderr)."""
+    from simkit.progress import tracking
+
+    with tracking():
+        _run(argv)
+
+
+def _run(argv: list[str] | None) -> None:
+    """main() inside its progress tracker."""
     debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
     try:
         code = app(args=argv, prog_name="simkit", standalone_mode=False)

@@ -143,7 +143,20 @@ def prepare(cell: Cell, specs: Sequence[SpecConfig]) -> None:
 def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
              progress: Progress | None = None) -> list[RunResult]:
     """Simulate every job on `cell`, on up to `workers` forked processes (default: all cores);
-    results in job order, the same whatever `workers` is. `progress(1)` after each job."""
+    results in job order, the same whatever `workers` is. `progress(1)` after each job; the
+    command's tracker (simkit.progress) counts them too, and draws them when no `progress`
+    is given."""
+    from simkit.progress import current
+
+    tracker = current()
+    if tracker is not None:
+        tracker.started(len(jobs), draw=progress is None)
+        given = progress
+
+        def progress(n: int) -> None:
+            tracker.finished(n)
+            if given:
+                given(n)
     prefixes = (cell.cached_prefixes if cell.cached_prefixes is not None
                 else history_cached_prefixes(cell.workload, cell.engine))
     history = (prefixes, history_repeated(cell.workload, cell.engine))
@@ -161,7 +174,7 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
     try:
         with ProcessPoolExecutor(max_workers=workers,
                                  mp_context=mp.get_context("fork") if fork else None,
-                                 initializer=_ignore_sigint) as pool:
+                                 initializer=ignore_sigint) as pool:
             futures = [pool.submit(_run_registered, key, job) if fork else
                        pool.submit(_simulate, cell, history, job) for job in jobs]
             out = []
@@ -171,14 +184,14 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
                     if progress:
                         progress(1)
             except KeyboardInterrupt:
-                _stop_pool(pool)
+                stop_pool(pool)
                 raise
             return out
     finally:
         del _CELLS[key]
 
 
-def _ignore_sigint() -> None:
+def ignore_sigint() -> None:
     """A worker's initializer: Ctrl-C is the parent's to handle (it ends the workers), so a
     worker neither dies with a traceback of its own nor carries on with the queued jobs."""
     import signal
@@ -186,7 +199,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Ctrl-C: end the workers now (a simulation writes nothing, so a half-run one leaves
     nothing behind), so that the command stops at once instead of after every queued job;
     the pool then fails the jobs left (BrokenProcessPool) and shuts down without waiting.
@@ -240,4 +253,5 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
 
 
 __all__ = ["Cell", "Job", "Ladder", "WEIGHTED_RUN", "default_num_requests", "engine_config",
-           "history_cached_prefixes", "history_repeated", "prepare", "run_jobs", "run_ladder"]
+           "history_cached_prefixes", "history_repeated", "ignore_sigint", "prepare", "run_jobs",
+           "run_ladder", "stop_pool"]

@@ -86,7 +86,19 @@ class Fleet:
         return out
 
     def run_jobs(self, jobs: list[ReplicaJob]) -> list[dict]:
-        """Run the jobs here, on forked workers, or as Ray tasks (replica order kept)."""
+        """Run the jobs here, on forked workers, or as Ray tasks (replica order kept), counted
+        by the command's progress tracker (simkit.progress)."""
+        from simkit.progress import current
+
+        tracker = current()
+        if tracker is not None:
+            tracker.started(len(jobs))
+        out = self._run_jobs(jobs)
+        if tracker is not None:
+            tracker.finished(len(jobs))
+        return out
+
+    def _run_jobs(self, jobs: list[ReplicaJob]) -> list[dict]:
         if self.executor == "ray":
             from simkit.executors.ray_fleet import run_groups_ray
 
@@ -96,9 +108,16 @@ class Fleet:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
+        from simkit.engine.runner import ignore_sigint, stop_pool
+
         groups = [jobs[g::self.workers] for g in range(self.workers)]
-        with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork")) as pool:
-            parts = list(pool.map(run_group, groups))
+        with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
+                                 initializer=ignore_sigint) as pool:
+            try:
+                parts = list(pool.map(run_group, groups))
+            except KeyboardInterrupt:          # end the workers now, not after their groups
+                stop_pool(pool)
+                raise
         flat = [r for part in parts for r in part]
         return sorted(flat, key=lambda r: r["replica"])
 
@@ -123,6 +142,7 @@ class Fleet:
     def _least_outstanding(self, spec, n: int) -> dict:
         """The load-aware fleet for one configuration (see the module docstring)."""
         from simkit.fleet.sim import run_joint
+        from simkit.progress import current
 
         tr = self.traffic
         provisional = None
@@ -133,7 +153,12 @@ class Fleet:
         note = ""
         for it in range(1, MAX_LOR_ITERATIONS + 1):
             wl = self._global_workload(provisional, n, spec.speculative)
+            tracker = current()
+            if tracker is not None:
+                tracker.started(1)
             choice, runs = run_joint(wl, self.cost, self.engine, spec, tr.times.tolist(), n)
+            if tracker is not None:
+                tracker.finished(1)
             if spec.speculative and self.ordering == "in-loop":
                 note = "drafted on each replica's simulated steps: no tables to make consistent"
                 break
