@@ -27,7 +27,7 @@ import numpy as np
 
 from simkit.errors import InputError
 
-DEFAULT_HISTORY = "warm"
+CHOICES = ("cold", "warm", "hot", "repeat:P")     # what --history takes (plus modifiers)
 REPEAT_SEED = 20261201          # which requests repeat: fixed, so the GPU harness and simkit agree
 
 
@@ -50,12 +50,17 @@ class History:
         return base + (",evicted" if self.evicted else "")
 
     @property
-    def tree_label(self) -> str:
-        """The label of what the suffix tree held before the run, which alone decides the
-        acceptance table: evicted changes only the prefix cache, and a repeat of nobody is cold."""
+    def tree(self) -> "History":
+        """What the suffix tree held before the run, which alone decides the acceptance table:
+        evicted changes only the prefix cache, and a repeat of nobody is cold."""
         if self.kind == "repeat" and self.share == 0:
-            return "cold"
-        return replace(self, evicted=False).label
+            return COLD
+        return replace(self, evicted=False)
+
+    @property
+    def tree_label(self) -> str:
+        """The label of `tree` (names a history table: hot and hot,evicted share one)."""
+        return self.tree.label
 
     @property
     def prompts_cached(self) -> bool:
@@ -85,15 +90,23 @@ class History:
                 "diverge_tokens": self.diverge, "prompts_cached": self.prompts_cached}
 
 
+COLD = History("cold")
+WARM = History("warm")          # the default: a steady stream of the same traffic
+
+
 def _num(x: float) -> str:
     return f"{x:g}"
 
 
 def parse_history(text: str | History | None) -> History:
-    """'cold' | 'warm' | 'hot' | 'repeat:P' with optional ',diverge:M'; InputError otherwise."""
+    """'cold' | 'warm' | 'hot' | 'repeat:P' with optional ',diverge:M' and ',evicted' (None:
+    warm, the default); InputError otherwise. Called where a history enters as text: the
+    command line, a record's column, a profile's provenance file."""
     if isinstance(text, History):
         return text
-    raw = (DEFAULT_HISTORY if text is None else str(text)).strip().lower()
+    if text is None:
+        return WARM
+    raw = str(text).strip().lower()
     parts = [p.strip() for p in raw.split(",") if p.strip()]
     if not parts:
         raise InputError("history is empty; use cold, warm, hot or repeat:P", field="history")
@@ -144,9 +157,9 @@ def repeat_indices(n: int, share: float, seed: int = REPEAT_SEED) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n)[:m].astype(np.int64)
 
 
-def split_histories(text: str | None) -> list[str]:
-    """A comma list of histories as canonical labels, each modifier (diverge:M, evicted) kept
-    with the history before it: 'cold,hot,evicted,hot' -> ['cold', 'hot,evicted', 'hot']."""
+def split_histories(text: str | None) -> list[History]:
+    """A comma list of histories, each modifier (diverge:M, evicted) kept with the history
+    before it: 'cold,hot,evicted,hot' -> the Histories cold, hot,evicted and hot."""
     if not text:
         return []
     out: list[str] = []
@@ -155,4 +168,4 @@ def split_histories(text: str | None) -> list[str]:
             out[-1] = f"{out[-1]},{part}"
         else:
             out.append(part)
-    return [parse_history(h).label for h in out]
+    return [parse_history(h) for h in out]

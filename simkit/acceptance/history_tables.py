@@ -17,14 +17,13 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
 from simkit.drafters.base import SUFFIX_DRAFTER
-from simkit.history import History, parse_history, repeat_indices
+from simkit.history import History, repeat_indices
 
 PRELUDE_VERSION = 2     # bump when the prelude rule (which responses, in what order) changes
 
 
-def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarray]:
-    """The responses a repeat history served before `requests` (empty for cold)."""
-    h = parse_history(history)
+def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
+    """The responses a repeat history `h` served before `requests` (empty for cold)."""
     if h.kind == "warm":
         raise ValueError("warm history needs the whole corpus (simkit.profiles.corpus_profile builds it)")
     if h.kind == "cold" or h.share == 0:
@@ -40,11 +39,11 @@ def prelude_outputs(requests: Sequence, history: History | str) -> list[np.ndarr
     return out
 
 
-def cached_history_table(requests: Sequence, history: History | str, *, params=None,
+def cached_history_table(requests: Sequence, h: History, *, params=None,
                          kmax: int = 16, ordering: str = "sequential", concurrency: int = 32,
                          model: str = "", corpus: str = "", progress: bool = False,
                          use_cache: bool = True) -> AcceptanceTable:
-    """The suffix table of `requests` under a cold or repeat history, cached like cached_table.
+    """The suffix table of `requests` under a cold or repeat history `h`, cached like cached_table.
 
     Key: the requests' tokens, the suffix parameters, kmax, ordering (and concurrency) and the
     history label (which with the requests decides the prelude)."""
@@ -53,7 +52,6 @@ def cached_history_table(requests: Sequence, history: History | str, *, params=N
     from simkit.drafters.suffix.cache import SuffixParams
     from simkit.paths import cache_dir
 
-    h = parse_history(history)
     params = params or SuffixParams()
     prelude = prelude_outputs(requests, h)
     if not prelude:

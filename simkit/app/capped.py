@@ -105,7 +105,7 @@ def extend_capped(workload: Workload, max_tokens: int) -> Workload:
     return Workload(np.asarray(workload.prompt_len, np.int32).copy(), out_len, tables,
                     name=workload.name, proxy_note=workload.proxy_note, origin=workload.origin,
                     provenance=prov, block_hashes=workload.block_hashes,
-                    weights=workload.weights)
+                    weights=workload.weights, history=workload.history)
 
 
 def apply_capped_outputs(workload: Workload, mode: str, max_tokens: int) -> Workload:

@@ -14,11 +14,12 @@ from typing import Any
 from simkit.app.options import RunOptions
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
+from simkit.history import History, parse_history
 
 _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 
 
-def load_workload(model: str, corpus: str, source: str = "auto", history: str | None = None,
+def load_workload(model: str, corpus: str, source: str = "auto", history: History | None = None,
                   capped_outputs: str = "keep", max_tokens: int = 8192) -> Workload:
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.corpus_profile.load_profile; capped outputs
@@ -29,7 +30,7 @@ def load_workload(model: str, corpus: str, source: str = "auto", history: str | 
 
     check_mode(capped_outputs)
     model = canonical_model(model)
-    prof = load_profile(model, corpus, source=source, tree=history)
+    prof = load_profile(model, corpus, source=source, history=history)
     workload = Workload.from_profile(prof)
     if not workload.name:
         workload.name = f"{model}/{corpus}"
@@ -51,9 +52,7 @@ def load_cell(run: RunOptions) -> tuple[Workload, Any]:
     key = (model, run.corpus, hardware, run.tp, run.calibration, run.source, run.max_model_len,
            run.max_num_batched_tokens, version)
     if run.history is not None:
-        from simkit.history import parse_history
-
-        key = key + (parse_history(run.history).label,)
+        key = key + (run.history.label,)
     if check_mode(run.capped_outputs) != "keep":
         key = key + (run.capped_outputs, run.max_tokens)
     if key not in _LOADED:
@@ -74,21 +73,22 @@ def clear_loaded() -> None:
     _LOADED.clear()
 
 
-def run_history(run: dict[str, Any]) -> str:
-    """The history the run was measured under (older records: cold, every run reset the tree)."""
+def run_history(run: dict[str, Any]) -> History:
+    """The history the run was measured under, from its record's column (older records: cold,
+    every run reset the tree)."""
     h = run.get("history")
-    return "cold" if h is None or h != h or h == "" else str(h)
+    return parse_history("cold" if h is None or h != h or h == "" else str(h))
 
 
-def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | None = None,
-                 in_loop: bool = False):
+def run_workload(reqs: list, run: dict[str, Any], ordering: str,
+                 history: History | None = None, in_loop: bool = False) -> Workload:
     """Workload of exactly these requests; suffix table built over them in this order after the
     run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
     responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
     concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
-    along for prefix caching. `in_loop`: no table; the engine drafts on its own trajectory
-    (simkit.drafters.suffix.in_loop, the run's drafter settings), from the empty tree of a cold
-    run (the only history it takes)."""
+    along for prefix caching, and the history for the prompts it left in the prefix cache.
+    `in_loop`: no table; the engine drafts on its own trajectory (simkit.drafters.suffix.in_loop,
+    the run's drafter settings), from the empty tree of a cold run (the only history it takes)."""
     import numpy as np
 
     from simkit.acceptance.history_tables import cached_history_table
@@ -96,25 +96,26 @@ def run_workload(reqs: list, run: dict[str, Any], ordering: str, history: str | 
 
     plen = np.array([len(r.prompt_ids) for r in reqs], np.int32)
     olen = np.array([len(r.output_ids) for r in reqs], np.int32)
+    history = history or run_history(run)
     tables = {}
     hashes = pack(prompt_block_hashes(r.prompt_ids) for r in reqs)
     if in_loop:
-        if (history or run_history(run)) != "cold":
+        if history.kind != "cold":
             raise ValueError("in-loop drafting starts from an empty tree: cold runs only, not "
-                             f"{history or run_history(run)}")
+                             f"{history.label}")
         wl = Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
-                      block_hashes=hashes)
+                      block_hashes=hashes, history=history)
         if str(run["config"]) != "vanilla":
             wl.in_loop[SUFFIX_DRAFTER] = _in_loop_factory(list(reqs), run)
         return wl
     if str(run["config"]) != "vanilla":
-        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history or run_history(run), kmax=16,
+        tables[SUFFIX_DRAFTER] = cached_history_table(reqs, history, kmax=16,
                                                 ordering=ordering,
                                                 concurrency=int(run["concurrency"]),
                                                 model=str(run["model"]),
                                                 corpus=str(run["corpus"]))
     return Workload(plen, olen, tables, name=f"{run['model']}/{run['corpus']}/{run['run_id']}",
-                    block_hashes=hashes)
+                    block_hashes=hashes, history=history)
 
 
 IN_LOOP_KMAX = 16        # as the tables' columns (a suffix draft never exceeds 12 at depth 24)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from simkit.history import History
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -25,7 +27,7 @@ class RunOptions:
     vllm_version: str | None = None        # None: the newest simkit knows
     calibration: str | None = None         # None: the hardware's and version's, else analytic
     source: str = "auto"                   # workload profiles: auto, raw or shipped
-    history: str | None = None             # simkit.history spelling; None: the profile's own
+    history: History | None = None         # parsed from --history; None: the profile's own
     capped_outputs: str = "keep"           # simkit.app.capped: keep | extend
     concurrency: int = 32                  # closed-loop clients
     num_requests: int | None = None        # None: simkit.engine.runner.default_num_requests

@@ -19,6 +19,7 @@ from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
 from simkit.app.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
+from simkit.history import History
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Prediction:
     tp_chosen: bool = False             # TP picked as the smallest that fits (not given)
     workload_provenance: dict[str, Any] = field(default_factory=dict)
     request_rate: float | None = None
-    history: str = ""                   # simkit.history label the workload's tables assume
+    history: History | None = None      # the request history the workload's tables assume
     # request count that gives every run a steady window, when this one did not (else None)
     suggested_num_requests: int | None = None
     capped_outputs: str = "keep"        # simkit.app.capped: keep | extend
@@ -158,8 +159,7 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
                       or default_calibration(hardware, cfg.vllm_version) or "analytic",
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
-                      history=str(workload.provenance.get("history")
-                                  or workload.provenance.get("tree") or ""),
+                      history=workload.history,
                       suggested_num_requests=suggested,
                       prefix_caching=prefix_caching, prefix_note=_prefix_note(flat),
                       capped_outputs=run.capped_outputs,

@@ -36,7 +36,8 @@ def _cell(model: str, corpus: str, run: RunOptions, configs: str) -> dict[str, A
     finally:
         clear_loaded()
     ident = dict(zip(CELL_COLUMNS, (model, corpus, pred.hardware, pred.tp, pred.cost_label,
-                                    pred.origin, pred.history, pred.vllm_version)))
+                                    pred.origin,
+                                    pred.history.label if pred.history else "", pred.vllm_version)))
     rows = []
     for r in pred.rows:
         flags = {"is_best": r.config == pred.best_config,

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from simkit.errors import InputError
+from simkit.history import COLD, WARM, History
 
 
 def _parse_ks(text: str) -> list[int]:
@@ -24,24 +25,24 @@ def _weighted_note(weights) -> str:
     return "" if weights is None else ", stratified sample weighted to the corpus"
 
 
-def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str, tree: str | None):
-    """(table, origin line, proxy note, tree mode, weights or None) for the request sample, from
-    raw traces or the shipped profile: the profile's own sample (weighted) at --max-requests
-    SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all)."""
+def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
+          history: History | None):
+    """(table, origin line, proxy note, history label, weights or None) for the request sample,
+    from raw traces or the shipped profile: the profile's own sample (weighted) at
+    --max-requests SAMPLE_SIZE, else an evenly spaced unweighted one (0 = all). `history` None:
+    the shipped profile's own."""
     from simkit.profiles import corpus_profile as profiles, sampling
     from simkit.drafters.base import NGRAM_DRAFTER
     from simkit.paths import traces_src_dir
 
     if source not in profiles.SOURCES:
         raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
-    if tree is not None:
-        tree = profiles.check_tree(tree)      # any history label (simkit.history)
     raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
     if not raw:
         if max_requests != sampling.SAMPLE_SIZE:
             raise InputError("without raw traces only the shipped profile is available: "
                              f"--max-requests {sampling.SAMPLE_SIZE}", field="source")
-        prof = profiles.load_profile(model, corpus, source="shipped", tree=tree)
+        prof = profiles.load_profile(model, corpus, source="shipped", history=history)
         if drafter not in prof.tables:
             raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests
@@ -49,36 +50,36 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
         return prof.tables[drafter], (f"shipped profile traces/profiles/{model}/{corpus}{suffix}.npz "
                             f"({n} of {prof.provenance.get('corpus_requests', '?')} requests"
                             f"{_weighted_note(prof.weights)})"), \
-            prof.proxy_note, prof.provenance.get("tree", "cold"), prof.weights
+            prof.proxy_note, (prof.history or COLD).label, prof.weights
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)", field="source")
     from simkit.acceptance.cache import cached_table, cached_warm_table
     from simkit.drafters.base import get_drafter
     from traces.corpora import load_corpus
 
-    tree = tree or profiles.shipped_tree(model, corpus) or profiles.DEFAULT_TREE
+    history = history or profiles.shipped_history(model, corpus) or WARM
     if max_requests == sampling.SAMPLE_SIZE:           # the profiles' own (stratified) sample
-        prof = profiles.profile_from_raw(model, corpus, progress=True, tree=tree)
+        prof = profiles.profile_from_raw(model, corpus, progress=True, history=history)
         n = prof.table.num_requests
         return prof.tables[drafter], (f"raw traces ({n} of {prof.provenance['corpus_requests']} "
                                       f"requests{_weighted_note(prof.weights)})"), \
-            prof.proxy_note, tree, prof.weights
+            prof.proxy_note, history.label, prof.weights
     corp = load_corpus(corpus, model, progress=True)
     idx = sampling.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
     history_aware = get_drafter(drafter).remembers_history     # suffix: its global tree
-    if history_aware and tree == "warm" and len(reqs) < len(corp.requests):
+    if history_aware and history.kind == "warm" and len(reqs) < len(corp.requests):
         table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
-    elif history_aware and tree not in ("warm", "cold"):
+    elif history_aware and history.kind not in ("warm", "cold"):
         from simkit.acceptance.history_tables import cached_history_table
 
-        table = cached_history_table(reqs, tree, kmax=16, model=model, corpus=corpus,
+        table = cached_history_table(reqs, history, kmax=16, model=model, corpus=corpus,
                                      progress=True)
     else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
         table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
                              corpus=corpus, progress=True)
     return (table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests, evenly spaced)",
-            corp.proxy_note, tree, None)
+            corp.proxy_note, history.label, None)
 
 
 def acceptance(
@@ -92,17 +93,18 @@ def acceptance(
                                           "figures weighted to the corpus); other values: an "
                                           "evenly spaced unweighted sample (0 = all)"),
     source: str = typer.Option("auto", "--source", help="auto | raw | shipped"),
-    tree: Optional[str] = typer.Option(None, "--tree", help="warm (sampled requests see the global tree of "
-                                       "the whole corpus replayed before them) | cold (sample alone); "
-                                       "default: the shipped profile's mode"),
-    history: Optional[str] = typer.Option(None, "--history", help="request history: warm, cold, hot, "
-                                          "repeat:P[,diverge:M] (simkit.history; --tree is the "
-                                          "older name of warm/cold); default: the shipped profile's"),
+    history: Optional[str] = typer.Option(None, "--history", help="warm (whole corpus before), "
+                                          "cold (sample alone), hot, repeat:P[,diverge:M] "
+                                          "(default: the shipped profile's own)"),
+    tree: Optional[str] = typer.Option(None, "--tree", hidden=True,
+                                       help="deprecated alias of --history (removed in the next "
+                                            "release)"),
 ) -> None:
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
 
     from simkit.checks import output_format
+    from simkit.commands.options import pick_alias, pick_history
     from simkit.drafters.base import drafter_names
 
     if drafter not in drafter_names():
@@ -112,15 +114,13 @@ def acceptance(
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)
-    if history is not None and tree is not None and history != tree:
-        raise InputError(f"--tree {tree} and --history {history} disagree; give one",
-                         field="history")
-    table, origin, note, tree, weights = _load(model, corpus, drafter, max_requests, source,
-                                               history or tree)
+    history = pick_alias(history, tree, "--history", "--tree")
+    table, origin, note, label, weights = _load(model, corpus, drafter, max_requests, source,
+                                                pick_history(history))
     results = [summarize(table, kk, weights=weights) for kk in ks]
     if fmt == "json":
         typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
-                               "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": tree, "history": tree,
+                               "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": label, "history": label,
                                "requests": table.num_requests, "weighted": weights is not None,
                                "results": results}, indent=1))
         return
@@ -130,7 +130,7 @@ def acceptance(
     console = Console()
     console.print(f"model {model}  corpus {corpus}  ({note})")
     console.print(f"workload: {origin}; drafter {drafter} {table.params}; order {table.ordering}; "
-                  f"global tree {tree}")
+                  f"global tree {label}")
     tab = Table(show_header=True)
     for col in ("K", "steps", "mean acc", "tok/step", "mean draft", "zero-draft", "accepted-length hist",
                 "per-position accept rate"):
@@ -160,13 +160,14 @@ def profiles_build(
     from pathlib import Path
 
     from simkit.commands.options import join_list
+    from simkit.history import parse_history
     from simkit.profiles import corpus_profile as profiles
     from simkit.paths import traces_src_dir
     from traces.corpora import CORPORA, MIX, list_models
 
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)")
-    tree = profiles.check_tree(tree)
+    history = parse_history(tree)
     if workers < 1:
         raise InputError("--workers must be >= 1", field="workers")
     models = join_list(model).split(",") if model else list_models()     # repeated or a,b
@@ -181,10 +182,10 @@ def profiles_build(
             raise InputError(f"{', '.join(mine)}: imported corpora are not shipped; give --out "
                              "FOLDER for their profiles", field="out")
     for npz, js in profiles.build_profiles(models, corpora, Path(out) if out else None,
-                                           progress=workers == 1, tree=tree, workers=workers,
+                                           progress=workers == 1, history=history, workers=workers,
                                            histories=histories):
         extra = sorted(json.loads(js.read_text()).get("history_tables") or {})
-        typer.echo(f"{npz} ({npz.stat().st_size} bytes, {tree} tree"
+        typer.echo(f"{npz} ({npz.stat().st_size} bytes, {history.label} tree"
                    + (f"; history tables {', '.join(extra)}" if extra else "") + ")")
         from simkit.outfiles import wrote
 

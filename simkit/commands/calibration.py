@@ -328,8 +328,8 @@ def validate(
     if history is not None:
         from simkit.history import parse_history
 
-        history = parse_history(history).label
-        if history == "warm":
+        history = parse_history(history)
+        if history.kind == "warm":
             raise InputError("warm needs a whole corpus served before; a measured run's "
                              "requests can be predicted cold, hot or repeat:P", field="history")
     from simkit.catalog.vllm_versions import get_vllm_version

@@ -3,8 +3,9 @@
 predict, sweep, fleet plan and the what-ifs declare their run settings with these types
 (`seeds: Seeds = DEFAULT.seeds`), so an option has one spelling, one help text and one default
 (simkit.app.options.RunOptions) everywhere, and `run_options` checks them all the same way
-before any work and returns the RunOptions the application layer takes. The deprecated
-`--cost-profile` (the old name of --calibration) stays as a hidden alias for one release.
+before any work and returns the RunOptions the application layer takes (--history parsed
+there, once, into a simkit.history.History). The deprecated `--cost-profile` (the old name of
+--calibration) stays as a hidden alias for one release.
 
 List options take a comma list, a repeated option, or both: `--targets h100,h200` is
 `--targets h100 --targets h200` (`comma_list` types; a run_command receives them joined into
@@ -209,6 +210,14 @@ def pick_vllm_version(text: Optional[str]) -> str:
     return get_vllm_version(text).key
 
 
+def pick_history(text: Optional[str]):
+    """The --history a command was given as a simkit.history.History (checked before any
+    work); None: the workload profile's own."""
+    from simkit.history import parse_history
+
+    return None if text is None else parse_history(text)
+
+
 def pick_calibration(calibration: Optional[str], cost_profile: Optional[str]) -> Optional[str]:
     """The calibration a command was given, by --calibration or by the deprecated
     --cost-profile (which prints a warning on stderr); both at once is an error."""
@@ -243,6 +252,7 @@ def run_options(params: dict[str, Any]) -> RunOptions:
     given["calibration"] = pick_calibration(params.get("calibration"),
                                             params.get("cost_profile"))
     given["vllm_version"] = pick_vllm_version(params.get("vllm_version"))
+    given["history"] = pick_history(params.get("history"))
     opts = RunOptions(**given)
     limits = {n: params[n] for n in ("max_tokens", "max_num_seqs", "max_num_batched_tokens")
               if n in params}
@@ -269,5 +279,6 @@ def _is_list(annotation: Any) -> bool:
 __all__ = ["DEFAULT", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
            "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
            "CostProfile", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
-           "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers", "join_list",
-           "pick_calibration", "pick_vllm_version", "run_options"]
+           "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers",
+           "join_list", "pick_calibration", "pick_history",
+           "pick_vllm_version", "run_options"]

@@ -34,8 +34,8 @@ Preamble = comma_list("--preamble", "shared preamble lengths (tokens) put in fro
 Shares = comma_list("--shares", "shares P in [0, 1] of requests already served (repeat:P)")
 StudyModels = comma_list("--model", "models (default: the 11 study models)")
 BestKModels = comma_list("--best-k-models", "models for the --best-k pattern")
-Histories = comma_list("--history", "request histories, one column set each (e.g. cold,warm,"
-                       "hot): an assumption, never fitted (default: each profile's own)")
+Histories = comma_list("--history", "request histories (warm, cold, hot, repeat:P), one column "
+                       "set each: an assumption, never fitted (default: each profile's own)")
 
 
 def whatif_command(name: str, *, without: tuple[str, ...] = (), **defaults):

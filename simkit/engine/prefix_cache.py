@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Hashable, Iterable, Sequence
 
+from simkit.history import History
+
 
 class PrefixCache:
     """Cached-block map plus the free pool's eviction order."""
@@ -120,16 +122,17 @@ class PrefixCache:
         return self.anon + len(self.lru)
 
 
-def history_prefixes(chains: Sequence[Sequence[int]], history) -> list:
+def history_prefixes(chains: Sequence[Sequence[int]], history: History | None) -> list:
     """What `simulate(cached_prefixes=...)` takes for a request history over these requests'
     prompt chains, in the order the server served them: cold / warm nothing (warm is a suffix-
     tree assumption; the prefix cache of a steady stream holds only the shared headers, which
     the run itself caches at once); repeat:P the share P named by simkit.history.repeat_indices
-    (served just before, as the GPU harness does); hot the whole list in its order."""
-    from simkit.history import parse_history, repeat_indices
+    (served just before, as the GPU harness does); hot the whole list in its order; None (not
+    known) as cold."""
+    from simkit.history import repeat_indices
 
-    h = parse_history(history or "cold")
-    if not h.prompts_cached:            # cold, warm, or a repeat whose prompts were evicted
+    h = history
+    if h is None or not h.prompts_cached:            # cold, warm, or a repeat whose prompts were evicted
         return []
     if h.share == 1.0:                      # hot: the same list served once before, in order
         return list(chains)

@@ -74,17 +74,13 @@ _KEYS = itertools.count()
 def history_cached_prefixes(workload: Workload, engine: EngineConfig) -> list | None:
     """The prompts a repeat history (hot, repeat:P) left in the prefix cache before the run, in
     the order they were served (the workload's tables assume the same history); None otherwise."""
-    label = str(workload.provenance.get("tree") or "")
-    if not label or not engine.prefix_caching or workload.block_hashes is None:
-        return None
-    from simkit.history import parse_history
-
-    if not parse_history(label).is_repeat:
+    h = workload.history
+    if h is None or not h.is_repeat or not engine.prefix_caching or workload.block_hashes is None:
         return None
     from simkit.block_hash import unpack
     from simkit.engine.prefix_cache import history_prefixes
 
-    return history_prefixes(unpack(*workload.block_hashes), label) or None
+    return history_prefixes(unpack(*workload.block_hashes), h) or None
 
 
 def history_repeated(workload: Workload, engine: EngineConfig) -> frozenset[int] | bool:
@@ -92,14 +88,13 @@ def history_repeated(workload: Workload, engine: EngineConfig) -> frozenset[int]
     requests it repeated, whose every draw stands for a corpus request served before, so a draw
     again repeats the prompt (hits it whole if still cached); else False (draws past the first
     are new prompts behind the shared prefix, as for cycled requests)."""
-    label = str(workload.provenance.get("tree") or "")
-    if workload.weights is None or not label or not engine.prefix_caching:
+    h = workload.history
+    if workload.weights is None or h is None or not engine.prefix_caching:
         return False
-    from simkit.history import parse_history, repeat_indices
-
-    h = parse_history(label)
     if not h.is_repeat or not h.prompts_cached:
         return False
+    from simkit.history import repeat_indices
+
     n = workload.num_requests
     return frozenset(range(n) if h.share == 1.0 else (int(i) for i in repeat_indices(n, h.share)))
 

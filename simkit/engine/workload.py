@@ -12,6 +12,7 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
 from simkit.drafters.base import NO_DRAFTER
+from simkit.history import History
 
 
 def check_weights(weights, n: int) -> np.ndarray | None:
@@ -52,6 +53,9 @@ class Workload:
     # simulated trajectory instead of reading the table; simkit.drafters.suffix.in_loop). Needs
     # the requests' token ids, so only workloads built from them in memory have one.
     in_loop: dict = field(default_factory=dict, repr=False)
+    # the request history the tables assume (simkit.history): the engine preloads a repeat
+    # history's prompts into the prefix cache; None = not known (a measured run's own requests)
+    history: History | None = None
     _columns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -76,7 +80,8 @@ class Workload:
                    origin=getattr(profile, "origin", "") or "",
                    provenance=dict(getattr(profile, "provenance", None) or {}),
                    block_hashes=getattr(profile, "block_hashes", None),
-                   weights=check_weights(getattr(profile, "weights", None), len(profile.prompt_len)))
+                   weights=check_weights(getattr(profile, "weights", None), len(profile.prompt_len)),
+                   history=getattr(profile, "history", None))
 
     @property
     def num_requests(self) -> int:

@@ -34,6 +34,7 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
+from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
 from simkit.profiles.prefix_table import PREFIX_RULE, load_prefix_table, save_prefix_table
 from simkit.profiles.sampling import (SAMPLE_SIZE, choose_sample, rule_is_current,
@@ -41,8 +42,6 @@ from simkit.profiles.sampling import (SAMPLE_SIZE, choose_sample, rule_is_curren
 
 KMAX = 16
 SOURCES = ("auto", "raw", "shipped")
-TREES = ("warm", "cold")
-DEFAULT_TREE = "warm"
 
 
 @dataclass
@@ -64,6 +63,16 @@ class CorpusProfile:
     block_hashes: tuple | None = None
     # corpus requests each sampled request stands for (simkit.profiles.sampling); None = unweighted
     weights: np.ndarray | None = None
+    # the request history its suffix table assumes (simkit.history); None when the provenance
+    # of an old shipped profile does not record one
+    history: History | None = None
+
+
+def recorded_history(provenance: dict) -> History | None:
+    """The history a profile's provenance file records (its "history", or the older "tree"
+    key); None when it records neither."""
+    label = provenance.get("history") or provenance.get("tree")
+    return None if label is None else parse_history(label)
 
 
 def shipped_dir() -> Path:
@@ -125,18 +134,8 @@ def is_user_corpus(corpus: str) -> bool:
     return corpus not in CORPORA and corpus != MIX and corpus in list_user_corpora()
 
 
-def check_tree(tree: str) -> str:
-    """The canonical history label of a tree mode / history (simkit.history: warm, cold, hot,
-    repeat:P[,diverge:M]), or InputError naming the choices."""
-    from simkit.history import parse_history
-
-    return parse_history(tree).label
-
-
-def _tree_text(tree: str) -> str:
-    from simkit.history import parse_history
-
-    h = parse_history(tree)
+def _tree_text(h: History) -> str:
+    """The provenance's `tree_rule`: how the suffix table was replayed under history `h`."""
     if h.kind == "warm":
         return ("warm: sequential replay of the whole corpus in load_corpus order; requests outside "
                 "the sample only enter the global tree (FIFO at max_cached_requests), so the sampled "
@@ -160,10 +159,11 @@ def _sample_text(info: dict) -> str:
 
 
 def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
-                     progress: bool = False, tree: str = DEFAULT_TREE,
+                     progress: bool = False, history: History = WARM,
                      rule: str = "stratified") -> CorpusProfile:
-    """Build (or fetch from the cache) the profile from the raw traces (`tree`: warm | cold |
-    a history; `rule`: SAMPLE_RULES)."""
+    """Build (or fetch from the cache) the profile from the raw traces under a request
+    `history` (warm: the whole corpus replayed before; cold: the sample alone; a repeat);
+    `rule`: SAMPLE_RULES."""
     from simkit import __version__
     from simkit.acceptance.cache import BUILD_VERSION, cached_table, cached_warm_table
     from simkit.drafters.suffix.cache import SuffixParams
@@ -171,21 +171,21 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
 
     from simkit.acceptance.history_tables import cached_history_table
 
-    tree = check_tree(tree)
+    label = history.label
     corp = load_corpus(corpus, model, progress=progress)
     params = SuffixParams()
     sample, whole = choose_sample(corp.requests, sample_size, rule, params=params, model=model,
                                   corpus=corpus, progress=progress, kmax=KMAX)
     idx = sample.indices
     reqs = [corp.requests[i] for i in idx]
-    if tree == "warm":
+    if history.kind == "warm":
         table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
                                   corpus=corpus, progress=progress, whole=whole)
-    elif tree == "cold":
+    elif history.kind == "cold":
         table = cached_table(reqs, drafter=SUFFIX_DRAFTER, params=params, kmax=KMAX, ordering="sequential",
                              model=model, corpus=corpus, progress=progress)
     else:
-        table = cached_history_table(reqs, tree, params=params, kmax=KMAX, ordering="sequential",
+        table = cached_history_table(reqs, history, params=params, kmax=KMAX, ordering="sequential",
                                      model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter=NGRAM_DRAFTER, kmax=KMAX, model=model, corpus=corpus)
     hashes = _canonical_hashes(reqs)
@@ -198,9 +198,9 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         "ngram_drafter": ngram.params,
         "kmax": KMAX,
         "ordering": "sequential, in corpus order",
-        "tree": tree,                     # the request-history label (simkit.history)
-        "history": tree,
-        "tree_rule": _tree_text(tree),
+        "tree": label,                    # the older key of "history" (kept: files record both)
+        "history": label,
+        "tree_rule": _tree_text(history),
         "sample_rule": _sample_text(sample.info),
         "sample": sample.info,
         "corpus_requests": len(corp.requests),
@@ -208,7 +208,7 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         **({"sample_weights": [float(w) for w in sample.weights]}
            if sample.weights is not None else {}),
         **_cap_entries(corp, reqs),
-        "command": _build_command(model, corpus, tree),
+        "command": _build_command(model, corpus, label),
         "simkit_version": __version__,
         "table_build_version": BUILD_VERSION,
         "content": "prompt/output lengths and uint8 a(t,K), d(t,K) per output position; "
@@ -221,12 +221,12 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         origin = "imported (simkit traces import)"
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
                          corp.proxy_note, origin, {SUFFIX_DRAFTER: table, NGRAM_DRAFTER: ngram}, hashes,
-                         sample.weights)
+                         sample.weights, history)
 
 
-def _build_command(model: str, corpus: str, tree: str) -> str:
+def _build_command(model: str, corpus: str, label: str) -> str:
     """The command that builds this profile (its provenance `command`)."""
-    return f"simkit profiles build --model {model} --corpus {corpus} --tree {tree}"
+    return f"simkit profiles build --model {model} --corpus {corpus} --tree {label}"
 
 
 def _canonical_hashes(reqs: list) -> tuple:
@@ -337,7 +337,8 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
                          path=str(js), field="sample_weights")
     return CorpusProfile(model, corpus, table.prompt_len, table.output_len, table, prov,
                          prov.get("proxy_note", ""), "shipped", tables, hashes,
-                         None if weights is None else np.asarray(weights, np.float64))
+                         None if weights is None else np.asarray(weights, np.float64),
+                         recorded_history(prov))
 
 
 def shipped_tables() -> list[Path]:
@@ -345,7 +346,7 @@ def shipped_tables() -> list[Path]:
     return sorted(p for p in shipped_dir().glob("*/*.npz") if p.name.count(".") == 1)
 
 
-def with_history(prof: CorpusProfile, history: str) -> CorpusProfile | None:
+def with_history(prof: CorpusProfile, history: History) -> CorpusProfile | None:
     """A shipped profile under another request history, from the history table it ships
     (simkit.profiles.shipped_histories), labelled as profile_from_raw labels that history; None when it
     ships none for it."""
@@ -353,62 +354,66 @@ def with_history(prof: CorpusProfile, history: str) -> CorpusProfile | None:
     table = load_history_table(npz, prof.provenance, history)
     if table is None:
         return None
-    label = check_tree(history)
+    label = history.label
     prov = _as_built(prof.provenance)
-    prov.update(tree=label, history=label, tree_rule=_tree_text(label),
+    prov.update(tree=label, history=label, tree_rule=_tree_text(history),
                 command=_build_command(prof.model, prof.corpus, label))
     table.provenance = prov
     return replace(prof, table=table, provenance=prov,
-                   tables={**prof.tables, SUFFIX_DRAFTER: table})
+                   tables={**prof.tables, SUFFIX_DRAFTER: table}, history=history)
 
 
-def shipped_tree(model: str, corpus: str) -> str | None:
-    """Tree mode of the shipped profile (its provenance), or None when none is shipped."""
+def shipped_history(model: str, corpus: str) -> History | None:
+    """The history of the shipped profile (its provenance; cold when it records none), or None
+    when none is shipped."""
     _, js, _ = _paths(model, corpus)
     try:
-        return json.loads(js.read_text()).get("tree", "cold")
+        return recorded_history(json.loads(js.read_text())) or COLD
     except (OSError, ValueError):
         return None
 
 
-def load_profile(model: str, corpus: str, *, source: str = "auto", tree: str | None = None) -> CorpusProfile:
+def load_profile(model: str, corpus: str, *, source: str = "auto",
+                 history: History | None = None) -> CorpusProfile:
     """Workload profile for (model, corpus): "raw" builds from ../shared traces (cached),
     "shipped" reads traces/profiles, "auto" = the shipped profile when its provenance matches the
     raw files here (same bytes as a rebuild), else raw when the traces are here, else shipped.
-    `tree` (warm | cold) defaults to the shipped profile's mode (warm when none is shipped), so that
-    raw and shipped give the same table; a shipped profile of another mode is an error."""
+    `history` defaults to the shipped profile's (warm when none is shipped), so that raw and
+    shipped give the same table; another history is read from the history tables the shipped
+    profile holds, and without one (and without the raw traces) it is an error."""
     from simkit.paths import traces_src_dir
 
     if source not in SOURCES:
         raise UnknownNameError("profile source", source, list(SOURCES))
-    if tree is not None:
-        tree = check_tree(tree)
     if is_user_corpus(corpus):               # imported: always built from its cached tokens
         if source == "shipped":
             raise InputError(f"'{corpus}' is an imported corpus: nothing is shipped for it; use "
                              "--source auto or raw", field="source")
-        return profile_from_raw(model, corpus, tree=tree or DEFAULT_TREE)
+        return profile_from_raw(model, corpus, history=history or WARM)
     if source == "shipped" or (source == "auto" and traces_src_dir() is None):
         prof = load_shipped(model, corpus)
-        have = prof.provenance.get("tree", "cold")
-        if tree is None or tree == have:
+        have = (prof.history or COLD).label
+        if history is None or history.label == have:
             return prof
-        other = with_history(prof, tree)
+        other = with_history(prof, history)
         if other is None:
             ships = ", ".join([have, *sorted(prof.provenance.get("history_tables") or {})])
             raise InputError(f"the shipped profile {model}/{corpus} holds the histories {ships}; "
-                             f"{tree} needs the raw traces (SIMKIT_TRACES_SRC)", field="history")
+                             f"{history.label} needs the raw traces (SIMKIT_TRACES_SRC)",
+                             field="history")
         return other
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")
     if source == "auto":
-        verified = _shipped_if_current(model, corpus, tree)
+        verified = _shipped_if_current(model, corpus, history)
         if verified is not None:
             return verified
-    return profile_from_raw(model, corpus, tree=tree or shipped_tree(model, corpus) or DEFAULT_TREE)
+    return profile_from_raw(model, corpus,
+                            history=history or shipped_history(model, corpus) or WARM)
 
 
-def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProfile | None:
+def _shipped_if_current(model: str, corpus: str,
+                        history: History | None) -> CorpusProfile | None:
     """The shipped profile when it was built from exactly the raw files present (every source
     file's sha256 as in its provenance) by the current table builder and in the asked tree mode;
     else None. Rebuilding it from raw would give the same bytes (tests/integration/test_profiles.py), so this
@@ -423,8 +428,8 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
     except UnknownNameError:
         return None
     prov = prof.provenance
-    if tree is not None and tree != prov.get("tree", "cold"):
-        prof = with_history(prof, tree)
+    if history is not None and history.label != (prof.history or COLD).label:
+        prof = with_history(prof, history)
         if prof is None:
             return None
     if prov.get("table_build_version") != BUILD_VERSION or not prov.get("sources"):
@@ -441,25 +446,25 @@ def _shipped_if_current(model: str, corpus: str, tree: str | None) -> CorpusProf
     return prof if prof.block_hashes is not None else attach_block_hashes(prof)
 
 
-def _built(model: str, corpus: str, tree: str, progress: bool = False) -> CorpusProfile:
-    """The profile a build writes: the shipped one when it is verified current for this tree
+def _built(model: str, corpus: str, history: History, progress: bool = False) -> CorpusProfile:
+    """The profile a build writes: the shipped one when it is verified current for this history
     (its tables are the bytes a recomputation gives: same source digests, builder version and
     tree; tests/integration/test_profiles.py recomputes one to hold that), with the prompt prefix table
     derived from the raw traces; else built from the raw traces."""
-    prof = _shipped_if_current(model, corpus, tree)
+    prof = _shipped_if_current(model, corpus, history)
     if prof is not None:
         return attach_block_hashes(prof)          # the prefix table always from the raw traces
-    return profile_from_raw(model, corpus, progress=progress, tree=tree)
+    return profile_from_raw(model, corpus, progress=progress, history=history)
 
 
-def _write_built(model: str, corpus: str, root: Path | None, tree: str, histories: str,
+def _write_built(model: str, corpus: str, root: Path | None, history: History, histories: str,
                  progress: bool = False) -> tuple[Path, Path]:
     """Build one profile and the history tables `histories` asks for (parse_histories), and
     write them."""
-    tables = {label: (_shipped_if_current(model, corpus, label)
-                      or profile_from_raw(model, corpus, progress=progress, tree=label)).table
-              for label in parse_histories(histories, corpus, tree)}   # tables only: no prefix
-    return write_profile(_built(model, corpus, tree, progress), root, tables)
+    tables = {h.label: (_shipped_if_current(model, corpus, h)
+                        or profile_from_raw(model, corpus, progress=progress, history=h)).table
+              for h in parse_histories(histories, corpus, history)}   # tables only: no prefix
+    return write_profile(_built(model, corpus, history, progress), root, tables)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:
@@ -468,16 +473,15 @@ def _build_one(job: tuple) -> tuple[str, str]:
 
 
 def build_profiles(models: list[str], corpora: list[str], root: Path | None = None,
-                   progress: bool = False, tree: str = DEFAULT_TREE, workers: int = 1,
+                   progress: bool = False, history: History = WARM, workers: int = 1,
                    histories: str = "auto") -> list[tuple[Path, Path]]:
     """Build and write profiles for every (model, corpus) pair (`workers` processes; the files do
     not depend on it), each with the history tables `histories` names ('auto': the shipped rule
     of simkit.profiles.shipped_histories; 'none'; or a comma list); returns the written paths in
-    (model, corpus) order."""
-    tree = check_tree(tree)
+    (model, corpus) order. `history`: the profiles' own (their main suffix table's)."""
     for c in corpora:                             # bad labels fail before any build
-        parse_histories(histories, c, tree)
-    jobs = [(m, c, root, tree, histories) for m in models for c in corpora]
+        parse_histories(histories, c, history)
+    jobs = [(m, c, root, history, histories) for m in models for c in corpora]
     if workers <= 1:
         return [_write_built(*job, progress) for job in jobs]
     import multiprocessing as mp

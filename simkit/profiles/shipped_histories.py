@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.errors import InputError
-from simkit.history import parse_history, split_histories
+from simkit.history import History, parse_history, split_histories
 
 SHIPPED = {"mix": ("cold", "hot")}     # corpus -> histories `simkit profiles build` ships by default
 
@@ -29,23 +29,24 @@ def shipped_histories(corpus: str) -> tuple[str, ...]:
     return SHIPPED.get(corpus, ())
 
 
-def parse_histories(text: str, corpus: str, own_tree: str) -> tuple[str, ...]:
+def parse_histories(text: str, corpus: str, own: History) -> tuple[History, ...]:
     """`--histories` of `simkit profiles build`: 'auto' (shipped_histories), 'none', or a comma
-    list of history labels; each reduced to its tree label, the profile's own tree left out."""
+    list of histories; each reduced to what the suffix tree held (History.tree), the profile's
+    own left out."""
     text = text.strip().lower()
     if text == "auto":
-        labels = shipped_histories(corpus)
+        asked = [parse_history(label) for label in shipped_histories(corpus)]
     elif text in ("", "none"):
-        labels = ()
+        asked = []
     else:
-        labels = tuple(split_histories(text))
-    out: list[str] = []
-    for label in labels:
-        tree = parse_history(label).tree_label
-        if tree == "warm":
-            raise InputError("warm is a profile's own tree (--tree), not a history table",
+        asked = split_histories(text)
+    out: list[History] = []
+    for h in asked:
+        tree = h.tree
+        if tree.kind == "warm":
+            raise InputError("warm is a profile's own history (--tree), not a history table",
                              field="histories")
-        if tree != own_tree and tree not in out:
+        if tree.label != own.label and tree not in out:
             out.append(tree)
     return tuple(out)
 
@@ -72,11 +73,10 @@ def write_history_tables(npz: Path, tables: dict[str, AcceptanceTable]) -> dict:
     return entries
 
 
-def load_history_table(npz: Path, provenance: dict, history: str) -> AcceptanceTable | None:
+def load_history_table(npz: Path, provenance: dict, history: History) -> AcceptanceTable | None:
     """The shipped table of `history` beside the profile table `npz` (labelled with the full
     history, as a table built from the raw traces is), or None when the profile ships none."""
-    h = parse_history(history)
-    entry = (provenance.get("history_tables") or {}).get(h.tree_label)
+    entry = (provenance.get("history_tables") or {}).get(history.tree_label)
     if entry is None:
         return None
     path = npz.with_name(entry["file"])
@@ -85,7 +85,7 @@ def load_history_table(npz: Path, provenance: dict, history: str) -> AcceptanceT
                          field="history_tables")
     table = load_table(path)
     if "history" in table.params:            # a repeat table: hot and hot,evicted share it
-        table.params = {**table.params, "history": h.label}
+        table.params = {**table.params, "history": history.label}
     return table
 
 

@@ -19,6 +19,7 @@ from simkit.engine.sim import ClosedLoop
 from simkit.engine.summary import Row
 from simkit.app.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
+from simkit.history import History
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
 from simkit.whatif.common import WhatIfResult
@@ -74,8 +75,8 @@ def ladder_summary(rows: list[Row]) -> dict[str, Any]:
 def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
                   tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
-                  calibration: str | None = None, vllm_version: str | None = None, source: str = "auto", history: str | None = None,
-                  workload: Workload | None = None) -> dict[str, Any]:
+                  calibration: str | None = None, vllm_version: str | None = None, source: str = "auto",
+                  history: History | None = None, workload: Workload | None = None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
@@ -118,7 +119,7 @@ def geomean(values: list[float]) -> float:
 def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
               host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
               workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-              source: str = "auto", history: str | None = None) -> WhatIfResult:
+              source: str = "auto", history: History | None = None) -> WhatIfResult:
     """The side-by-side table: every study model, published rows with errors."""
     models = models or study_models()
     rows = [with_published(predict_model(m, hardware=hardware, corpus=corpus,
@@ -143,7 +144,7 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
         "suffix_regresses": [r["model"] for r in rows if (r["suffix_speedup"] or 2) < 1],
     }
     notes = [f"published figures: {SOURCE}",
-             "request history: " + (history or "each profile's own (warm where the shipped "
+             "request history: " + (history.label if history else "each profile's own (warm where the shipped "
                                     "profile says so)") + " (an assumption, not fitted: "
              "simkit whatif reference --history cold,warm,hot compares them)",
              f"conditions: {CONDITIONS}; host factor {host_factor:g} on the B200 host "
@@ -178,7 +179,7 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
                         {"models": models, "hardware": hardware, "corpus": corpus,
                          "host_factor": host_factor, "seeds": seeds,
                          "num_requests": num_requests, "configs": DEFAULT_CONFIGS,
-                         "history": history}, notes,
+                         "history": history.label if history else None}, notes,
                         {"summary": summary, "proxies": proxies})
 
 
@@ -194,7 +195,7 @@ def _pct(v: float) -> str:
 HISTORY_COLUMNS_PER = ("ratio", "lever", "best_k")
 
 
-def reproduce_histories(histories: list[str], models: list[str] | None = None, *,
+def reproduce_histories(histories: list[History], models: list[str] | None = None, *,
                         hardware: str = "b200", corpus: str = "mix", host_factor: float = 1.0,
                         seeds: int = 1, num_requests: int | None = None,
                         workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
@@ -202,13 +203,11 @@ def reproduce_histories(histories: list[str], models: list[str] | None = None, *
     """One column set per request history: predicted final/van(OFF) ratio, final lever and best
     K beside the published ratio, and which histories bring each published row within 25 %.
     History is a stated assumption per column, never fitted to the published figures."""
-    from simkit.history import parse_history
-
-    labels = [parse_history(h).label for h in histories]
-    per = {h: reproduce(models, hardware=hardware, corpus=corpus, host_factor=host_factor,
-                        seeds=seeds, num_requests=num_requests, workers=workers,
-                        calibration=calibration, source=source, history=h,
-                        vllm_version=vllm_version) for h in labels}
+    labels = [h.label for h in histories]
+    per = {h.label: reproduce(models, hardware=hardware, corpus=corpus, host_factor=host_factor,
+                              seeds=seeds, num_requests=num_requests, workers=workers,
+                              calibration=calibration, source=source, history=h,
+                              vllm_version=vllm_version) for h in histories}
     first = per[labels[0]]
     rows = []
     for i, base in enumerate(first.rows):

@@ -98,10 +98,12 @@ def _gmu() -> float:
     return float(inspect.signature(load_cost_model).parameters["gmu"].default)
 
 
-def _tree(prov: dict[str, Any]) -> dict[str, Any]:
-    tree = prov.get("tree")
-    if tree is None:
+def _tree(pred: Prediction, prov: dict[str, Any]) -> dict[str, Any]:
+    """What the drafter's global suffix tree held, as the profile was built (its rule from the
+    profile's provenance)."""
+    if pred.history is None:
         return _entry(None, "not recorded in the workload profile")
+    tree = pred.history.label
     rule = prov.get("tree_rule", "")
     return _entry(tree, f"{tree} (the drafter's global suffix tree, as the profile was built): "
                         f"{rule.split(': ', 1)[-1] if rule else tree}")
@@ -109,12 +111,9 @@ def _tree(prov: dict[str, Any]) -> dict[str, Any]:
 
 def _history(pred: Prediction) -> dict[str, Any]:
     """What the server served before (simkit.history); decides the suffix tree's contents."""
-    from simkit.history import parse_history
-
-    label = pred.history
-    if not label:
+    h = pred.history
+    if h is None:
         return _entry(None, "not recorded in the workload profile")
-    h = parse_history(label)
     return _entry(h.as_dict(), h.describe() + " (--history cold|warm|hot|repeat:P changes it)")
 
 
@@ -157,7 +156,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
     out["vllm"] = _vllm(pred)
     out["cost_model"] = _cost_model(pred)
     out["history"] = _history(pred)
-    out["suffix_tree"] = _tree(prov)
+    out["suffix_tree"] = _tree(pred, prov)
     suffix_k = get_drafter(SUFFIX_DRAFTER).default_k
     out["drafter"] = _entry(drafter or None,
                             (f"suffix decoding, vLLM defaults: tree depth "

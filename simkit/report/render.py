@@ -23,7 +23,7 @@ WRAP = WIDTH        # title, assumption and legend lines wrap here, at word boun
 
 def title(pred: Prediction) -> str:
     """The report's first line."""
-    hist = f", history {pred.history}" if pred.history else ""
+    hist = f", history {pred.history.label}" if pred.history else ""
     ver = f", vLLM {pred.vllm_version}" if pred.vllm_version else ""
     return (f"simkit predict: {pred.model}, corpus {pred.corpus}{hist}, {pred.hardware} TP "
             f"{pred.tp}{ver} (a prediction, not a validated forecast)")
@@ -152,7 +152,7 @@ def document(pred: Prediction) -> dict[str, Any]:
     rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
             "vllm_version": pred.vllm_version or None,
-            "history": pred.history or None, "assumptions": assumptions,
+            "history": pred.history.label if pred.history else None, "assumptions": assumptions,
             "columns": key_meanings(_prefix_on(pred)),
             "results": [r.result_dict() for r in pred.rows],
             "unavailable": dict(pred.unavailable),

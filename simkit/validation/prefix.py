@@ -15,6 +15,7 @@ import numpy as np
 
 from simkit.block_hash import prompt_block_hashes
 from simkit.engine.prefix_cache import history_prefixes
+from simkit.history import parse_history
 from simkit.validation.measured import DEFAULT_DIR
 
 __all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throughput_effect"]
@@ -26,14 +27,14 @@ def prefill_check(run: dict[str, Any], steps, reqs: list, *,
     from simkit.validation.run_prediction import predict_run
 
     chains = [prompt_block_hashes(r.prompt_ids).tolist() for r in reqs]
-    history = str(run.get("history") or "cold")
+    history = parse_history(str(run.get("history") or "cold"))
     pred = predict_run(reqs, run, prefix_caching=prefix_caching,
                        cached_prefixes=history_prefixes(chains, history) if prefix_caching else None)
     prompt = int(sum(len(r.prompt_ids) for r in reqs))
     recorded = int(steps["num_prefill_tokens"].sum())
     p = pred.prefix or {}
     predicted = int(p["prefill_tokens"]) if p.get("modelled") else prompt
-    return {"run_id": str(run["run_id"]), "history": history, "prompt_tokens": prompt,
+    return {"run_id": str(run["run_id"]), "history": history.label, "prompt_tokens": prompt,
             "recorded_prefill": recorded, "predicted_prefill": predicted,
             "recorded_hit_rate": 1 - recorded / prompt if prompt else float("nan"),
             "predicted_hit_rate": p.get("hit_rate"),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simkit.app.cells import run_history
+from simkit.history import History
 from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, version_of
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                               recorded_step_error)
@@ -31,7 +32,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 ordering: str = "concurrent", run_ids: list[str] | None = None,
                 compare_orderings: bool = True, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
-                history: str | None = None) -> list[dict[str, Any]]:
+                history: History | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
     conditions (its request history included, unless `history` overrides it for every run),
     the stock-async prediction for runs whose overlap the harness removed, the engine's
@@ -79,7 +80,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
             "config": config_label(run), "k": int(run["k"] or 0),
             "vllm_version": version_of(run.get("vllm_version")) or "0.26",
-            "history": run_history(run), "history_assumed": hist,
+            "history": run_history(run).label, "history_assumed": hist.label,
             "k_counts": _k_counts(run),
             "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
             "max_tokens_cap": int(run.get("max_tokens_cap") or 0),

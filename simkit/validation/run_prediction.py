@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from simkit.app.cells import run_history, run_workload
+from simkit.app.cells import run_workload
 from simkit.costmodel.run_conditions import run_cost
+from simkit.history import History
 
 ORDERINGS = ("concurrent", "sequential")
 DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
@@ -72,7 +73,7 @@ class RunPrediction:
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 calibration: str | None = None, window_start_completion: int = 1,
-                history: str | None = None, prefix_caching: bool = True,
+                history: History | None = None, prefix_caching: bool = True,
                 cached_prefixes: list | None = None, in_loop: bool = False) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
@@ -93,14 +94,9 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent"
                         cudagraph_mode=str(run["cudagraph_mode"]))
     if not prefix_caching:
         cfg = dataclasses.replace(cfg, prefix_caching=False)
-    hist = history or run_history(run)
-    workload = run_workload(reqs, run, ordering, hist, in_loop=in_loop)
-    if cached_prefixes is None and prefix_caching:
-        # what the run's history left in the prefix cache: the repeated prompts, as served
-        from simkit.block_hash import unpack
-        from simkit.engine.prefix_cache import history_prefixes
-
-        cached_prefixes = history_prefixes(unpack(*workload.block_hashes), hist) or None
+    # the workload carries the run's history (or `history`): the engine preloads the prefix
+    # cache with what it left there (the repeated prompts, as served) unless cached_prefixes
+    workload = run_workload(reqs, run, ordering, history, in_loop=in_loop)
     job = Job(spec_of(run), seed, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
               window_start_completion=window_start_completion)
     res, = run_jobs(Cell(workload, cost, cfg, cached_prefixes), [job], workers=1)

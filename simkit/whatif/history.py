@@ -11,7 +11,7 @@ from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
 from simkit.app.options import RunOptions
 from simkit.app.verdict import best_kpad, fastest
 from simkit.errors import InputError
-from simkit.history import parse_history
+from simkit.history import WARM, parse_history
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
 
@@ -57,11 +57,12 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")
     cost = cost_of(run)
-    labels = [(parse_history(f"repeat:{p:g}").label, p) for p in ps] + \
-        ([("warm", None)] if warm else [])
+    histories = [(parse_history(f"repeat:{p:g}"), p) for p in ps] + \
+        ([(WARM, None)] if warm else [])
     rows, best_by, origin = [], {}, ""
-    for label, p in labels:
-        workload = workload_of(run.but(history=label))
+    for hist, p in histories:
+        label = hist.label
+        workload = workload_of(run.but(history=hist))
         origin = origin or (workload.origin or "")
         n = max(requests_per_run(run.num_requests, workload, concurrency), workload.num_requests)
         ladder = ladder_of(run, workload, cost, specs, num_requests=n).rows

@@ -68,7 +68,7 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
 
     levels = parse_levels(preamble)
     specs = parse_configs(configs)
-    prof = load_profile(model, corpus, source=run.source, tree=run.history)
+    prof = load_profile(model, corpus, source=run.source, history=run.history)
     base = apply_capped_outputs(Workload.from_profile(prof), run.capped_outputs, run.max_tokens)
     base.name = base.name or f"{model}/{corpus}"
     num_requests = requests_per_run(run.num_requests, base, concurrency)

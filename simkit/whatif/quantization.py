@@ -107,7 +107,7 @@ def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workloa
                     name=f"{workload.name} (acceptance x{scale:g})",
                     proxy_note=workload.proxy_note, origin=workload.origin,
                     block_hashes=workload.block_hashes,     # same prompts: same prefix sharing
-                    weights=workload.weights)
+                    weights=workload.weights, history=workload.history)
 
 
 def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b200"), *,

@@ -24,6 +24,7 @@ def main() -> None:
     from simkit.acceptance import build
     from simkit.acceptance.history_tables import prelude_outputs
     from simkit.acceptance.stats import summarize
+    from simkit.history import parse_history
     from simkit.paths import traces_src_dir
     from simkit.profiles.corpus_profile import KMAX
     from simkit.profiles.sampling import sample_indices
@@ -51,7 +52,7 @@ def main() -> None:
         base = None
         for h in hists:
             c0 = time.process_time()
-            table = build.build_table(sample, kmax=KMAX, prelude=prelude_outputs(sample, h), **kw)
+            table = build.build_table(sample, kmax=KMAX, prelude=prelude_outputs(sample, parse_history(h)), **kw)
             cpu = time.process_time() - c0
             totals[h] += cpu
             base = cpu if h == "cold" else base

@@ -45,15 +45,16 @@ def bench_pair(model: str, corpus: str, args) -> list[dict]:
     from simkit.costmodel import load_cost_model
     from simkit.engine.config import parse_configs
     from simkit.engine.workload import Workload
+    from simkit.history import WARM
     from simkit.profiles.corpus_profile import profile_from_raw
 
     t0 = time.time()
     from traces.corpora import load_corpus
 
     n = len(load_corpus(corpus, model).requests)
-    full = profile_from_raw(model, corpus, sample_size=n, tree="warm")   # first: its table is
-    new = profile_from_raw(model, corpus, sample_size=args.sample_size, tree="warm")  # reused
-    old = profile_from_raw(model, corpus, sample_size=args.sample_size, tree="warm", rule="even")
+    full = profile_from_raw(model, corpus, sample_size=n, history=WARM)   # first: its table is
+    new = profile_from_raw(model, corpus, sample_size=args.sample_size, history=WARM)  # reused
+    old = profile_from_raw(model, corpus, sample_size=args.sample_size, history=WARM, rule="even")
     t1 = time.time()
     cost = load_cost_model(model, "h200")
     specs = parse_configs(args.configs)

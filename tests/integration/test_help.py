@@ -10,15 +10,18 @@ from typer.testing import CliRunner
 
 from simkit.cli import app
 from simkit.engine.cudagraph import CudagraphMode
-from simkit.profiles.corpus_profile import SOURCES, TREES
+from simkit.history import CHOICES as HISTORIES
+from simkit.profiles.corpus_profile import SOURCES
 
 # options whose value is one of a fixed set: the help must name every choice
 CHOICES = {"--cudagraph-mode": [m.value for m in CudagraphMode], "--source": list(SOURCES),
-           "--tree": list(TREES), "--executor": ["local", "ray"], "--format": ["table", "json"],
+           "--history": list(HISTORIES), "--tree": ["warm", "cold", "hot"],
+           "--executor": ["local", "ray"], "--format": ["table", "json"],
            "--purpose": ["validation", "calibration", "all"]}
 CHOICES_OF = {("traces import", "--format"): ["openai", "sharegpt", "vllm-custom", "tokens"],
               ("calibrate run", "--purpose"): ["calibration", "validation"],
-              ("predict", "--format"): ["table", "json", "csv"]}
+              ("predict", "--format"): ["table", "json", "csv"],
+              ("validate", "--history"): [h for h in HISTORIES if h != "warm"]}   # refused there
 
 
 def _commands(cmd=None, path=()):

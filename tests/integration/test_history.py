@@ -65,7 +65,7 @@ def test_hot_table_equals_the_second_pass_of_a_doubled_sequential_replay(chat_sl
     from simkit.acceptance.history_tables import cached_history_table
 
     n = len(chat_slice)
-    hot = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
+    hot = cached_history_table(chat_slice, parse_history("hot"), kmax=8, use_cache=False)
     doubled = build_warm_table(chat_slice + chat_slice, list(range(n, 2 * n)), kmax=8)
     assert np.array_equal(np.asarray(hot.accepted), np.asarray(doubled.accepted))
     assert np.array_equal(np.asarray(hot.drafted), np.asarray(doubled.drafted))
@@ -78,13 +78,13 @@ def test_history_orders_acceptance_cold_below_repeat_below_hot(chat_slice):
 
     means = {}
     for h in ("cold", "repeat:0.5", "hot"):
-        t = cached_history_table(chat_slice, h, kmax=8, ordering="concurrent", concurrency=8,
+        t = cached_history_table(chat_slice, parse_history(h), kmax=8, ordering="concurrent", concurrency=8,
                                  use_cache=False)
         means[h] = float(np.asarray(t.accepted)[:, 7].mean())
     assert means["cold"] < means["repeat:0.5"] < means["hot"]
     # a repeat whose earlier output diverged at token 0 left nothing in the tree: cold exactly
     cold = build_table(chat_slice, kmax=8, ordering="concurrent", concurrency=8)
-    zero = cached_history_table(chat_slice, "hot,diverge:0", kmax=8, ordering="concurrent",
+    zero = cached_history_table(chat_slice, parse_history("hot,diverge:0"), kmax=8, ordering="concurrent",
                                 concurrency=8, use_cache=False)
     assert np.array_equal(np.asarray(zero.accepted), np.asarray(cold.accepted))
 
@@ -94,8 +94,8 @@ def test_eviction_at_max_cached_requests_limits_what_a_repeat_sees(chat_slice):
     from simkit.acceptance.history_tables import cached_history_table
     from simkit.drafters.suffix.cache import SuffixParams
 
-    full = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False)
-    tiny = cached_history_table(chat_slice, "hot", kmax=8, use_cache=False,
+    full = cached_history_table(chat_slice, parse_history("hot"), kmax=8, use_cache=False)
+    tiny = cached_history_table(chat_slice, parse_history("hot"), kmax=8, use_cache=False,
                                 params=SuffixParams(max_cached_requests=2))
     assert np.asarray(tiny.accepted).sum() < np.asarray(full.accepted).sum()
 
@@ -167,7 +167,7 @@ def test_compiled_prelude_equals_the_reference_engine(chat_slice):
 
     for h in ("repeat:0.5", "hot,diverge:40"):
         for params in (SuffixParams(), SuffixParams(max_cached_requests=5)):
-            pre = prelude_outputs(chat_slice, h)
+            pre = prelude_outputs(chat_slice, parse_history(h))
             ref = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="python")
             fast = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="compiled")
             assert np.array_equal(np.asarray(ref.accepted), np.asarray(fast.accepted)), h
@@ -177,10 +177,12 @@ def test_compiled_prelude_equals_the_reference_engine(chat_slice):
 def test_history_list_keeps_diverge_with_its_history():
     from simkit.history import split_histories
 
-    assert split_histories("cold,warm,hot") == ["cold", "warm", "hot"]
-    assert split_histories("cold, hot,diverge:32 ,repeat:0.5") == ["cold", "hot,diverge:32",
-                                                                   "repeat:0.5"]
-    assert split_histories("cold,hot,evicted,hot") == ["cold", "hot,evicted", "hot"]
+    def labels(text):
+        return [h.label for h in split_histories(text)]
+
+    assert labels("cold,warm,hot") == ["cold", "warm", "hot"]
+    assert labels("cold, hot,diverge:32 ,repeat:0.5") == ["cold", "hot,diverge:32", "repeat:0.5"]
+    assert labels("cold,hot,evicted,hot") == ["cold", "hot,evicted", "hot"]
     assert split_histories(None) == [] and split_histories("") == []
     with pytest.raises(InputError):
         split_histories("cold,tepid")
@@ -192,8 +194,8 @@ def test_reference_one_column_set_per_history(tmp_path):
     from simkit.commands.whatif import _history_ref_plot
     from simkit.reference.reproduce import reproduce_histories
 
-    res = reproduce_histories(["cold", "hot"], ["llama-3.1-8b"], seeds=1, num_requests=64,
-                              workers=1)
+    res = reproduce_histories([parse_history("cold"), parse_history("hot")], ["llama-3.1-8b"],
+                              seeds=1, num_requests=64, workers=1)
     (row,) = res.rows
     assert row["ratio_pub"] == pytest.approx(3.79)           # the published row, carried as data
     assert row["ratio_hot"] > 2 * row["ratio_cold"]
@@ -207,8 +209,9 @@ def test_evicted_prompts_leave_only_the_suffix_tree():
     from simkit.engine.prefix_cache import history_prefixes
 
     chains = [[1, 2], [3], [4, 5, 6]]
-    assert history_prefixes(chains, "hot") == chains
-    assert history_prefixes(chains, "hot,evicted") == []
-    assert history_prefixes(chains, "warm") == [] and history_prefixes(chains, "cold") == []
+    assert history_prefixes(chains, parse_history("hot")) == chains
+    assert history_prefixes(chains, parse_history("hot,evicted")) == []
+    assert history_prefixes(chains, parse_history("warm")) == []
+    assert history_prefixes(chains, parse_history("cold")) == []
     assert parse_history("hot,evicted").is_repeat and not parse_history("hot,evicted").prompts_cached
     assert "left the prefix cache" in parse_history("repeat:0.5,evicted").describe()

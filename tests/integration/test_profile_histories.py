@@ -29,15 +29,18 @@ def test_tree_label_is_what_the_suffix_tree_held():
 
 
 def test_parse_histories():
-    assert parse_histories("auto", MIX, "warm") == ("cold", "hot")
-    assert parse_histories("auto", "code", "warm") == ()
-    assert parse_histories("none", MIX, "warm") == ()
+    def labels(text, corpus, own):
+        return tuple(h.label for h in parse_histories(text, corpus, parse_history(own)))
+
+    assert labels("auto", MIX, "warm") == ("cold", "hot")
+    assert labels("auto", "code", "warm") == ()
+    assert labels("none", MIX, "warm") == ()
     # evicted folds into hot; the profile's own tree is not written twice
-    assert parse_histories("hot,evicted,cold,repeat:0.25", "code", "cold") == ("hot", "repeat:0.25")
+    assert labels("hot,evicted,cold,repeat:0.25", "code", "cold") == ("hot", "repeat:0.25")
     with pytest.raises(InputError, match="histories"):
-        parse_histories("warm", MIX, "cold")
+        labels("warm", MIX, "cold")
     with pytest.raises(InputError, match="history"):
-        parse_histories("tepid", MIX, "warm")
+        labels("tepid", MIX, "warm")
 
 
 @pytest.mark.parametrize("model", list_models())
@@ -54,7 +57,7 @@ def test_every_model_ships_mix_under_cold_and_hot(model):
         path = history_file(npz, label)
         assert entry["file"] == path.name
         assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"]
-        prof = profiles.load_profile(model, MIX, source="shipped", tree=label)
+        prof = profiles.load_profile(model, MIX, source="shipped", history=parse_history(label))
         t = prof.table
         assert prof.provenance["tree"] == prof.provenance["history"] == label
         assert prof.provenance["command"].endswith(f"--tree {label}")
@@ -70,21 +73,21 @@ def test_every_model_ships_mix_under_cold_and_hot(model):
 
 
 def test_evicted_reads_the_hot_table_under_its_own_label():
-    hot = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", tree="hot")
-    ev = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", tree="hot,evicted")
+    hot = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", history=parse_history("hot"))
+    ev = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", history=parse_history("hot,evicted"))
     assert ev.provenance["tree"] == "hot,evicted" and ev.table.params["history"] == "hot,evicted"
     assert hot.table.params["history"] == "hot"
     assert np.array_equal(ev.table.accepted, hot.table.accepted)
-    cold = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", tree="repeat:0")
+    cold = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", history=parse_history("repeat:0"))
     assert cold.provenance["tree"] == "cold" and "history" not in cold.table.params
 
 
 def test_a_history_that_is_not_shipped_names_what_is():
     with pytest.raises(InputError, match=r"holds the histories warm, cold, hot; repeat:0.5 needs "
                                          r"the raw traces"):
-        profiles.load_profile("llama-3.1-8b", MIX, source="shipped", tree="repeat:0.5")
+        profiles.load_profile("llama-3.1-8b", MIX, source="shipped", history=parse_history("repeat:0.5"))
     with pytest.raises(InputError, match=r"llama-3.1-8b/code holds the histories warm; hot"):
-        profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree="hot")
+        profiles.load_profile("llama-3.1-8b", "code", source="shipped", history=parse_history("hot"))
 
 
 def _table(n: int) -> AcceptanceTable:
@@ -104,12 +107,12 @@ def test_write_replaces_the_history_files_of_an_earlier_build(tmp_path):
     again = write_history_tables(npz, {"hot": _table(3)})
     assert [p.name for p in tmp_path.iterdir()] == ["mix.history-hot.npz"]
     assert again == {"hot": first["hot"]}                      # byte-stable
-    table = load_history_table(npz, {"history_tables": again}, "hot,evicted")
+    table = load_history_table(npz, {"history_tables": again}, parse_history("hot,evicted"))
     assert table.params["history"] == "hot,evicted" and table.num_requests == 2
-    assert load_history_table(npz, {"history_tables": again}, "cold") is None
+    assert load_history_table(npz, {"history_tables": again}, parse_history("cold")) is None
     (tmp_path / "mix.history-hot.npz").unlink()
     with pytest.raises(InputError, match="missing"):
-        load_history_table(npz, {"history_tables": again}, "hot")
+        load_history_table(npz, {"history_tables": again}, parse_history("hot"))
 
 
 def test_predict_hot_on_a_machine_without_the_raw_traces(monkeypatch, tmp_path):
@@ -135,14 +138,14 @@ def test_shipped_history_tables_are_the_raw_build(label, tmp_path):
     shipped one."""
     if traces_src_dir() is None:
         pytest.skip("raw traces (../shared/traces-src) not present")
-    raw = profiles.profile_from_raw("llama-3.1-8b", MIX, tree=label)
-    shipped = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", tree=label)
+    raw = profiles.profile_from_raw("llama-3.1-8b", MIX, history=parse_history(label))
+    shipped = profiles.load_profile("llama-3.1-8b", MIX, source="shipped", history=parse_history(label))
     assert np.array_equal(raw.table.accepted, shipped.table.accepted)
     assert np.array_equal(raw.table.drafted, shipped.table.drafted)
     assert raw.table.params == shipped.table.params
     for key in ("tree", "history", "tree_rule", "command", "sample_indices", "sample_weights"):
         assert raw.provenance[key] == shipped.provenance[key], key
-    warm = profiles.profile_from_raw("llama-3.1-8b", MIX, tree="warm")
+    warm = profiles.profile_from_raw("llama-3.1-8b", MIX, history=parse_history("warm"))
     profiles.write_profile(warm, tmp_path, {label: raw.table})
     name = f"{MIX}.history-{label}.npz"
     assert (tmp_path / "llama-3.1-8b" / name).read_bytes() == \

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from simkit.profiles import corpus_profile as profiles, sampling
 from simkit.errors import InputError, UnknownNameError
+from simkit.history import parse_history
 from simkit.paths import traces_src_dir
 from traces.corpora import CORPORA, MIX, list_models
 
@@ -37,7 +38,8 @@ def test_every_model_and_corpus_is_shipped_and_consistent():
         assert int(t.offsets[-1]) == int(t.output_len.sum()) == t.accepted.shape[0]
         assert (t.accepted <= t.drafted).all() and (t.drafted <= np.arange(1, 17)).all()
         prov = prof.provenance
-        assert prov["tree"] in profiles.TREES and t.params.get("tree", "cold") == prov["tree"]
+        assert prov["tree"] == prov["history"] == prof.history.label
+        assert prof.history.kind in ("warm", "cold") and t.params.get("tree", "cold") == prov["tree"]
         assert prov["command"].endswith(f"--tree {prov['tree']}")
         _check_sample(prof)
         assert prof.proxy_note == prov["proxy_note"] != ""
@@ -150,8 +152,8 @@ def test_source_files_are_the_ones_here():
 @pytest.mark.parametrize("model,corpus", [("llama-3.1-8b", "code"), ("qwen2.5-7b", "summarization")])
 def test_rebuild_reproduces_shipped_bytes(tmp_path, model, corpus):
     _need_raw()
-    tree = profiles.shipped_tree(model, corpus)
-    prof = profiles.profile_from_raw(model, corpus, tree=tree)
+    prof = profiles.profile_from_raw(model, corpus,
+                                     history=profiles.shipped_history(model, corpus))
     npz, js = profiles.write_profile(prof, tmp_path)
     shipped = profiles.shipped_dir() / model
     assert npz.read_bytes() == (shipped / f"{corpus}.npz").read_bytes()
@@ -212,38 +214,45 @@ def test_cli_json_from_shipped_profile_and_raw_traces_agree():
         assert _cli_json(*args, "--source", "raw", "--drafter", "ngram")["results"] == ngram["results"]
 
 
-def test_shipped_tree_mode_is_kept_and_checked():
-    """load_profile follows the shipped mode; asking a shipped profile for the other mode is an error."""
-    have = profiles.shipped_tree("llama-3.1-8b", "code")
-    other = "cold" if have == "warm" else "warm"
-    assert profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=have).provenance["tree"] == have
-    with pytest.raises(InputError, match="history"):       # --tree is an alias of --history
-        profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree=other)
+def test_shipped_history_is_kept_and_checked():
+    """load_profile follows the shipped history; asking a shipped profile for another it holds
+    no table of is an error."""
+    have = profiles.shipped_history("llama-3.1-8b", "code")
+    other = parse_history("cold" if have.kind == "warm" else "warm")
+    prof = profiles.load_profile("llama-3.1-8b", "code", source="shipped", history=have)
+    assert prof.provenance["tree"] == have.label and prof.history == have
     with pytest.raises(InputError, match="history"):
-        profiles.load_profile("llama-3.1-8b", "code", source="shipped", tree="tepid")
+        profiles.load_profile("llama-3.1-8b", "code", source="shipped", history=other)
 
 
 def test_warm_and_cold_profiles_differ_where_the_tree_matters():
     """Same sample, lengths and local trees; the warm tree (whole corpus before each sampled request)
     gives more accepted tokens than the sample alone. Exactness of warm rows: tests/integration/test_replay.py."""
     _need_raw()
-    warm = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="warm")
-    cold = profiles.profile_from_raw("llama-3.1-8b", "code-edit", tree="cold")
+    warm = profiles.profile_from_raw("llama-3.1-8b", "code-edit", history=parse_history("warm"))
+    cold = profiles.profile_from_raw("llama-3.1-8b", "code-edit", history=parse_history("cold"))
     assert (warm.provenance["tree"], cold.provenance["tree"]) == ("warm", "cold")
     assert warm.provenance["sample_indices"] == cold.provenance["sample_indices"]
     assert np.array_equal(warm.table.output_len, cold.table.output_len)
     assert int(warm.table.accepted[:, 7].sum()) > int(cold.table.accepted[:, 7].sum())
 
 
-def test_cli_tree_option():
+def test_cli_history_option_and_its_deprecated_tree_alias():
     from simkit.cli import app
 
-    res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
-                                   "--source", "shipped", "--tree", "tepid"])
-    assert isinstance(res.exception, InputError) and "field 'history'" in str(res.exception)
+    base = ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code", "--source", "shipped"]
+    for flag in ("--history", "--tree"):
+        res = CliRunner().invoke(app, [*base, flag, "tepid"])
+        assert isinstance(res.exception, InputError) and "field 'history'" in str(res.exception)
+    res = CliRunner().invoke(app, [*base, "--tree", "warm", "--history", "warm"])
+    assert isinstance(res.exception, InputError) and "--history only" in str(res.exception)
     doc = _cli_json("--model", "llama-3.1-8b", "--corpus", "code", "--k", "8", "--format", "json",
                     "--source", "shipped")
-    assert doc["tree"] == profiles.shipped_tree("llama-3.1-8b", "code")
+    assert doc["tree"] == doc["history"] == profiles.shipped_history("llama-3.1-8b", "code").label
+    res = CliRunner().invoke(app, [*base, "--k", "8", "--format", "json", "--tree", "warm"])
+    assert res.exit_code == 0
+    assert res.stderr.count("\n") == 1 and "--tree is deprecated" in res.stderr
+    assert json.loads(res.stdout)["results"] == doc["results"]
 
 
 def test_cli_rejects_bad_options():

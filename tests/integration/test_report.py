@@ -18,6 +18,7 @@ from simkit.engine.config import EngineConfig
 from simkit.engine.cudagraph import capture_sizes, CudagraphMode
 from simkit.app.predict import Prediction
 from simkit.engine.summary import DETAIL_KEYS, RESULT_KEYS, Row
+from simkit.history import parse_history
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import COLUMNS, key_meanings
 from simkit.report.recommend import recommendation
@@ -50,7 +51,8 @@ def _pred(rows, *, tree="warm", calibration="h200-vllm026"):
                       engine=EngineConfig(max_tokens=4096, max_num_seqs=256,
                                           max_num_batched_tokens=2048, kv_capacity_tokens=800_000,
                                           cudagraph_mode=CudagraphMode.PIECEWISE),
-                      calibration=calibration, tp_chosen=True, workload_provenance=prov)
+                      calibration=calibration, tp_chosen=True, workload_provenance=prov,
+                      history=parse_history(tree))
 
 
 def _spec_wins():
@@ -70,7 +72,7 @@ def _vanilla_wins():
 # -- assumptions ------------------------------------------------------------------------------
 def test_assumptions_state_what_decides_the_answer_from_the_inputs():
     a = build_assumptions(_pred(_spec_wins().rows, tree="cold"))
-    assert a["suffix_tree"]["value"] == "cold"                        # read from provenance
+    assert a["suffix_tree"]["value"] == "cold"                        # the workload's history
     assert a["max_tokens"]["value"] == 4096 and "4,096" in a["max_tokens"]["text"]
     assert a["max_num_seqs"]["value"] == 256
     assert a["max_num_batched_tokens"]["value"] == 2048

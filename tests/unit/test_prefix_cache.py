@@ -211,10 +211,11 @@ def test_pool_count_matches_free_blocks_every_step():
 
 def test_history_prefixes_follow_the_harness():
     from simkit.engine.prefix_cache import history_prefixes
-    from simkit.history import repeat_indices
+    from simkit.history import parse_history, repeat_indices
 
     chains = [[i] for i in range(10)]
-    assert history_prefixes(chains, "cold") == [] and history_prefixes(chains, "warm") == []
-    assert history_prefixes(chains, "hot") == chains
-    rep = history_prefixes(chains, "repeat:0.5")
+    assert history_prefixes(chains, parse_history("cold")) == []
+    assert history_prefixes(chains, parse_history("warm")) == []
+    assert history_prefixes(chains, parse_history("hot")) == chains
+    rep = history_prefixes(chains, parse_history("repeat:0.5"))
     assert rep == [[int(i)] for i in repeat_indices(10, 0.5)] and len(rep) == 5

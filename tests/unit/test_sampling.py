@@ -156,7 +156,7 @@ def test_repeat_history_draws_of_repeated_requests_repeat_their_prompts():
     from simkit.block_hash import pack
     from simkit.engine.runner import history_repeated
     from simkit.engine.sim import simulate
-    from simkit.history import repeat_indices
+    from simkit.history import parse_history, repeat_indices
     from tests.engine_doubles import LinearCost
 
     w = _workload(np.array([1.0, 2.0, 3.0, 4.0]))
@@ -165,12 +165,12 @@ def test_repeat_history_draws_of_repeated_requests_repeat_their_prompts():
     cfg = EngineConfig(kv_capacity_tokens=1 << 20)
     for label, want in (("hot", {0, 1, 2, 3}), ("cold", False), ("warm", False),
                         ("repeat:1,evicted", False)):
-        w.provenance = {"tree": label}
+        w.history = parse_history(label)
         got = history_repeated(w, cfg)
         assert (set(got) if want else got) == want
-    w.provenance = {"tree": "repeat:0.5"}
+    w.history = parse_history("repeat:0.5")
     assert history_repeated(w, cfg) == frozenset(int(i) for i in repeat_indices(4, 0.5))
-    w.weights, w.provenance = None, {"tree": "hot"}
+    w.weights, w.history = None, parse_history("hot")
     assert history_repeated(w, cfg) is False
     w.weights = np.array([1.0, 2.0, 3.0, 4.0])
     from simkit.engine.config import SpecConfig
