@@ -166,7 +166,7 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
         sig = inspect.signature(fn, eval_str=True)
         own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
         have = {p.name for p in own}
-        added = []
+        shared = []
         for name, kind in SHARED.items():
             if name in have or name in without:
                 continue
@@ -175,15 +175,11 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
             default = defaults.get(name, getattr(RunOptions, name, None))
             if name in NEGATED:                      # the flag's default: not given
                 default = not default
-            added.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                           annotation=kind, default=default))
-        for name, (kind, default) in (extra or {}).items():
-            added.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                           annotation=kind, default=default))
-        shared, rest = added[:len(added) - len(extra or {})], added[len(added) - len(extra or {}):]
+            shared.append(_keyword(name, kind, default))
+        group = [_keyword(name, kind, default) for name, (kind, default) in (extra or {}).items()]
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
         params = [p.replace(default=[p.default]) if _is_list(p.annotation)
-                  and isinstance(p.default, str) else p for p in (*shared, *own, *rest)]
+                  and isinstance(p.default, str) else p for p in (*shared, *own, *group)]
         lists = [p.name for p in params if _is_list(p.annotation)]
 
         @functools.wraps(fn)
@@ -196,6 +192,12 @@ def run_command(*, without: tuple[str, ...] = (), extra: dict[str, tuple[Any, An
         return command
 
     return wrap
+
+
+def _keyword(name: str, kind: Any, default: Any) -> inspect.Parameter:
+    """A keyword-only parameter of a command's signature."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                             default=default)
 
 
 # the counts every run option set checks (>= 1, at most simkit.checks.LIMITS), by option name
