@@ -87,3 +87,17 @@ def tracking(draw: bool | None = None) -> Iterator[Tracker]:
     finally:
         tracker.close()
         _CURRENT.remove(tracker)
+
+
+@contextlib.contextmanager
+def status(text: str) -> Iterator[None]:
+    """A spinner with `text` on a terminal's stderr while a long step with no simulations to
+    count runs (a fit, a table build); nothing elsewhere."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
+    with console.status(text):
+        yield

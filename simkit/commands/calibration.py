@@ -270,7 +270,11 @@ def fit_cmd(
     if not records.is_dir():
         raise InputError("no such folder", path=str(records), field="records")
     output_file(out, "out", (".json",))
-    doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds, version.key)
+    from simkit.progress import status
+
+    with status(f"fitting the step-time model on {records} ({folds}-fold cross-validation)"):
+        doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
+                              version.key)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
     own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]

@@ -98,7 +98,17 @@ def test_ctrl_c_stops_a_slow_readme_command_at_once(argv, needs, tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     progress = lines[:-1]                    # validate names each run it starts predicting
     assert all(ln.startswith("predicting ") for ln in progress), err
-    one_line_error(lines[-1], "interrupted (Ctrl-C)", "simulation(s) had finished")
+    # how many simulations had finished is said once any started (on a busy machine the
+    # command may still be building its tables at the signal)
+    one_line_error(lines[-1], "interrupted (Ctrl-C)")
     assert stopped_s < 15, stopped_s
     with pytest.raises(ProcessLookupError):  # the group is gone: no worker survived
         os.killpg(proc.pid, 0)
+
+
+def test_status_spinner_is_silent_off_a_terminal(capsys):
+    from simkit.progress import status
+
+    with status("fitting"):
+        pass
+    assert capsys.readouterr().err == ""
