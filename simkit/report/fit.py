@@ -40,19 +40,45 @@ def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], width: in
     return sorted(kept)
 
 
+def _lines_at(header: str, w: int) -> int:
+    """Lines the header takes wrapped at its words into width w."""
+    return len(textwrap.wrap(header, w, break_long_words=False)) or 1
+
+
+def _balanced(header: str, w: int) -> int:
+    """The narrowest width that wraps the header into as few lines as width w does, so its lines
+    come out even ('output' / 'tok s', not 'output tok' / 's')."""
+    n = _lines_at(header, w)
+    return next(v for v in range(max(1, max(len(x) for x in header.split() or [""])), w + 1)
+                if _lines_at(header, v) == n)
+
+
 def column_widths(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[int]:
     """Each column's printed width: its natural width (header or widest cell) while the table fits
-    `width`; else the widest headers are wrapped at their words, widest first, until it fits or no
-    header can wrap further (fit_columns chose columns whose narrowest form fits)."""
+    `width`; else headers wrap at their words into as few lines as the table allows (the fewest
+    header lines D with which the columns fit), the widest headers narrowed first, none into more
+    than D lines (fit_columns chose columns whose narrowest form fits)."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     floors = [min_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
-    while sum(widths) + SEP * (len(widths) - 1) > width:
-        slack = [i for i in range(len(widths)) if widths[i] > floors[i]]
+
+    def over(ws: list[int]) -> bool:
+        return sum(ws) + SEP * (len(ws) - 1) > width
+
+    if not over(widths):
+        return widths
+    depth = max(_lines_at(h, f) for h, f in zip(headers, floors))
+    for d in range(1, depth + 1):                    # the fewest header lines that fit
+        mins = [next(w for w in range(f, n + 1) if _lines_at(h, w) <= d)
+                for h, f, n in zip(headers, floors, widths)]
+        if not over(mins):
+            break
+    while over(widths):
+        slack = [i for i in range(len(widths)) if widths[i] > mins[i]]
         if not slack:
             break
         i = max(slack, key=lambda j: (widths[j], -j))          # the widest, leftmost on a tie
         lines = textwrap.wrap(headers[i], widths[i] - 1, break_long_words=False)
-        widths[i] = max([floors[i]] + [len(ln) for ln in lines])
+        widths[i] = max([mins[i]] + [len(ln) for ln in lines])
     return widths
 
 
@@ -62,7 +88,8 @@ def render_text_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
     (headers wrapped at their words when they must, bottom-aligned), a rule, one line per row;
     cells never wrap. Columns whose header is in `left` are left-justified, the others right."""
     widths = column_widths(headers, rows, width)
-    blocks = [textwrap.wrap(h, w, break_long_words=False) or [""] for h, w in zip(headers, widths)]
+    blocks = [textwrap.wrap(h, _balanced(h, w), break_long_words=False) or [""]
+              for h, w in zip(headers, widths)]
     depth = max(len(b) for b in blocks)
     blocks = [[""] * (depth - len(b)) + b for b in blocks]
 

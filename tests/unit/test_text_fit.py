@@ -101,3 +101,13 @@ def test_fleet_validate_table_fits_100_columns_and_wide_has_every_column():
     wide = render_validation([row], summary, wide=True)
     header = next(ln for ln in wide.splitlines() if ln.startswith("run_id"))
     assert len(header.split("┃")) == 14 and "--wide shows" not in wide
+
+
+def test_headers_wrap_into_the_fewest_lines_and_evenly():
+    headers = ["max rate per replica", "out tok s per replica", "output tok s"]
+    rows = [["5.28", "2,087", "714"]]
+    lines = render_text_table(headers, rows, width=38).splitlines()
+    head = lines[:[i for i, ln in enumerate(lines) if ln.startswith("━")][0]]
+    assert len(head) == 2 and max(len(ln) for ln in lines) <= 38      # two lines suffice
+    cols = [[p.strip() for p in ln.split("┃")] for ln in head]
+    assert [c[2] for c in cols] == ["output", "tok s"]                 # not 'output tok' / 's'
