@@ -111,7 +111,8 @@ def check_format(fmt: str, plot: Optional[str] = None) -> None:
     output_file(plot, "plot")
 
 
-_COUNTS = ("seeds", "concurrency", "num_requests", "min_requests", "max_requests", "workers")
+# the what-ifs' own counts and rates (the shared run options' are run_options')
+_COUNTS = ("min_requests", "max_requests")
 _RATES = {"target_rate": "target-rate", "target_tok_s": "target-tok-s", "ttft": "ttft-p99-ms",
           "tpot": "tpot-p99-ms", "host_factor": "host-factor", "rel_tol": "rel-tol"}
 
@@ -137,7 +138,7 @@ def whatif_options(params: dict) -> tuple[RunOptions, dict, Output]:
     run = dict(params["run"])
     fmt, plot, wide = run.pop("fmt"), run.pop("plot"), run.pop("wide")
     check_format(fmt, plot)
-    check_numbers({**own, **run})
+    check_numbers(own)
     opts = run_options(run)
     if "configs" in run:
         own["configs"] = run["configs"]
@@ -299,7 +300,7 @@ def reference_cmd(
     out = Output(run.pop("fmt"), run.pop("plot"), run.pop("wide"))
     fmt, plot = out.fmt, out.plot
     check_format(fmt, plot)
-    check_numbers({**locals(), **run})
+    check_numbers(locals())
     opts = run_options(run)
     hardware, seeds, num_requests, workers = opts.hardware, opts.seeds, opts.num_requests, \
         opts.workers
