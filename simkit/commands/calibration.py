@@ -162,15 +162,26 @@ def plan_cmd(
     if fmt == "json":
         typer.echo(json.dumps(plan.to_dict(), indent=1))
         return
-    typer.echo(f"calibration plan: {spec.name} on {corpus}, vLLM {plan.vllm_version}, "
-               f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
-               f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens)")
-    for e, line in zip(plan.engines, lines):
-        typer.echo(f"  {e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
-                   f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)")
-        typer.echo(f"    {line}")
+    typer.echo("\n".join(_plan_text(plan, spec.name, corpus, budget_min, mean_out, lines)))
+
+
+def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float,
+               commands: list[str]) -> list[str]:
+    """The plan as text lines of at most 100 characters, except each `simkit calibrate run` line:
+    a shell command to paste whole on the GPU host, so it is never wrapped."""
+    from simkit.report.fit import wrap_prose
+
+    out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
+                     f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
+                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens)")
+    for e, line in zip(plan.engines, commands):
+        out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
+                          f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
+                          indent="  ", hang="    ")
+        out.append(f"    {line}")
     for why in plan.left_out:
-        typer.echo(f"  left out: {why}")
+        out += wrap_prose(f"left out: {why}", indent="  ", hang="    ")
+    return out
 
 
 def _known_corpus(corpus: str) -> None:
@@ -277,13 +288,18 @@ def fit_cmd(
                               version.key)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
+    from simkit.report.fit import wrap_prose
+
     own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]
     runner = [k.split(".", 1)[1] for k in doc["not_fitted"] if k.startswith("async_runner.")]
-    typer.echo(f"not fitted (analytic defaults kept): {', '.join(own)}")
+    lines = wrap_prose(f"not fitted (analytic defaults kept): {', '.join(own)}")
     if runner:
-        typer.echo(f"async-scheduling runner, not fitted apart (the shared value kept): {', '.join(runner)}")
+        lines += wrap_prose("async-scheduling runner, not fitted apart (the shared value kept): "
+                            + ", ".join(runner))
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
-    typer.echo(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): {json.dumps(mean)}")
+    lines += wrap_prose(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): "
+                        + json.dumps(mean))
+    typer.echo("\n".join(lines))
     if out:
         from simkit.outfiles import wrote
 

@@ -17,6 +17,8 @@ class Format(str, Enum):
 
 
 FORMAT_OPT = typer.Option(Format.table, "--format", "-f", help="table or json")
+WIDE_OPT = typer.Option(False, "--wide", help="every column at its full width (the table is "
+                        "100 columns wide by default)")
 DEFAULT_TP_HW = ("h200", "b200")
 
 
@@ -43,10 +45,7 @@ def _emit_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, sort_keys=True))
 
 
-def _models_list(fmt: Format) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def _models_list(fmt: Format, wide: bool = False) -> None:
     from simkit.catalog.models import get_model, list_models
 
     rows = []
@@ -62,15 +61,31 @@ def _models_list(fmt: Format) -> None:
     if fmt is Format.json:
         _emit_json(rows)
         return
-    table = Table(title="simkit models (TP: smallest with a useful KV cache at gmu 0.85, max_model_len 16384)")
-    for col in ("model", "params", "active", "attn", "MoE k/E+shared", "dtype", "KV B/token", "TP h200",
-                "TP b200", "tokenizer"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], f"{r['params_b']:.2f}B", f"{r['active_params_b']:.2f}B", r["attention"], r["moe"],
-                      r["weight_dtype"], f"{r['kv_bytes_per_token']:,.0f}", str(r["tp_h200"]), str(r["tp_b200"]),
-                      r["tokenizer_family"])
-    Console(width=160).print(table)
+    headers = ["model", "params", "active", "attn", "MoE k/E+shared", "dtype", "KV B/token",
+               "TP h200", "TP b200", "tokenizer"]
+    cells = [[r["name"], f"{r['params_b']:.2f}B", f"{r['active_params_b']:.2f}B", r["attention"],
+              r["moe"], r["weight_dtype"], f"{r['kv_bytes_per_token']:,.0f}", str(r["tp_h200"]),
+              str(r["tp_b200"]), r["tokenizer_family"]] for r in rows]
+    _echo_table("simkit models (TP: smallest with a useful KV cache at gmu 0.85, max_model_len "
+                "16384)", headers, cells, ("model", "attn", "MoE k/E+shared", "dtype", "tokenizer"),
+                wide, priority=[0, 1, 2, 4, 5, 6, 7, 8, 3, 9])
+
+
+def _echo_table(title: str, headers: list[str], cells: list[list[str]], left: tuple[str, ...],
+                wide: bool, priority: list[int] | None = None) -> None:
+    """A catalogue table as text: 100 columns unless --wide (fit_columns keeps the columns that
+    fit, in `priority` order, and the line under the table names the others)."""
+    from simkit.report.fit import (WIDE, WIDTH, fit_columns, more_columns_line,
+                                   render_text_table, wrap_prose)
+
+    width = WIDE if wide else WIDTH
+    kept = fit_columns(headers, cells, width, priority)
+    lines = wrap_prose(title, width)
+    table = render_text_table([headers[i] for i in kept], [[row[i] for i in kept] for row in cells],
+                              left, width)
+    lines.append(table.rstrip("\n"))
+    lines += more_columns_line([h for i, h in enumerate(headers) if i not in kept], width)
+    typer.echo("\n".join(lines))
 
 
 def _models_show(name: str, fmt: Format, gmu: float = 0.85, max_model_len: int = 16384) -> None:
@@ -114,13 +129,13 @@ def _models_show(name: str, fmt: Format, gmu: float = 0.85, max_model_len: int =
     lines.append(f"source           {m.source}")
     if m.assumptions:
         lines.append(f"assumptions      {m.assumptions}")
-    typer.echo("\n".join(lines))
+    from simkit.report.fit import wrap_field
+
+    label = len("default TP h200  ")       # every label above is padded to this width
+    typer.echo("\n".join(out for ln in lines for out in wrap_field(ln[:label], ln[label:], label)))
 
 
-def _hardware_list(fmt: Format) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def _hardware_list(fmt: Format, wide: bool = False) -> None:
     from simkit.catalog.hardware import get_hardware, list_hardware
     from simkit.costmodel.calibrations import default_calibration
 
@@ -131,15 +146,13 @@ def _hardware_list(fmt: Format) -> None:
     if fmt is Format.json:
         _emit_json(rows)
         return
-    table = Table(title="simkit hardware (per GPU; dense tensor-core peaks)")
-    for col in ("name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s", "host speed", "values",
-                "default cost model"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], f"{r['hbm_gib']:.1f}", f"{r['hbm_tbps']:g}", f"{r['bf16_tflops']:g}",
-                      f"{r['fp8_tflops']:g}", f"{r['fp4_tflops']:g}", f"{r['nvlink_gbps']:g}",
-                      f"{r['host_speed']:g}", r["label"], r["cost_model"])
-    Console(width=160).print(table)
+    headers = ["name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s",
+               "host speed", "values", "default cost model"]
+    cells = [[r["name"], f"{r['hbm_gib']:.1f}", f"{r['hbm_tbps']:g}", f"{r['bf16_tflops']:g}",
+              f"{r['fp8_tflops']:g}", f"{r['fp4_tflops']:g}", f"{r['nvlink_gbps']:g}",
+              f"{r['host_speed']:g}", r["label"], r["cost_model"]] for r in rows]
+    _echo_table("simkit hardware (per GPU; dense tensor-core peaks)", headers, cells,
+                ("name", "values", "default cost model"), wide)
 
 
 def _hardware_show(name: str, fmt: Format) -> None:
@@ -152,8 +165,10 @@ def _hardware_show(name: str, fmt: Format) -> None:
     if fmt is Format.json:
         _emit_json(doc)
         return
-    width = max(len(k) for k in doc)
-    typer.echo("\n".join(f"{k:{width}s}  {v}" for k, v in doc.items()))
+    from simkit.report.fit import wrap_field
+
+    width = max(len(k) for k in doc) + 2
+    typer.echo("\n".join(ln for k, v in doc.items() for ln in wrap_field(k, v, width)))
 
 
 def register(app: typer.Typer) -> None:
@@ -162,9 +177,9 @@ def register(app: typer.Typer) -> None:
     hardware = typer.Typer(help="The hardware catalogue (datasheet values unless calibrated).", no_args_is_help=True)
 
     @models.command("list")
-    def models_list(fmt: Format = FORMAT_OPT) -> None:
+    def models_list(fmt: Format = FORMAT_OPT, wide: bool = WIDE_OPT) -> None:
         """Every catalogue model: parameters, attention, MoE, KV bytes per token, default TP."""
-        _models_list(fmt)
+        _models_list(fmt, wide)
 
     @models.command("show")
     def models_show(name: str = typer.Argument(..., help="model id, or a path to a HF config.json"),
@@ -184,9 +199,9 @@ def register(app: typer.Typer) -> None:
         _models_show(name, fmt, gmu, max_model_len)
 
     @hardware.command("list")
-    def hardware_list(fmt: Format = FORMAT_OPT) -> None:
+    def hardware_list(fmt: Format = FORMAT_OPT, wide: bool = WIDE_OPT) -> None:
         """Every catalogue GPU with its datasheet (or calibrated) values."""
-        _hardware_list(fmt)
+        _hardware_list(fmt, wide)
 
     @hardware.command("show")
     def hardware_show(name: str = typer.Argument(..., help="hardware id: b200, h200, h100"),

@@ -131,6 +131,19 @@ def more_columns_line(left_out: Sequence[str], width: int = WIDTH) -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
 
 
+def wrap_prose(text: str, width: int = WIDTH, indent: str = "", hang: str = "  ") -> list[str]:
+    """One paragraph of text output as lines of at most `width` characters: the first line starts
+    with `indent`, the ones after with `hang`; a word (a path, a URL) longer than a whole line is
+    split rather than left overlong."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=hang,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def wrap_field(label: str, value: object, label_width: int, width: int = WIDTH) -> list[str]:
+    """A 'label  value' line of a key-value listing, the value wrapped under itself (a hanging
+    indent of `label_width`) so the labels stay one column."""
+    return wrap_prose(str(value), width, indent=f"{label:{label_width}s}", hang=" " * label_width)
+
+
 __all__ = ["SEP", "WIDE", "WIDTH", "fit_columns", "min_width", "more_columns_line",
-           "column_widths", "keyed_table",
-           "render_text_table"]
+           "column_widths", "keyed_table", "render_text_table", "wrap_field", "wrap_prose"]
