@@ -67,13 +67,14 @@ def cached_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=No
         return build_table(requests, drafter=drafter, params=params, kmax=kmax, ordering=ordering,
                            concurrency=concurrency, model=model, corpus=corpus, progress=step)
 
-    return _load_or_build(path, build, total=total, label=f"acceptance table {model}/{corpus} ({drafter})",
+    return load_or_build(path, build, total=total, label=f"acceptance table {model}/{corpus} ({drafter})",
                           model=model, corpus=corpus, progress=progress, use_cache=use_cache)
 
 
-def _load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
-                   progress: bool, use_cache: bool) -> AcceptanceTable:
-    """The cached table at `path` when complete, else build(step) under a progress bar, stored."""
+def load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
+                  progress: bool, use_cache: bool) -> AcceptanceTable:
+    """The cached table at `path` when complete, else build(step) under a progress bar, stored
+    (the one cache path of every table builder: cached_table, the warm and history tables)."""
     if use_cache and path.exists():
         from simkit.cachecheck import DamagedCache, discard
 
@@ -137,7 +138,7 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
         return build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
                                 progress=step)
 
-    return _load_or_build(path, build, total=total, label=f"warm acceptance table {model}/{corpus}",
+    return load_or_build(path, build, total=total, label=f"warm acceptance table {model}/{corpus}",
                           model=model, corpus=corpus, progress=progress, use_cache=use_cache)
 
 

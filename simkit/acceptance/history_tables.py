@@ -48,7 +48,7 @@ def cached_history_table(requests: Sequence, h: History, *, params=None,
     Key: the requests' tokens, the suffix parameters, kmax, ordering (and concurrency) and the
     history label (which with the requests decides the prelude)."""
     from simkit.acceptance.build import build_table
-    from simkit.acceptance.cache import _load_or_build, cached_table, table_key
+    from simkit.acceptance.cache import cached_table, load_or_build, table_key
     from simkit.drafters.suffix.cache import SuffixParams
     from simkit.paths import cache_dir
 
@@ -70,7 +70,7 @@ def cached_history_table(requests: Sequence, h: History, *, params=None,
                            ordering=ordering, concurrency=concurrency, model=model,
                            corpus=corpus, progress=step, prelude=prelude)
 
-    table = _load_or_build(path, build, total=total,
+    table = load_or_build(path, build, total=total,
                            label=f"acceptance table {model}/{corpus} ({h.label})", model=model,
                            corpus=corpus, progress=progress, use_cache=use_cache)
     # labelled after the cache: hot and hot,evicted share one cached table, so a label stored

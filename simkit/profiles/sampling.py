@@ -133,7 +133,7 @@ def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, mod
                 return RequestStats(plen, olen, capped, acc, ctx, tuple(ks)), None
         except (OSError, KeyError, ValueError):
             pass                                           # damaged: rebuilt below
-    from simkit.acceptance.cache import _load_or_build, load_cached, warm_path
+    from simkit.acceptance.cache import load_cached, load_or_build, warm_path
 
     whole = warm_path(requests, range(len(requests)), params, kmax)
     if whole.exists():                 # a cached whole-corpus table (e.g. a benchmark's reference)
@@ -145,7 +145,7 @@ def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, mod
         return build_warm_table(requests, range(len(requests)), params=params, kmax=kmax,
                                 model=model, corpus=corpus, progress=step)
 
-    table = _load_or_build(path, build, total=int(sum(len(r.output_ids) for r in requests)),
+    table = load_or_build(path, build, total=int(sum(len(r.output_ids) for r in requests)),
                            label=f"whole-corpus acceptance {model}/{corpus}", model=model,
                            corpus=corpus, progress=progress, use_cache=False)
     stats = request_stats(table, capped, ks)
