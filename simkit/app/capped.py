@@ -26,21 +26,31 @@ unchanged.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 
-MODES = ("keep", "extend")
+class CappedMode(StrEnum):
+    """--capped-outputs: how a request whose trace stopped at its source's cap is replayed."""
+
+    KEEP = "keep"           # it ends where the trace ends (the default)
+    EXTEND = "extend"       # it continues to max_tokens (module docstring)
+
+
 TAIL_WINDOW = 512   # tokens of a capped request's own tail that its continuation repeats
 
 
-def check_mode(mode: str) -> str:
-    """`mode` if it is keep or extend, else an InputError naming the option."""
-    if mode not in MODES:
-        raise InputError(f"unknown value '{mode}'; choose keep or extend", field="capped-outputs")
-    return mode
+def check_mode(mode: str) -> CappedMode:
+    """`mode` as a CappedMode (keep or extend), else an InputError naming the option."""
+    try:
+        return CappedMode(mode)
+    except ValueError:
+        raise InputError(f"unknown value '{mode}'; choose keep or extend",
+                         field="capped-outputs") from None
 
 
 def capped_positions(workload: Workload) -> list[int] | None:
@@ -111,7 +121,7 @@ def extend_capped(workload: Workload, max_tokens: int) -> Workload:
 def apply_capped_outputs(workload: Workload, mode: str, max_tokens: int) -> Workload:
     """keep: the workload itself (unchanged object, so keep is byte-identical to before);
     extend: extend_capped(workload, max_tokens)."""
-    if check_mode(mode) == "keep":
+    if check_mode(mode) is CappedMode.KEEP:
         return workload
     return extend_capped(workload, max_tokens)
 
@@ -132,7 +142,7 @@ def describe(mode: str, workload: Workload, max_tokens: int) -> str:
                + (f"; no cap is known for {unknown}, whose requests are never counted"
                   if unknown else "")) if positions is not None else \
         "which requests hit a generation cap is not recorded in this profile"
-    if mode == "keep":
+    if mode == CappedMode.KEEP:
         return (f"keep: {counted}; capped requests end where the trace ends, so their real "
                 f"lengths under max_tokens {max_tokens:,} are understated (--capped-outputs "
                 "extend continues them)")

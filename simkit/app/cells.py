@@ -11,21 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from simkit.app.capped import CappedMode, apply_capped_outputs, check_mode
 from simkit.app.options import RunOptions
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 from simkit.history import History, parse_history
+from simkit.profiles.corpus_profile import ProfileSource
 
 _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 
 
-def load_workload(model: str, corpus: str, source: str = "auto", history: History | None = None,
-                  capped_outputs: str = "keep", max_tokens: int = 8192) -> Workload:
+def load_workload(model: str, corpus: str, source: ProfileSource = ProfileSource.AUTO,
+                  history: History | None = None, capped_outputs: CappedMode = CappedMode.KEEP,
+                  max_tokens: int = 8192) -> Workload:
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.corpus_profile.load_profile; capped outputs
     kept or extended to max_tokens (simkit.app.capped)."""
     from simkit.catalog.models import canonical_model
-    from simkit.app.capped import apply_capped_outputs, check_mode
     from simkit.profiles.corpus_profile import load_profile
 
     check_mode(capped_outputs)
@@ -42,7 +44,6 @@ def load_cell(run: RunOptions) -> tuple[Workload, Any]:
     calibration, vLLM version, profile source, history, capped outputs, the server limits the
     cost model depends on), loaded once per process: load_workload and
     simkit.costmodel.load_cost_model (TP None = the smallest that fits)."""
-    from simkit.app.capped import check_mode
     from simkit.catalog.hardware import canonical_hardware
     from simkit.catalog.models import canonical_model
     from simkit.catalog.vllm_versions import get_vllm_version
@@ -53,7 +54,7 @@ def load_cell(run: RunOptions) -> tuple[Workload, Any]:
            run.max_num_batched_tokens, version)
     if run.history is not None:
         key = key + (run.history.label,)
-    if check_mode(run.capped_outputs) != "keep":
+    if check_mode(run.capped_outputs) is not CappedMode.KEEP:
         key = key + (run.capped_outputs, run.max_tokens)
     if key not in _LOADED:
         from simkit.costmodel import load_cost_model

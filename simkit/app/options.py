@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from simkit.app.capped import CappedMode
 from simkit.history import History
+from simkit.profiles.corpus_profile import ProfileSource
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,9 @@ class RunOptions:
     tp: int | None = None                  # None: the smallest TP that fits
     vllm_version: str | None = None        # None: the newest simkit knows
     calibration: str | None = None         # None: the hardware's and version's, else analytic
-    source: str = "auto"                   # workload profiles: auto, raw or shipped
+    source: ProfileSource = ProfileSource.AUTO   # workload profiles: auto, raw or shipped
     history: History | None = None         # parsed from --history; None: the profile's own
-    capped_outputs: str = "keep"           # simkit.app.capped: keep | extend
+    capped_outputs: CappedMode = CappedMode.KEEP   # simkit.app.capped: keep | extend
     concurrency: int = 32                  # closed-loop clients
     num_requests: int | None = None        # None: simkit.engine.runner.default_num_requests
     max_tokens: int = 8192

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkit.app.capped import describe as capped_describe
+from simkit.app.capped import CappedMode, describe as capped_describe
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
 from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
 from simkit.app.cells import load_cell
@@ -53,7 +53,7 @@ class Prediction:
     history: History | None = None      # the request history the workload's tables assume
     # request count that gives every run a steady window, when this one did not (else None)
     suggested_num_requests: int | None = None
-    capped_outputs: str = "keep"        # simkit.app.capped: keep | extend
+    capped_outputs: CappedMode = CappedMode.KEEP   # simkit.app.capped: keep | extend
     capped_note: str = ""               # its one-sentence description (assumptions block)
     prefix_caching: bool = False        # on: rows carry prefix_hit_rate (None = not modelled)
     prefix_note: str = ""               # why caching was not modelled, when it was not

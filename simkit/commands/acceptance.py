@@ -35,14 +35,14 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     from simkit.drafters.base import NGRAM_DRAFTER
     from simkit.paths import traces_src_dir
 
-    if source not in profiles.SOURCES:
-        raise InputError(f"--source must be one of {profiles.SOURCES}", field="source")
-    raw = source == "raw" or (source == "auto" and traces_src_dir() is not None)
+    source = profiles.check_source(source)
+    Source = profiles.ProfileSource
+    raw = source is Source.RAW or (source is Source.AUTO and traces_src_dir() is not None)
     if not raw:
         if max_requests != sampling.SAMPLE_SIZE:
             raise InputError("without raw traces only the shipped profile is available: "
                              f"--max-requests {sampling.SAMPLE_SIZE}", field="source")
-        prof = profiles.load_profile(model, corpus, source="shipped", history=history)
+        prof = profiles.load_profile(model, corpus, source=Source.SHIPPED, history=history)
         if drafter not in prof.tables:
             raise InputError(f"the shipped profile has no {drafter} table", field="drafter")
         n = prof.table.num_requests

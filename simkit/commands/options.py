@@ -21,7 +21,9 @@ from typing import Annotated, Any, Callable, List, Optional, get_args, get_origi
 
 import typer
 
+from simkit.app.capped import CappedMode
 from simkit.app.options import RunOptions
+from simkit.profiles.corpus_profile import ProfileSource
 from simkit.errors import InputError
 
 DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)
@@ -108,11 +110,14 @@ Calibration = Annotated[Optional[str], typer.Option("--calibration", help=CALIBR
 CostProfile = Annotated[Optional[str], typer.Option(
     DEPRECATED_FLAG, hidden=True, help="deprecated alias of --calibration (removed in the next "
     "release)")]
-Source = Annotated[str, typer.Option("--source", help=SOURCE_HELP, rich_help_panel=TRAFFIC)]
+# str-valued Enums: Typer refuses any other value, naming the choices; a short metavar keeps
+# --help's description column wide (the help text names the choices)
+Source = Annotated[ProfileSource, typer.Option("--source", help=SOURCE_HELP, metavar="SOURCE",
+                                              rich_help_panel=TRAFFIC)]
 History = Annotated[Optional[str], typer.Option("--history", help=HISTORY_HELP,
                                                 rich_help_panel=TRAFFIC)]
-CappedOutputs = Annotated[str, typer.Option("--capped-outputs", help=CAPPED_HELP,
-                                            rich_help_panel=TRAFFIC)]
+CappedOutputs = Annotated[CappedMode, typer.Option("--capped-outputs", help=CAPPED_HELP,
+                                                   metavar="MODE", rich_help_panel=TRAFFIC)]
 Concurrency = Annotated[int, typer.Option("--concurrency", help=CONCURRENCY_HELP,
                                           rich_help_panel=TRAFFIC)]
 NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=NUM_REQUESTS_HELP,
@@ -240,17 +245,15 @@ def run_options(params: dict[str, Any]) -> RunOptions:
     would refuse (a TP the model cannot shard, max_tokens over max_model_len)."""
     from simkit.app.capped import check_mode
     from simkit.checks import positive_int
-    from simkit.profiles.corpus_profile import SOURCES
+    from simkit.profiles.corpus_profile import check_source
     from simkit.serving_checks import check_serving
 
     for name in COUNTS:
         if name in params:
             positive_int(params[name], name.replace("_", "-"))
-    if params.get("source", DEFAULT.source) not in SOURCES:
-        raise InputError(f"unknown source {params['source']!r}; use auto, raw or shipped",
-                         field="source")
-    check_mode(params.get("capped_outputs", DEFAULT.capped_outputs))
     given = {n: params[n] for n in RunOptions.names() if n in params}
+    given["source"] = check_source(params.get("source", DEFAULT.source))
+    given["capped_outputs"] = check_mode(params.get("capped_outputs", DEFAULT.capped_outputs))
     given["calibration"] = pick_calibration(params.get("calibration"),
                                             params.get("cost_profile"))
     given["vllm_version"] = pick_vllm_version(params.get("vllm_version"))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,23 @@ from simkit.profiles.sampling import (SAMPLE_SIZE, choose_sample, rule_is_curren
                              sample_indices)
 
 KMAX = 16
-SOURCES = ("auto", "raw", "shipped")
+
+
+class ProfileSource(StrEnum):
+    """--source: where a workload profile comes from (load_profile)."""
+
+    AUTO = "auto"           # the shipped profile when verified against the raw traces, else raw
+    RAW = "raw"             # built from the raw traces (cached)
+    SHIPPED = "shipped"     # read from traces/profiles
+
+
+def check_source(source: str) -> ProfileSource:
+    """`source` as a ProfileSource, else an InputError naming the option and the choices."""
+    try:
+        return ProfileSource(source)
+    except ValueError:
+        raise InputError(f"unknown source {source!r}; use auto, raw or shipped",
+                         field="source") from None
 
 
 @dataclass
@@ -373,7 +390,7 @@ def shipped_history(model: str, corpus: str) -> History | None:
         return None
 
 
-def load_profile(model: str, corpus: str, *, source: str = "auto",
+def load_profile(model: str, corpus: str, *, source: ProfileSource = ProfileSource.AUTO,
                  history: History | None = None) -> CorpusProfile:
     """Workload profile for (model, corpus): "raw" builds from ../shared traces (cached),
     "shipped" reads traces/profiles, "auto" = the shipped profile when its provenance matches the
@@ -383,14 +400,14 @@ def load_profile(model: str, corpus: str, *, source: str = "auto",
     profile holds, and without one (and without the raw traces) it is an error."""
     from simkit.paths import traces_src_dir
 
-    if source not in SOURCES:
-        raise UnknownNameError("profile source", source, list(SOURCES))
+    source = check_source(source)
     if is_user_corpus(corpus):               # imported: always built from its cached tokens
-        if source == "shipped":
+        if source is ProfileSource.SHIPPED:
             raise InputError(f"'{corpus}' is an imported corpus: nothing is shipped for it; use "
                              "--source auto or raw", field="source")
         return profile_from_raw(model, corpus, history=history or WARM)
-    if source == "shipped" or (source == "auto" and traces_src_dir() is None):
+    if source is ProfileSource.SHIPPED or (source is ProfileSource.AUTO
+                                           and traces_src_dir() is None):
         prof = load_shipped(model, corpus)
         have = (prof.history or COLD).label
         if history is None or history.label == have:
@@ -404,7 +421,7 @@ def load_profile(model: str, corpus: str, *, source: str = "auto",
         return other
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC); use source='shipped'")
-    if source == "auto":
+    if source is ProfileSource.AUTO:
         verified = _shipped_if_current(model, corpus, history)
         if verified is not None:
             return verified

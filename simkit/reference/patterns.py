@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simkit.profiles.corpus_profile import ProfileSource
 from simkit.reference.published import FINDINGS, PUBLISHED
 from simkit.reference.reproduce import predict_model, with_published
 from simkit.whatif.common import WhatIfResult
@@ -21,7 +22,8 @@ SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "f
 def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = ("mix", "chat",
                    "code"), *, hardware: str = "b200", seeds: int = 1,
                    num_requests: int | None = None, workers: int | None = None,
-                   source: str = "auto", vllm_version: str | None = None) -> WhatIfResult:
+                   source: ProfileSource = ProfileSource.AUTO,
+                   vllm_version: str | None = None) -> WhatIfResult:
     """Best K-pad K per (model, corpus), K in {4, 6, 8, 12}."""
     models = models or ["llama-3.1-8b"]
     rows = []
@@ -56,7 +58,7 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
                      (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
                      calibrations: tuple[str, ...] | None = None,
                      hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
-                     workers: int | None = None, source: str = "auto",
+                     workers: int | None = None, source: ProfileSource = ProfileSource.AUTO,
                      vllm_version: str | None = None) -> WhatIfResult:
     """Errors against the published rows as the host speed, the TP degree and the cost-model
     coefficients change. `calibrations` defaults to every embedded calibration of the vLLM

@@ -20,6 +20,7 @@ from simkit.engine.summary import Row
 from simkit.app.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
 from simkit.history import History
+from simkit.profiles.corpus_profile import ProfileSource
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
 from simkit.whatif.common import WhatIfResult
@@ -75,8 +76,9 @@ def ladder_summary(rows: list[Row]) -> dict[str, Any]:
 def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
                   tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
                   seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
-                  calibration: str | None = None, vllm_version: str | None = None, source: str = "auto",
-                  history: History | None = None, workload: Workload | None = None) -> dict[str, Any]:
+                  calibration: str | None = None, vllm_version: str | None = None,
+                  source: ProfileSource = ProfileSource.AUTO, history: History | None = None,
+                  workload: Workload | None = None) -> dict[str, Any]:
     """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
@@ -118,8 +120,9 @@ def geomean(values: list[float]) -> float:
 
 def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
               host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
-              workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-              source: str = "auto", history: History | None = None) -> WhatIfResult:
+              workers: int | None = None, calibration: str | None = None,
+              vllm_version: str | None = None, source: ProfileSource = ProfileSource.AUTO,
+              history: History | None = None) -> WhatIfResult:
     """The side-by-side table: every study model, published rows with errors."""
     models = models or study_models()
     rows = [with_published(predict_model(m, hardware=hardware, corpus=corpus,
@@ -199,7 +202,7 @@ def reproduce_histories(histories: list[History], models: list[str] | None = Non
                         hardware: str = "b200", corpus: str = "mix", host_factor: float = 1.0,
                         seeds: int = 1, num_requests: int | None = None,
                         workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-                        source: str = "auto") -> WhatIfResult:
+                        source: ProfileSource = ProfileSource.AUTO) -> WhatIfResult:
     """One column set per request history: predicted final/van(OFF) ratio, final lever and best
     K beside the published ratio, and which histories bring each published row within 25 %.
     History is a stated assumption per column, never fitted to the published figures."""

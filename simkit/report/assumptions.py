@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from simkit.app.capped import CappedMode
 from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
 
@@ -169,7 +170,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
         out["max_tokens"] = _entry(eng.max_tokens, f"{eng.max_tokens:,} output tokens per request at most")
         out["capped_outputs"] = _entry(pred.capped_outputs, pred.capped_note or (
             f"{pred.capped_outputs}: requests whose trace output stopped at a generation cap "
-            + ("end where the trace ends" if pred.capped_outputs == "keep" else
+            + ("end where the trace ends" if pred.capped_outputs == CappedMode.KEEP else
                f"continue to max_tokens {eng.max_tokens:,}") + " (simkit.app.capped)"))
         out["max_model_len"] = _entry(eng.max_model_len, f"{eng.max_model_len:,} tokens")
         out["max_num_seqs"] = _entry(eng.max_num_seqs, f"{eng.max_num_seqs:,} sequences per step at most")

@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 from simkit.cli import app
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.history import CHOICES as HISTORIES
-from simkit.profiles.corpus_profile import SOURCES
+from simkit.profiles.corpus_profile import ProfileSource
 
 # options whose value is one of a fixed set: the help must name every choice
-CHOICES = {"--cudagraph-mode": [m.value for m in CudagraphMode], "--source": list(SOURCES),
+CHOICES = {"--cudagraph-mode": [m.value for m in CudagraphMode], "--source": list(ProfileSource),
            "--history": list(HISTORIES), "--tree": ["warm", "cold", "hot"],
            "--executor": ["local", "ray"], "--format": ["table", "json"],
            "--purpose": ["validation", "calibration", "all"]}

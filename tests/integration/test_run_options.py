@@ -118,7 +118,7 @@ def test_a_bad_source_is_one_error_line_before_any_work(capsys):
     for argv in (("whatif", "host"), ("predict", "--model", "llama-3.1-8b", "--corpus", "mix")):
         code, out, err = run(capsys, *argv, "--source", "nowhere")
         assert code == 2 and out == ""
-        one_line_error(err, "field 'source'", "auto, raw or shipped")
+        one_line_error(err, "'--source'", "'auto', 'raw', 'shipped'")   # the choices of ProfileSource
 
 
 def test_list_options_take_a_comma_list_or_a_repeated_option(capsys):
