@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from simkit.errors import InputError
 
 CHOICES = ("cold", "warm", "hot", "repeat:P")     # what --history takes (plus modifiers)
@@ -148,9 +146,11 @@ def parse_history(text: str | History | None) -> History:
                      "(optionally ,diverge:M and ,evicted)", field="history")
 
 
-def repeat_indices(n: int, share: float, seed: int = REPEAT_SEED) -> np.ndarray:
+def repeat_indices(n: int, share: float, seed: int = REPEAT_SEED) -> "np.ndarray":
     """Which of n requests were served before, in the order they were served: the first
     round(share * n) of a seeded permutation (the GPU harness serves them in this order)."""
+    import numpy as np          # here, so that the command line can parse --history cheaply
+
     m = int(round(share * n))
     if m <= 0:
         return np.zeros(0, dtype=np.int64)

@@ -12,11 +12,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.drafters.suffix.cache import SuffixParams
 from simkit.drafters.suffix.replay import replay_sequential
 
-ORDERINGS = ("sequential", "concurrent")
+ORDERINGS = tuple(Ordering)
 
 
 def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -42,7 +43,7 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
     if not 1 <= kmax <= 255:
         raise ValueError("kmax must be in 1..255 (uint8 table)")
     if ordering not in ORDERINGS:
-        raise ValueError(f"ordering must be one of {ORDERINGS}")
+        raise ValueError(f"ordering must be one of {', '.join(ORDERINGS)}")
     impl = get_drafter(drafter)
     plen, olen, offsets, acc, dr = _alloc(requests, kmax)
     params = params or impl.default_params()

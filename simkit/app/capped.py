@@ -26,20 +26,12 @@ unchanged.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.choices import CappedMode
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
-
-class CappedMode(StrEnum):
-    """--capped-outputs: how a request whose trace stopped at its source's cap is replayed."""
-
-    KEEP = "keep"           # it ends where the trace ends (the default)
-    EXTEND = "extend"       # it continues to max_tokens (module docstring)
-
 
 TAIL_WINDOW = 512   # tokens of a capped request's own tail that its continuation repeats
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkit.app.capped import CappedMode, apply_capped_outputs, check_mode
+from simkit.app.capped import apply_capped_outputs, check_mode
 from simkit.app.options import RunOptions
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 from simkit.history import History, parse_history
-from simkit.profiles.corpus_profile import ProfileSource
+from simkit.choices import CappedMode, ProfileSource
 
 _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from simkit.app.capped import CappedMode
+from simkit.choices import CappedMode, ProfileSource
 from simkit.history import History
-from simkit.profiles.corpus_profile import ProfileSource
 
 
 @dataclass(frozen=True)

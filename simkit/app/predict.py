@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkit.app.capped import CappedMode, describe as capped_describe
+from simkit.app.capped import describe as capped_describe
+from simkit.choices import CappedMode
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
 from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
 from simkit.app.cells import load_cell

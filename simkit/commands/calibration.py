@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from simkit.choices import Ordering
+
 calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs, make them, fit "
                                  "the cost model.", no_args_is_help=True)
 
@@ -314,7 +316,8 @@ def validate(
     seeds: int = typer.Option(1, help="simulation seeds per run (the replay has a fixed order)"),
     run_id: Optional[list[str]] = typer.Option(None, "--run-id", help="only these runs; repeat the option "
                                                   "for several (default: every run of --purpose)"),
-    ordering: str = typer.Option("concurrent", help="acceptance-table ordering: concurrent | "
+    ordering: Ordering = typer.Option(Ordering.CONCURRENT, metavar="ORDER",
+                                      help="acceptance-table ordering: concurrent | "
                                  "sequential (the other is also replayed for comparison)"),
     records: Optional[Path] = typer.Option(None, help="folder of runs/steps parquet "
                                            "(default calibrate/data)"),

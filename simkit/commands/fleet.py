@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from simkit.commands.options import DEFAULT, Calibration, Wide, comma_list, run_command, run_options
+from simkit.choices import Executor, FleetOrdering
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -51,13 +52,13 @@ def plan_cmd(
     gpu_hour_price: Optional[float] = typer.Option(None, "--gpu-hour-price", help="US$ per "
                                                    "GPU-hour, for cost per million output "
                                                    "tokens (default: no cost)"),
-    ordering: str = typer.Option("sequential", "--ordering", help="suffix replay of each "
+    ordering: FleetOrdering = typer.Option(FleetOrdering.SEQUENTIAL, "--ordering", metavar="ORDER", help="suffix replay of each "
                                  "replica's stream: sequential or concurrent (tables), or "
                                  "in-loop (each engine drafts on its simulated steps, as vLLM "
                                  "does; slower)"),
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
-    executor: str = typer.Option("local", "--executor", help="local or ray (load-independent "
+    executor: Executor = typer.Option(Executor.LOCAL, "--executor", metavar="EXECUTOR", help="local or ray (load-independent "
                                  "policies: one Ray task per replica group of --workers)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
                                               "(default: a local Ray instance)"),
@@ -84,13 +85,10 @@ def plan_cmd(
                       ("gpu-hour-price", gpu_hour_price)):
         positive_rate(val, name)
     check_policies(policies)
-    from simkit.fleet.replica import ORDERINGS
+    from simkit.executors import check_executor
+    from simkit.fleet.replica import check_ordering
 
-    if ordering not in ORDERINGS:
-        raise InputError(f"unknown ordering {ordering!r}; use {', '.join(ORDERINGS)}",
-                         field="ordering")
-    if executor not in ("local", "ray"):
-        raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")
+    ordering, executor = check_ordering(ordering), check_executor(executor)
     traffic = TrafficSpec(rate, duration, cv, daily_amplitude, period, popularity, repeat_share,
                           reuse_distance, zipf_s, seed).check()
     from simkit.engine.config import parse_configs

@@ -21,9 +21,8 @@ from typing import Annotated, Any, Callable, List, Optional, get_args, get_origi
 
 import typer
 
-from simkit.app.capped import CappedMode
+from simkit.choices import CappedMode, ProfileSource
 from simkit.app.options import RunOptions
-from simkit.profiles.corpus_profile import ProfileSource
 from simkit.errors import InputError
 
 DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)

@@ -11,6 +11,7 @@ import typer
 from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, comma_list,
                                      deprecated_alias, pick_alias, run_command, run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
+from simkit.choices import Executor, OutputFormat
 
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
 
@@ -48,8 +49,8 @@ def register(app: typer.Typer) -> None:
     @run_command(model=REQUIRED, corpus=REQUIRED, hardware=DEFAULT.hardware,
                  configs=DEFAULT_CONFIGS)
     def predict(
-        fmt: str = typer.Option("table", "--format", help="table, json or csv",
-                                rich_help_panel=OUTPUT),
+        fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", metavar="FORMAT",
+                                         help="table, json or csv", rich_help_panel=OUTPUT),
         plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG bar chart of tok/s "
                                            "here (default: none)", rich_help_panel=OUTPUT),
         html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
         from simkit.app.predict import predict as run_predict
         from simkit.checks import output_file, output_format, positive_rate
 
-        output_format(fmt, ("table", "json", "csv"))
+        output_format(fmt, tuple(OutputFormat))
         opts = run_options({**run, "max_num_seqs": max_num_seqs, "cudagraph_mode": cudagraph_mode,
                             "max_num_batched_tokens": max_num_batched_tokens})
         positive_rate(request_rate, "request-rate")
@@ -84,11 +85,11 @@ def register(app: typer.Typer) -> None:
         with _progress(f"{opts.model}/{opts.corpus}") as prog:
             pred = run_predict(opts, configs=run["configs"], request_rate=request_rate,
                                progress=prog)
-        if fmt == "json":
+        if fmt is OutputFormat.JSON:
             from simkit.report.render import document
 
             typer.echo(json.dumps(document(pred), indent=2))
-        elif fmt == "csv":
+        elif fmt is OutputFormat.CSV:
             from simkit.report.render import render_csv
 
             typer.echo(render_csv(pred), nl=False)
@@ -117,7 +118,7 @@ def register(app: typer.Typer) -> None:
         corpus: Corpora = None,
         models: deprecated_alias("--models", "--model") = None,
         corpora: deprecated_alias("--corpora", "--corpus") = None,
-        executor: str = typer.Option("local", "--executor",
+        executor: Executor = typer.Option(Executor.LOCAL, "--executor", metavar="EXECUTOR",
                                      help="local (processes) or ray (a Ray cluster; needs the "
                                           "ray extra)"),
         address: Optional[str] = typer.Option(None, "--address",
@@ -136,9 +137,7 @@ def register(app: typer.Typer) -> None:
         parse_configs(run["configs"])                # fail fast on a bad config string
         opts = run_options(run)
         output_dir(out, "out")
-        if executor not in ("local", "ray"):
-            raise InputError(f"unknown executor '{executor}' (local, ray)", field="executor")
-        if executor == "ray":                        # simkit.executors.ray_sweep
+        if executor is Executor.RAY:                        # simkit.executors.ray_sweep
             from simkit.executors.ray_sweep import sweep_ray as run_sweep
         models = pick_alias(model, models, "--model", "--models")
         corpora = pick_alias(corpus, corpora, "--corpus", "--corpora")
@@ -152,7 +151,7 @@ def register(app: typer.Typer) -> None:
             for item in items:                       # every name checked before any cell runs
                 if item not in known:
                     raise UnknownNameError(kind, item, known)
-        extra = {"address": address, "num_cpus": opts.workers} if executor == "ray" else \
+        extra = {"address": address, "num_cpus": opts.workers} if executor is Executor.RAY else \
             {"workers": opts.workers}
         with _progress("sweep") as prog:
             res = run_sweep(model_list, corpus_list, out, progress=prog, **extra, run=opts,

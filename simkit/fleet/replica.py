@@ -27,12 +27,23 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simkit.choices import FleetOrdering
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 
 KMAX = 16               # table columns (columns above 12 equal under the default tree depth)
-ORDERINGS = ("sequential", "concurrent", "in-loop")
-IN_LOOP = "in-loop"     # no table: the engines draft on their simulated steps
+IN_LOOP = FleetOrdering.IN_LOOP
+
+
+def check_ordering(ordering: str) -> FleetOrdering:
+    """`ordering` as a FleetOrdering, else an InputError naming the option and the choices."""
+    from simkit.errors import InputError
+
+    try:
+        return FleetOrdering(ordering)
+    except ValueError:
+        raise InputError(f"unknown ordering {ordering!r}; use "
+                         f"{', '.join(FleetOrdering)}", field="ordering") from None
 
 
 def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",

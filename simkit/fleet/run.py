@@ -81,13 +81,10 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
         if s.speculative and s.drafter != "suffix":
             raise InputError(f"{s.name}: the fleet replays suffix trees only (vanilla, suffix, "
                              "kpad, dynamic)", field="configs")
-    from simkit.fleet.replica import ORDERINGS
+    from simkit.executors import check_executor
+    from simkit.fleet.replica import check_ordering
 
-    if ordering not in ORDERINGS:
-        raise InputError(f"unknown ordering {ordering!r}; use {', '.join(ORDERINGS)}",
-                         field="ordering")
-    if executor not in ("local", "ray"):
-        raise InputError(f"unknown executor {executor!r}; use local or ray", field="executor")
+    ordering, executor = check_ordering(ordering), check_executor(executor)
     if ordering == "in-loop":
         from simkit.engine.policies import KPolicyName
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
+from simkit.choices import ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
@@ -44,21 +44,12 @@ from simkit.profiles.sampling import (SAMPLE_SIZE, choose_sample, rule_is_curren
 KMAX = 16
 
 
-class ProfileSource(StrEnum):
-    """--source: where a workload profile comes from (load_profile)."""
-
-    AUTO = "auto"           # the shipped profile when verified against the raw traces, else raw
-    RAW = "raw"             # built from the raw traces (cached)
-    SHIPPED = "shipped"     # read from traces/profiles
-
-
 def check_source(source: str) -> ProfileSource:
-    """`source` as a ProfileSource, else an InputError naming the option and the choices."""
+    """`source` as a ProfileSource, else an UnknownNameError naming the choices."""
     try:
         return ProfileSource(source)
     except ValueError:
-        raise InputError(f"unknown source {source!r}; use auto, raw or shipped",
-                         field="source") from None
+        raise UnknownNameError("profile source", str(source), list(ProfileSource)) from None
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkit.profiles.corpus_profile import ProfileSource
+from simkit.choices import ProfileSource
 from simkit.reference.published import FINDINGS, PUBLISHED
 from simkit.reference.reproduce import predict_model, with_published
 from simkit.whatif.common import WhatIfResult

@@ -20,7 +20,7 @@ from simkit.engine.summary import Row
 from simkit.app.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
 from simkit.history import History
-from simkit.profiles.corpus_profile import ProfileSource
+from simkit.choices import ProfileSource
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
 from simkit.whatif.common import WhatIfResult

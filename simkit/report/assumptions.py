@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simkit.app.capped import CappedMode
+from simkit.choices import CappedMode
 from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
 from simkit.engine.cudagraph import CudagraphMode, capture_sizes
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from simkit.app.cells import run_workload
 from simkit.costmodel.run_conditions import run_cost
+from simkit.choices import Ordering
 from simkit.history import History
 
-ORDERINGS = ("concurrent", "sequential")
+ORDERINGS = (Ordering.CONCURRENT, Ordering.SEQUENTIAL)   # validate's default first
 DYNAMIC_KS = (4, 6, 12)      # KS of the measured dynamic-K runs (calibrate.runner --ks default)
 
 
@@ -70,7 +71,7 @@ class RunPrediction:
     prefix: dict | None = None        # RunResult.prefix (hit rate, predicted prefill tokens)
 
 
-def predict_run(reqs: list, run: dict[str, Any], *, ordering: str = "concurrent",
+def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Ordering.CONCURRENT,
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 calibration: str | None = None, window_start_completion: int = 1,
                 history: History | None = None, prefix_caching: bool = True,

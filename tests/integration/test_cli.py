@@ -75,7 +75,11 @@ def _one_error_line(err: str) -> str:
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--bogus"],
      "No such option: --bogus"),
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--format", "xml"],
-     "unknown format 'xml'; use table, json or csv"),
+     "'xml' is not one of 'table', 'json', 'csv'"),          # Typer's refusal of an Enum value
+    (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--capped-outputs", "cut"],
+     "'cut' is not one of 'keep', 'extend'"),
+    (["sweep", "--out", "x", "--executor", "slurm"], "'slurm' is not one of 'local', 'ray'"),
+    (["validate", "--ordering", "random"], "'random' is not one of 'sequential', 'concurrent'"),
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--seeds", "0"], "must be >= 1"),
     (["sweep", "--out", "x", "--model", "nope"], "unknown model 'nope'"),
     (["whatif", "host", "--model", "nope"], "unknown model 'nope'"),
