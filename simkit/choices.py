@@ -10,6 +10,21 @@ without loading the simulator.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def member(kind: type[E], value: str, what: str, field: str) -> E:
+    """`value` as a member of `kind`, else an InputError naming the option and the choices
+    (for values that do not come through Typer: a library call, a record)."""
+    try:
+        return kind(value)
+    except ValueError:
+        from simkit.errors import InputError
+
+        raise InputError(f"unknown {what} {str(value)!r}; use {', '.join(kind)}",
+                         field=field) from None
 
 
 class CappedMode(StrEnum):
@@ -59,4 +74,4 @@ class FleetOrdering(StrEnum):
 
 
 __all__ = ["CappedMode", "Executor", "FleetOrdering", "OutputFormat", "Ordering",
-           "ProfileSource"]
+           "ProfileSource", "member"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
-from simkit.choices import CappedMode
+from simkit.choices import CappedMode, member
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 
@@ -38,11 +38,7 @@ TAIL_WINDOW = 512   # tokens of a capped request's own tail that its continuatio
 
 def check_mode(mode: str) -> CappedMode:
     """`mode` as a CappedMode (keep or extend), else an InputError naming the option."""
-    try:
-        return CappedMode(mode)
-    except ValueError:
-        raise InputError(f"unknown value '{mode}'; choose keep or extend",
-                         field="capped-outputs") from None
+    return member(CappedMode, mode, "capped-outputs mode", "capped-outputs")
 
 
 def capped_positions(workload: Workload) -> list[int] | None:

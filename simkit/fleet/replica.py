@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simkit.choices import FleetOrdering
+from simkit.choices import FleetOrdering, member
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 
@@ -37,13 +37,7 @@ IN_LOOP = FleetOrdering.IN_LOOP
 
 def check_ordering(ordering: str) -> FleetOrdering:
     """`ordering` as a FleetOrdering, else an InputError naming the option and the choices."""
-    from simkit.errors import InputError
-
-    try:
-        return FleetOrdering(ordering)
-    except ValueError:
-        raise InputError(f"unknown ordering {ordering!r}; use "
-                         f"{', '.join(FleetOrdering)}", field="ordering") from None
+    return member(FleetOrdering, ordering, "ordering", "ordering")
 
 
 def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",
