@@ -124,23 +124,33 @@ def acceptance(
                                "requests": table.num_requests, "weighted": weights is not None,
                                "results": results}, indent=1))
         return
-    from rich.console import Console
-    from rich.table import Table
+    typer.echo("\n".join(_text(model, corpus, note, origin, drafter, table, label, results)))
 
-    console = Console()
-    console.print(f"model {model}  corpus {corpus}  ({note})")
-    console.print(f"workload: {origin}; drafter {drafter} {table.params}; order {table.ordering}; "
-                  f"global tree {label}")
-    tab = Table(show_header=True)
-    for col in ("K", "steps", "mean acc", "tok/step", "mean draft", "zero-draft", "accepted-length hist",
-                "per-position accept rate"):
-        tab.add_column(col)
+
+def _text(model: str, corpus: str, note: str, origin: str, drafter: str, table, label: str,
+          results: list[dict]) -> list[str]:
+    """The text report, 100 columns wide: the per-K figures as a table, then each K's
+    accepted-length histogram and per-position accept rate as one wrapped line each (K + 1 and
+    K numbers: as table cells they would not fit 100 columns beside the rest)."""
+    from simkit.report.fit import render_text_table, wrap_field, wrap_prose
+
+    lines = wrap_prose(f"model {model}  corpus {corpus}  ({note})")
+    lines += wrap_prose(f"workload: {origin}; drafter {drafter} {table.params}; order "
+                        f"{table.ordering}; global tree {label}")
+    rows = [[str(r["k"]), str(r["steps"]), f"{r['mean_accepted']:.3f}",
+             f"{r['tokens_per_step']:.3f}", f"{r['mean_draft']:.3f}", f"{r['zero_draft_frac']:.3f}"]
+            for r in results]
+    lines += render_text_table(["K", "steps", "mean acc", "tok/step", "mean draft", "zero-draft"],
+                               rows).rstrip("\n").split("\n")
+    lead = max(len(f"K={r['k']}") for r in results) + 4
+    lines.append("accepted-length histogram (steps that accepted 0, 1, ..., K drafts):")
     for r in results:
-        tab.add_row(str(r["k"]), str(r["steps"]), f"{r['mean_accepted']:.3f}",
-                    f"{r['tokens_per_step']:.3f}", f"{r['mean_draft']:.3f}",
-                    f"{r['zero_draft_frac']:.3f}", " ".join(str(x) for x in r["accept_hist"]),
-                    " ".join(f"{x:.2f}" for x in r["per_position_accept_rate"]))
-    console.print(tab)
+        lines += wrap_field(f"  K={r['k']}", " ".join(str(x) for x in r["accept_hist"]), lead)
+    lines.append("per-position accept rate (draft positions 1..K):")
+    for r in results:
+        lines += wrap_field(f"  K={r['k']}", " ".join(f"{x:.2f}" for x in
+                                                     r["per_position_accept_rate"]), lead)
+    return lines
 
 
 def profiles_build(
@@ -196,15 +206,20 @@ def profiles_build(
 def profiles_list() -> None:
     """List the shipped profiles with their sample sizes and proxy notes."""
     from simkit.profiles import corpus_profile as profiles
+    from simkit.report.fit import wrap_prose
 
     for npz in profiles.shipped_tables():
         js = npz.with_suffix(".json")
         prov = json.loads(js.read_text()) if js.is_file() else {}
         extra = sorted(prov.get("history_tables") or {})
-        typer.echo(f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
-                   f"{prov.get('corpus_requests', '?')} requests, {prov.get('tree', 'cold')} tree"
-                   + (f" (+ history tables {', '.join(extra)})" if extra else "") +
-                   f", {npz.stat().st_size} bytes; {prov.get('proxy_note', '')}")
+        head = (f"{npz.parent.name}/{npz.stem}: {len(prov.get('sample_indices', []))} of "
+                f"{prov.get('corpus_requests', '?')} requests, {prov.get('tree', 'cold')} tree"
+                + (f" (+ history tables {', '.join(extra)})" if extra else "")
+                + f", {npz.stat().st_size} bytes")
+        lines = wrap_prose(head, hang="    ")
+        if prov.get("proxy_note"):
+            lines += wrap_prose(prov["proxy_note"], indent="  ", hang="  ")
+        typer.echo("\n".join(lines))
 
 
 def register(app: typer.Typer) -> None:

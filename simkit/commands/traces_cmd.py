@@ -13,10 +13,18 @@ from simkit.errors import InputError
 DEFAULT_MODEL = "llama-3.1-8b"
 
 
-def _console():
-    from rich.console import Console
+def _table_lines(headers: list[str], rows: list[list[str]], left: tuple[str, ...],
+                 wide: bool = False) -> list[str]:
+    """A table at most 100 columns wide (every column at --wide), cells never wrapped: the
+    columns that do not fit are named under it."""
+    from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
 
-    return Console()
+    width = WIDE if wide else WIDTH
+    kept = fit_columns(headers, rows, width)
+    text = render_text_table([headers[i] for i in kept], [[r[i] for i in kept] for r in rows],
+                             left, width)
+    return [*text.rstrip("\n").split("\n"),
+            *more_columns_line([h for i, h in enumerate(headers) if i not in kept], width)]
 
 
 def _list(model: str, fmt: str) -> None:
@@ -39,28 +47,29 @@ def _list(model: str, fmt: str) -> None:
     if fmt == "json":
         typer.echo(json.dumps({"model": model, "corpora": rows}, indent=2, ensure_ascii=False))
         return
-    from rich.table import Table
+    from simkit.report.fit import wrap_prose
 
-    table = Table(title=f"corpora for {model}")
-    for col in ("corpus", "requests", "prompt tok", "output tok", "capped", "producing models"):
-        table.add_column(col, overflow="fold")
+    lines = [f"corpora for {model}"]
+    lines += _table_lines(["corpus", "requests", "prompt tok", "output tok", "capped"],
+                          [[r["corpus"], "-", "-", "-", "-"] if "error" in r else
+                           [r["corpus"], str(r["requests"]), f"{r['prompt_tokens']:,}",
+                            f"{r['output_tokens']:,}", _capped_cell(r)] for r in rows],
+                          ("corpus", "capped"))
+    lines.append("producing models (whose outputs each corpus replays):")
     for r in rows:
-        if "error" in r:
-            table.add_row(r["corpus"], "-", "-", "-", "-", "-")
-            continue
-        table.add_row(r["corpus"], str(r["requests"]), f"{r['prompt_tokens']:,}",
-                      f"{r['output_tokens']:,}", _capped_cell(r), ", ".join(r["producers"]))
-    con = _console()
-    con.print(table)
-    con.print("proxy notes (where outputs are not the model's own):")
+        lines += wrap_prose(f"{r['corpus']}: " + (", ".join(r["producers"]) if "producers" in r
+                                                  else "-"), indent="  ", hang="    ")
+    lines.append("proxy notes (where outputs are not the model's own):")
     for r in rows:
-        con.print(f"  {r['corpus']}: {r.get('proxy_note') or r.get('error')}")
+        lines += wrap_prose(f"{r['corpus']}: {r.get('proxy_note') or r.get('error')}",
+                            indent="  ", hang="    ")
     shares = ", ".join(f"{k} {v:.1%}" for k, v in mix.proportions.items())
     left_out = [c for c in CORPORA if c not in MIX_PARTS]
-    con.print(f"mix = {', '.join(MIX_PARTS)} shuffled together (seed fixed"
-              + (f"; {', '.join(left_out)} not included" if left_out else "")
-              + f"); proportions: {shares}")
-    con.print(CAPPED_NOTE)
+    lines += wrap_prose(f"mix = {', '.join(MIX_PARTS)} shuffled together (seed fixed"
+                        + (f"; {', '.join(left_out)} not included" if left_out else "")
+                        + f"); proportions: {shares}")
+    lines += wrap_prose(CAPPED_NOTE)
+    typer.echo("\n".join(lines))
 
 
 CAPPED_NOTE = ("capped = requests whose output stopped at its source run's generation cap "
@@ -75,7 +84,7 @@ def _capped_cell(row: dict) -> str:
     return cell + (f" +{row['no_known_cap']}?" if row.get("no_known_cap") else "")
 
 
-def _show(name: str, model: str, fmt: str) -> None:
+def _show(name: str, model: str, fmt: str, wide: bool = False) -> None:
     from simkit.paths import require_traces_src
     from traces.corpora import CORPORA, MIX, load_corpus
     from traces.stats import detail
@@ -87,43 +96,45 @@ def _show(name: str, model: str, fmt: str) -> None:
     if fmt == "json":
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False))
         return
-    from rich.table import Table
+    from simkit.report.fit import wrap_prose
 
-    con = _console()
-    con.print(f"[bold]{d['corpus']}[/bold] for {d['model']} (tokenizer {d['tokenizer']}): "
-              f"{d['requests']} requests, {d['prompt_tokens']:,} prompt / "
-              f"{d['output_tokens']:,} output tokens")
-    con.print(f"proxy note: {d['proxy_note']}")
-    lens = Table(title="length (tokens)")
-    for col in ("", "mean", "p50", "p90", "p99", "max"):
-        lens.add_column(col, justify="right")
-    for key in ("prompt_len", "output_len"):
-        x = d[key]
-        lens.add_row(key.split("_")[0], *(f"{x[k]:g}" for k in ("mean", "p50", "p90", "p99",
-                                                                 "max")))
-    con.print(lens)
-    br = Table(title="sources")
-    for col in ("source", "producer", "requests", "prompt tok", "output tok", "greedy",
-                "cap", "capped", "note"):
-        br.add_column(col, overflow="fold")
+    lines = wrap_prose(f"{d['corpus']} for {d['model']} (tokenizer {d['tokenizer']}): "
+                       f"{d['requests']} requests, {d['prompt_tokens']:,} prompt / "
+                       f"{d['output_tokens']:,} output tokens")
+    lines += wrap_prose(f"proxy note: {d['proxy_note']}")
+    lines.append("length (tokens)")
+    lines += _table_lines(["", "mean", "p50", "p90", "p99", "max"],
+                          [[key.split("_")[0], *(f"{d[key][k]:g}" for k in ("mean", "p50", "p90",
+                                                                             "p99", "max"))]
+                           for key in ("prompt_len", "output_len")], ("",))
+    lines.append("sources")
+    lines += _table_lines(["source", "producer", "requests", "prompt tok", "output tok", "greedy",
+                           "capped"],
+                          [[b["source"], b["producer"], str(b["requests"]),
+                            f"{b['prompt_tokens']:,}", f"{b['output_tokens']:,}",
+                            f"{b['greedy_share']:.0%}", str(b["capped"]) if b["cap"] else "-"]
+                           for b in d["breakdown"]], ("source", "producer"), wide)
+    lines.append("cap of each source (its generation cap, and where that comes from):")
     for b in d["breakdown"]:
         cap = b["cap"]
-        cap_text = (f"{cap['tokens']:,} {cap['scope']} ({cap['basis']})" if cap else "unknown")
-        br.add_row(b["source"], b["producer"], str(b["requests"]), f"{b['prompt_tokens']:,}",
-                   f"{b['output_tokens']:,}", f"{b['greedy_share']:.0%}", cap_text,
-                   str(b["capped"]) if cap else "-", b["note"])
-    con.print(br)
-    for b in d["breakdown"]:
-        if b["cap"]:
-            con.print(f"cap of {b['source']} ({b['producer']}): {b['cap']['provenance']}; capped "
-                      f"= length >= {b['capped_threshold']:,}")
+        lines += wrap_prose(f"{b['source']} ({b['producer']}): " + (
+            f"{cap['tokens']:,} {cap['scope']} ({cap['basis']}); {cap['provenance']}; capped = "
+            f"length >= {b['capped_threshold']:,}" if cap else "unknown"), indent="  ",
+            hang="    ")
+    notes = [b for b in d["breakdown"] if b["note"]]
+    if notes:
+        lines.append("how each source's outputs were generated:")
+        for b in notes:
+            lines += wrap_prose(f"{b['source']}: {b['note']}", indent="  ", hang="    ")
     if d["proportions"]:
-        con.print("proportions: " + ", ".join(f"{k} {v:.1%}" for k, v in
-                                              d["proportions"].items()))
+        lines += wrap_prose("proportions: " + ", ".join(f"{k} {v:.1%}" for k, v in
+                                                        d["proportions"].items()))
     if len(d["turns"]) > 1:
-        con.print("turns: " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
+        lines += wrap_prose("turns: " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
     if d["skipped"]:
-        con.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()))
+        lines += wrap_prose("skipped: " + "; ".join(f"{k}: {v}" for k, v in
+                                                    d["skipped"].items()))
+    typer.echo("\n".join(lines))
 
 
 def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None,
@@ -164,15 +175,19 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
     record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": fmt,
               "tokenizer": family, "model": model, "producer": producer}
     replaced = save_user_corpus(name, block, record, replace=replace)   # under a name lock
-    typer.echo(f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
-               f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
-               + (" (replaced the earlier import)" if replaced else ""))
-    typer.echo(f"stored in {user_corpus_path(name)}")
+    from simkit.report.fit import wrap_prose
+
+    typer.echo("\n".join(wrap_prose(
+        f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
+        f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
+        + (" (replaced the earlier import)" if replaced else ""))))
+    typer.echo(f"stored in {user_corpus_path(name)}")       # a path: never wrapped
     from simkit.outfiles import wrote
 
     wrote(user_corpus_path(name))
     if block.skipped:
-        typer.echo("skipped: " + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()))
+        typer.echo("\n".join(wrap_prose("skipped: " + "; ".join(f"{k}: {v}" for k, v in
+                                                               block.skipped.items()))))
     else:
         typer.echo("skipped: none")
 
@@ -194,9 +209,11 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(..., help="corpus name (built-in or imported)"),
         model: str = typer.Option(DEFAULT_MODEL, "--model", help="simulated model id"),
         fmt: str = typer.Option("table", "--format", help="table or json"),
+        wide: bool = typer.Option(False, "--wide", help="every column of the sources table (the "
+                                  "text is 100 columns wide by default)"),
     ) -> None:
         """Prompt/output length percentiles and the source/producer breakdown of a corpus."""
-        _show(name, model, fmt)
+        _show(name, model, fmt, wide)
 
     @traces.command("import")
     def import_cmd(
