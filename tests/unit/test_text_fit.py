@@ -111,3 +111,17 @@ def test_headers_wrap_into_the_fewest_lines_and_evenly():
     assert len(head) == 2 and max(len(ln) for ln in lines) <= 38      # two lines suffice
     cols = [[p.strip() for p in ln.split("┃")] for ln in head]
     assert [c[2] for c in cols] == ["output", "tok s"]                 # not 'output tok' / 's'
+
+
+def test_wrapped_fields_keep_their_label_column_and_the_width():
+    from simkit.report.fit import wrap_field, wrap_prose
+
+    value = "a value of many words, " * 12 + "https://example.org/" + "x" * 120
+    lines = wrap_field("source", value, 10, width=60)
+    assert lines[0].startswith("source    a value") and len(lines) > 5
+    assert all(len(ln) <= 60 for ln in lines)
+    assert all(ln.startswith(" " * 10) and ln[10] != " " for ln in lines[1:])
+    squeeze = lambda t: "".join(t.split())
+    assert squeeze("".join(lines)) == "source" + squeeze(value)        # nothing lost or added
+    assert wrap_prose("", indent="  ") == [""]
+    assert wrap_prose("short", width=100) == ["short"]
