@@ -30,7 +30,7 @@ def _alloc(requests: Sequence, kmax: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=None, kmax: int = 16,
-                ordering: str = "sequential", concurrency: int = 32, model: str = "",
+                ordering: Ordering = Ordering.SEQUENTIAL, concurrency: int = 32, model: str = "",
                 corpus: str = "", progress: Callable[[int], None] | None = None,
                 engine: str | None = None, prelude: Sequence = ()) -> AcceptanceTable:
     """Acceptance table for `requests` (objects with int prompt_ids / output_ids arrays).
@@ -51,7 +51,7 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
                            concurrency=concurrency, progress=progress, engine=engine,
                            prelude=prelude)
     pdict = params.as_dict()
-    if ordering == "concurrent":
+    if ordering == Ordering.CONCURRENT:
         pdict = {**pdict, "concurrency": concurrency}
     return AcceptanceTable(model=model, corpus=corpus, drafter=drafter, params=pdict, kmax=kmax,
                            ordering=ordering, prompt_len=plen, output_len=olen, offsets=offsets,
@@ -85,5 +85,5 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: Suffi
                       engine=engine)
     pdict = {**params.as_dict(), "tree": "warm"}
     return AcceptanceTable(model=model, corpus=corpus, drafter=SUFFIX_DRAFTER, params=pdict, kmax=kmax,
-                           ordering="sequential", prompt_len=plen, output_len=olen, offsets=offsets,
+                           ordering=Ordering.SEQUENTIAL, prompt_len=plen, output_len=olen, offsets=offsets,
                            accepted=acc, drafted=dr)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from simkit.acceptance.table import _ARRAYS, AcceptanceTable
+from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.paths import cache_dir
 
@@ -49,7 +50,7 @@ def table_key(requests: Sequence, drafter: str, params: dict, kmax: int, orderin
 
 
 def cached_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=None, kmax: int = 16,
-                 ordering: str = "sequential", concurrency: int = 32, model: str = "",
+                 ordering: Ordering = Ordering.SEQUENTIAL, concurrency: int = 32, model: str = "",
                  corpus: str = "", progress: bool = False, use_cache: bool = True) -> AcceptanceTable:
     """The table for these requests, from the cache when present, else built (and stored)."""
     from simkit.acceptance.build import build_table
@@ -58,7 +59,7 @@ def cached_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=No
     if params is None:
         params = get_drafter(drafter).default_params()
     pdict = params.as_dict()
-    if ordering == "concurrent":
+    if ordering == Ordering.CONCURRENT:
         pdict = {**pdict, "concurrency": concurrency}
     path = store_dir() / f"{drafter}-{table_key(requests, drafter, pdict, kmax, ordering)}"
     total = int(sum(len(r.output_ids) for r in requests))

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable
+from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.history import History, repeat_indices
 
@@ -40,7 +41,7 @@ def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
 
 
 def cached_history_table(requests: Sequence, h: History, *, params=None,
-                         kmax: int = 16, ordering: str = "sequential", concurrency: int = 32,
+                         kmax: int = 16, ordering: Ordering = Ordering.SEQUENTIAL, concurrency: int = 32,
                          model: str = "", corpus: str = "", progress: bool = False,
                          use_cache: bool = True) -> AcceptanceTable:
     """The suffix table of `requests` under a cold or repeat history `h`, cached like cached_table.
@@ -59,7 +60,7 @@ def cached_history_table(requests: Sequence, h: History, *, params=None,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
     spec = {**params.as_dict(), "history": h.tree_label, "prelude": PRELUDE_VERSION}
-    if ordering == "concurrent":
+    if ordering == Ordering.CONCURRENT:
         spec["concurrency"] = concurrency
     key = table_key(requests, SUFFIX_DRAFTER, spec, kmax, ordering)
     path = Path(cache_dir()) / "acceptance" / f"suffix-history-{key}"

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from simkit.choices import Ordering
 from simkit.errors import InputError
 from simkit.history import COLD, WARM, History
 
@@ -76,7 +77,7 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
         table = cached_history_table(reqs, history, kmax=16, model=model, corpus=corpus,
                                      progress=True)
     else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
-        table = cached_table(reqs, drafter=drafter, kmax=16, ordering="sequential", model=model,
+        table = cached_table(reqs, drafter=drafter, kmax=16, ordering=Ordering.SEQUENTIAL, model=model,
                              corpus=corpus, progress=True)
     return (table, f"raw traces ({len(reqs)} of {len(corp.requests)} requests, evenly spaced)",
             corp.proxy_note, history.label, None)

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simkit.choices import Executor, FleetOrdering
 from simkit.errors import InputError
 from simkit.fleet.replica import ReplicaJob, run_group, tree_history
 from simkit.fleet.router import LEAST_OUTSTANDING, LOAD_INDEPENDENT, SESSION_AFFINITY, route, \
@@ -59,7 +60,7 @@ class Fleet:
     """Evaluations of one traffic on one (cost model, engine limits), memoized per (policy, n)."""
 
     def __init__(self, traffic: Traffic, specs: Sequence, cost: Any, engine: Any, *,
-                 ordering: str = "sequential", concurrency: int = 8, executor: str = "local",
+                 ordering: FleetOrdering = FleetOrdering.SEQUENTIAL, concurrency: int = 8, executor: Executor = Executor.LOCAL,
                  workers: int = 1, address: str | None = None) -> None:
         from simkit.block_hash import prompt_block_hashes
 
@@ -99,7 +100,7 @@ class Fleet:
         return out
 
     def _run_jobs(self, jobs: list[ReplicaJob]) -> list[dict]:
-        if self.executor == "ray":
+        if self.executor == Executor.RAY:
             from simkit.executors.ray_fleet import run_groups_ray
 
             return run_groups_ray(run_group, jobs, groups=self.workers, address=self.address)
@@ -146,7 +147,7 @@ class Fleet:
 
         tr = self.traffic
         provisional = None
-        if spec.speculative and self.ordering != "in-loop":   # tables follow an assignment
+        if spec.speculative and self.ordering != FleetOrdering.IN_LOOP:   # tables follow an assignment
             self.evaluate("round-robin", n)
             provisional = self.memo[("round-robin", n)]["_assignment"]
         seen: list[np.ndarray] = []
@@ -159,7 +160,7 @@ class Fleet:
             choice, runs = run_joint(wl, self.cost, self.engine, spec, tr.times.tolist(), n)
             if tracker is not None:
                 tracker.finished(1)
-            if spec.speculative and self.ordering == "in-loop":
+            if spec.speculative and self.ordering == FleetOrdering.IN_LOOP:
                 note = "drafted on each replica's simulated steps: no tables to make consistent"
                 break
             if not spec.speculative or (provisional is not None and

@@ -41,7 +41,7 @@ def check_ordering(ordering: str) -> FleetOrdering:
 
 
 def stream_workload(requests: Sequence, *, speculative: bool, name: str = "",
-                    ordering: str = "sequential", concurrency: int = 8, model: str = "",
+                    ordering: FleetOrdering = FleetOrdering.SEQUENTIAL, concurrency: int = 8, model: str = "",
                     corpus: str = "", chains: Sequence[np.ndarray] | None = None) -> Workload:
     """Workload of `requests` in this order: lengths, block hashes and (speculative) the suffix
     table replayed over them in this order from an empty tree."""
@@ -101,7 +101,7 @@ class ReplicaJob:
     specs: list                    # SpecConfig per configuration
     cost: Any
     engine: Any                    # EngineConfig
-    ordering: str = "sequential"
+    ordering: FleetOrdering = FleetOrdering.SEQUENTIAL
     concurrency: int = 8
     name: str = ""
     chains: list | None = field(default=None, repr=False)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from simkit.app.options import RunOptions
+from simkit.choices import Executor, FleetOrdering
 from simkit.errors import InputError
 from simkit.fleet.plan import Fleet, Goals, check_policies, cost_per_million, search
 from simkit.fleet.traffic import Traffic, TrafficSpec, make_traffic
@@ -64,7 +65,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
           policies: str = "round-robin,prefix-affinity,least-outstanding",
           configs: str = "vanilla,suffix", goals: Goals = Goals(), max_replicas: int = 64,
           replicas: int | None = None, gpu_hour_price: float | None = None,
-          ordering: str = "sequential", in_flight: int = 8, executor: str = "local",
+          ordering: FleetOrdering = FleetOrdering.SEQUENTIAL, in_flight: int = 8, executor: Executor = Executor.LOCAL,
           address: str | None = None) -> dict[str, Any]:
     """The fleet document (see simkit.fleet.report for its rendering) of the cell `run` names
     (model, corpus, hardware, TP, calibration, vLLM version, max_tokens, prefix caching; None:
@@ -85,7 +86,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     from simkit.fleet.replica import check_ordering
 
     ordering, executor = check_ordering(ordering), check_executor(executor)
-    if ordering == "in-loop":
+    if ordering == FleetOrdering.IN_LOOP:
         from simkit.engine.policies import KPolicyName
 
         for s in specs:
@@ -113,7 +114,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     tried: dict = {}
     from contextlib import nullcontext
 
-    if executor == "ray":
+    if executor == Executor.RAY:
         from simkit.executors.ray_fleet import session
 
         ctx = session(address, workers)
@@ -131,7 +132,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
                       "goals": {"ttft_ms_p99": goals.ttft_ms_p99,
                                 "tpot_ms_p99": goals.tpot_ms_p99},
                       "gpu_hour_price": gpu_hour_price, "ordering": ordering,
-                      "concurrency": concurrency if ordering == "concurrent" else None,
+                      "concurrency": concurrency if ordering == FleetOrdering.CONCURRENT else None,
                       "max_replicas": max_replicas, "fixed_replicas": replicas,
                       "pool_requests": len(pool), "pool_skipped": skipped,
                       "policies": pols, "configs": [s.name for s in specs]},

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
-from simkit.choices import ProfileSource
+from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
@@ -190,10 +190,10 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
         table = cached_warm_table(corp.requests, idx, params=params, kmax=KMAX, model=model,
                                   corpus=corpus, progress=progress, whole=whole)
     elif history.kind == "cold":
-        table = cached_table(reqs, drafter=SUFFIX_DRAFTER, params=params, kmax=KMAX, ordering="sequential",
+        table = cached_table(reqs, drafter=SUFFIX_DRAFTER, params=params, kmax=KMAX, ordering=Ordering.SEQUENTIAL,
                              model=model, corpus=corpus, progress=progress)
     else:
-        table = cached_history_table(reqs, history, params=params, kmax=KMAX, ordering="sequential",
+        table = cached_history_table(reqs, history, params=params, kmax=KMAX, ordering=Ordering.SEQUENTIAL,
                                      model=model, corpus=corpus, progress=progress)
     ngram = cached_table(reqs, drafter=NGRAM_DRAFTER, kmax=KMAX, model=model, corpus=corpus)
     hashes = _canonical_hashes(reqs)
