@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from simkit.choices import Ordering
+from simkit.choices import Ordering, ProfileSource
 from simkit.errors import InputError
 from simkit.history import COLD, WARM, History
 
@@ -93,7 +93,8 @@ def acceptance(
                                      help="128 = the shipped profiles' sample (stratified, "
                                           "figures weighted to the corpus); other values: an "
                                           "evenly spaced unweighted sample (0 = all)"),
-    source: str = typer.Option("auto", "--source", help="auto | raw | shipped"),
+    source: ProfileSource = typer.Option(ProfileSource.AUTO, "--source", metavar="SOURCE",
+                                         help="auto | raw | shipped"),
     history: Optional[str] = typer.Option(None, "--history", help="warm (whole corpus before), "
                                           "cold (sample alone), hot, repeat:P[,diverge:M] "
                                           "(default: the shipped profile's own)"),
