@@ -161,8 +161,12 @@ def profiles_build(
     corpus: Optional[List[str]] = typer.Option(None, "--corpus", help="corpus names, a comma list or the "
                                          "option repeated; default all built-in + mix"),
     out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the shipped traces/profiles)"),
-    tree: str = typer.Option("warm", "--tree", help="warm (whole-corpus global tree) | cold (sample alone) | "
-                             "any request history (hot, repeat:P; simkit.history)"),
+    history: Optional[str] = typer.Option(None, "--history", help="warm (whole-corpus global tree, "
+                                          "the default) | cold (sample alone) | any request history "
+                                          "(hot, repeat:P; simkit.history)"),
+    tree: Optional[str] = typer.Option(None, "--tree", hidden=True,
+                                       help="deprecated alias of --history (removed in the next "
+                                            "release)"),
     workers: int = typer.Option(1, "--workers", help="processes over (model, corpus); output does not depend on it"),
     histories: str = typer.Option("auto", "--histories", help="history tables written beside each profile (same "
                                   "sample, another request history, for machines without the raw traces): auto "
@@ -171,7 +175,7 @@ def profiles_build(
     """Derive compact profiles (lengths + suffix acceptance tables of a request sample) from raw traces."""
     from pathlib import Path
 
-    from simkit.commands.options import join_list
+    from simkit.commands.options import join_list, pick_alias
     from simkit.history import parse_history
     from simkit.profiles import corpus_profile as profiles
     from simkit.paths import traces_src_dir
@@ -179,7 +183,7 @@ def profiles_build(
 
     if traces_src_dir() is None:
         raise InputError("raw traces not found (set SIMKIT_TRACES_SRC)")
-    history = parse_history(tree)
+    history = parse_history(pick_alias(history, tree, "--history", "--tree") or "warm")
     if workers < 1:
         raise InputError("--workers must be >= 1", field="workers")
     models = join_list(model).split(",") if model else list_models()     # repeated or a,b

@@ -233,7 +233,9 @@ def profile_from_raw(model: str, corpus: str, *, sample_size: int = SAMPLE_SIZE,
 
 
 def _build_command(model: str, corpus: str, label: str) -> str:
-    """The command that builds this profile (its provenance `command`)."""
+    """The command that builds this profile (its provenance `command`). It still spells the
+    history `--tree` (the flag's deprecated alias, accepted until the next release) so a rebuild
+    reproduces the shipped profiles byte for byte; rewrite with the shipped files."""
     return f"simkit profiles build --model {model} --corpus {corpus} --tree {label}"
 
 

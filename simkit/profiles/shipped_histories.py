@@ -44,7 +44,7 @@ def parse_histories(text: str, corpus: str, own: History) -> tuple[History, ...]
     for h in asked:
         tree = h.tree
         if tree.kind == "warm":
-            raise InputError("warm is a profile's own history (--tree), not a history table",
+            raise InputError("warm is a profile's own history (profiles build --history), not a history table",
                              field="histories")
         if tree.label != own.label and tree not in out:
             out.append(tree)

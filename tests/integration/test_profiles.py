@@ -263,3 +263,19 @@ def test_cli_rejects_bad_options():
     res = CliRunner().invoke(app, ["acceptance", "--model", "llama-3.1-8b", "--corpus", "code",
                                    "--source", "shipped", "--max-requests", "0"])
     assert isinstance(res.exception, InputError)
+
+
+def test_profiles_build_takes_history_and_its_deprecated_tree_alias(tmp_path):
+    """profiles build names the request history --history like every command; --tree still works
+    for one release (one warning line) and both at once is one error."""
+    from simkit.cli import app
+
+    base = ["profiles", "build", "--model", "llama-3.1-8b", "--corpus", "code", "--out", str(tmp_path)]
+    for flag in ("--history", "--tree"):
+        res = CliRunner().invoke(app, [*base, flag, "tepid"])
+        assert isinstance(res.exception, InputError) and "tepid" in str(res.exception)
+        assert not list(tmp_path.iterdir())                  # refused before any work
+    res = CliRunner().invoke(app, [*base, "--tree", "cold", "--history", "cold"])
+    assert isinstance(res.exception, InputError) and "--history only" in str(res.exception)
+    res = CliRunner().invoke(app, [*base, "--tree", "tepid"])
+    assert "--tree is deprecated" in res.stderr
