@@ -55,7 +55,7 @@ class Tracker:
             self._task = None
 
 
-_CURRENT: list[Tracker] = []
+_CURRENT: list[Tracker | None] = []
 
 
 def current() -> Tracker | None:
@@ -74,6 +74,17 @@ def _terminal_bar():
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True)
+
+
+@contextlib.contextmanager
+def detached() -> Iterator[None]:
+    """No tracker inside: a caller that counts coarser units (validate: one per measured run)
+    keeps the simulations under it from being counted twice."""
+    _CURRENT.append(None)
+    try:
+        yield
+    finally:
+        _CURRENT.pop()
 
 
 @contextlib.contextmanager

@@ -377,7 +377,7 @@ def validate(
                          path=str(records or "calibrate/data"), field=missing[0])
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
-                               progress=lambda r: print(f"predicting {r}", file=sys.stderr))
+                               progress=lambda r: print(f"predicted {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
@@ -395,7 +395,7 @@ def validate(
         print("refitting on the earlier days' calibration runs for the unseen-day error",
               file=sys.stderr)
         doc["unseen_day"] = report._clean(unseen_days(
-            runs, steps, version.key, records, progress=lambda r: print(f"predicting {r}", file=sys.stderr)))
+            runs, steps, version.key, records, progress=lambda r: print(f"predicted {r}", file=sys.stderr)))
     if plot:
         from simkit.outfiles import wrote
 

@@ -3,6 +3,7 @@ agreement among the measured kpad Ks, the acceptance-replay check, the JSON docu
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -14,6 +15,7 @@ from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, 
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
                                               recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
+from simkit.validation.parallel import map_runs
 from simkit.validation.spread import calibration_sigma, coverage, interval, repeat_tie
 
 PURPOSES = ("validation", "calibration", "all")
@@ -54,71 +56,78 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         rows = [r for r in rows if r["run_id"] in run_ids]
     sigma_of = _sigma_lookup(runs, calibration)
     pools: dict[tuple, list] = {}
-    cells = []
-    for run in rows:
-        if progress:
-            progress(run["run_id"])
+    for run in rows:               # in this process, before any worker forks (they inherit)
         key = (run["model"], run["corpus"])
         if key not in pools:
             pools[key] = request_pool(*key)
-        reqs, skipped = run_requests(pools[key], run)
-        st = steps[steps["run_id"] == run["run_id"]]
-        check = check_against_run(reqs, run, st)
-        meas = measured_figures(run, st)
-        hist = history or run_history(run)
-        preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist)
-                 for s in range(max(1, seeds))]
-        tok = [p.output_tok_s for p in preds]
-        pred = preds[0]
-        sync = forcing_synchronised(run.get("force_copy", ""))
-        spec = str(run["config"]) != "vanilla"
-        m = float(run["output_tok_s"])
-        p = sum(tok) / len(tok)
-        band = sigma_of(run)
-        cell: dict[str, Any] = {
-            "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
-            "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
-            "config": config_label(run), "k": int(run["k"] or 0),
-            "vllm_version": version_of(run.get("vllm_version")) or "0.26",
-            "history": run_history(run).label, "history_assumed": hist.label,
-            "k_counts": _k_counts(run),
-            "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
-            "max_tokens_cap": int(run.get("max_tokens_cap") or 0),
-            "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
-            "predicted_tok_s_seed_std": _std(tok),
-            "predicted_interval": interval(p, band["sigma_log"]),
-            "interval_source": band["source"],
-            "repeat_tie_frac": repeat_tie(band.get("drift_sigma_log")),
-            "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
-            "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
-            "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
-            "measured_window_s": meas["window_s"], "predicted_window_s": pred.window_s,
-            "conditions": ("synchronous step (forcing synchronised the stream)" if sync and
-                           not spec else "as run") + ", front-end in the engine thread",
-            "requests_match_records": check["ok"], "requests_skipped": skipped,
-        }
-        if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
-            stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
-                                calibration=calibration, history=hist)
-            cell["predicted_tok_s_stock_async"] = stock.output_tok_s
-        eng = predict_run(reqs, run, ordering=ordering, calibration=calibration,
-                          window_start_completion=int(run["concurrency"]), history=hist)
-        cell["predicted_tok_s_engine_window"] = eng.output_tok_s
-        if spec and compare_orderings:
-            other = next(o for o in ORDERINGS if o != ordering)
-            cell[f"predicted_accepted_per_step_{other}"] = predict_run(
-                reqs, run, ordering=other, calibration=calibration, history=hist).accepted_per_step
-        on_rec = recorded_step_error(run, st, calibration)
-        step_term = meas["mean_step_ms"] / pred.mean_step_ms - 1
-        acc_term = ((1 + pred.accepted_per_step) / (1 + meas["accepted_per_step"]) - 1
-                    if spec else 0.0)
-        cell["diagnosis"] = {
-            "step_time": step_term, "acceptance": acc_term,
-            "rest": (1 + cell["error"]) / ((1 + step_term) * (1 + acc_term)) - 1,
-            "cost_model_on_recorded_steps": on_rec["step"],
-            "device_on_recorded_steps": on_rec["device"]}
-        cells.append(cell)
-    return cells
+        sigma_of(run)
+    one = functools.partial(_cell, steps=steps, pools=pools, sigma_of=sigma_of, seeds=seeds,
+                            ordering=ordering, compare_orderings=compare_orderings,
+                            calibration=calibration, history=history)
+    return map_runs(one, rows, progress)
+
+
+def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: str,
+          compare_orderings: bool, calibration: str | None,
+          history: History | None) -> dict[str, Any]:
+    """The cell of one measured run (build_cells)."""
+    reqs, skipped = run_requests(pools[(run["model"], run["corpus"])], run)
+    st = steps[steps["run_id"] == run["run_id"]]
+    check = check_against_run(reqs, run, st)
+    meas = measured_figures(run, st)
+    hist = history or run_history(run)
+    preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist)
+             for s in range(max(1, seeds))]
+    tok = [p.output_tok_s for p in preds]
+    pred = preds[0]
+    sync = forcing_synchronised(run.get("force_copy", ""))
+    spec = str(run["config"]) != "vanilla"
+    m = float(run["output_tok_s"])
+    p = sum(tok) / len(tok)
+    band = sigma_of(run)
+    cell: dict[str, Any] = {
+        "run_id": run["run_id"], "purpose": run["purpose"], "model": run["model"],
+        "forcing": forcing_regime(run.get("force_copy", "")), "corpus": run["corpus"],
+        "config": config_label(run), "k": int(run["k"] or 0),
+        "vllm_version": version_of(run.get("vllm_version")) or "0.26",
+        "history": run_history(run).label, "history_assumed": hist.label,
+        "k_counts": _k_counts(run),
+        "concurrency": int(run["concurrency"]), "num_requests": int(run["num_requests"]),
+        "max_tokens_cap": int(run.get("max_tokens_cap") or 0),
+        "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
+        "predicted_tok_s_seed_std": _std(tok),
+        "predicted_interval": interval(p, band["sigma_log"]),
+        "interval_source": band["source"],
+        "repeat_tie_frac": repeat_tie(band.get("drift_sigma_log")),
+        "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
+        "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
+        "measured_step_ms": meas["mean_step_ms"], "predicted_step_ms": pred.mean_step_ms,
+        "measured_window_s": meas["window_s"], "predicted_window_s": pred.window_s,
+        "conditions": ("synchronous step (forcing synchronised the stream)" if sync and
+                       not spec else "as run") + ", front-end in the engine thread",
+        "requests_match_records": check["ok"], "requests_skipped": skipped,
+    }
+    if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
+        stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
+                            calibration=calibration, history=hist)
+        cell["predicted_tok_s_stock_async"] = stock.output_tok_s
+    eng = predict_run(reqs, run, ordering=ordering, calibration=calibration,
+                      window_start_completion=int(run["concurrency"]), history=hist)
+    cell["predicted_tok_s_engine_window"] = eng.output_tok_s
+    if spec and compare_orderings:
+        other = next(o for o in ORDERINGS if o != ordering)
+        cell[f"predicted_accepted_per_step_{other}"] = predict_run(
+            reqs, run, ordering=other, calibration=calibration, history=hist).accepted_per_step
+    on_rec = recorded_step_error(run, st, calibration)
+    step_term = meas["mean_step_ms"] / pred.mean_step_ms - 1
+    acc_term = ((1 + pred.accepted_per_step) / (1 + meas["accepted_per_step"]) - 1
+                if spec else 0.0)
+    cell["diagnosis"] = {
+        "step_time": step_term, "acceptance": acc_term,
+        "rest": (1 + cell["error"]) / ((1 + step_term) * (1 + acc_term)) - 1,
+        "cost_model_on_recorded_steps": on_rec["step"],
+        "device_on_recorded_steps": on_rec["device"]}
+    return cell
 
 
 def _sigma_lookup(runs, calibration: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:

@@ -1,0 +1,35 @@
+"""validate's runs on every core (simkit/validation/parallel.py): the results and the progress
+lines come in the runs' order, the same as one process gives, and the command's tracker counts
+each run once."""
+
+from __future__ import annotations
+
+import os
+
+from simkit.progress import tracking
+from simkit.validation.parallel import map_runs
+
+
+def _slow_square(row):
+    # later rows finish first on two workers, so an order bug would show
+    import time
+
+    time.sleep(0.02 * (5 - row["n"]))
+    return {"run_id": row["run_id"], "square": row["n"] ** 2, "pid": os.getpid()}
+
+
+def test_results_and_progress_in_run_order_whatever_the_workers():
+    rows = [{"run_id": f"r{i}", "n": i} for i in range(6)]
+    seen: dict[int, list[str]] = {}
+    outs = {}
+    for workers in (1, 2):
+        seen[workers] = []
+        with tracking(draw=False) as tracker:
+            outs[workers] = map_runs(_slow_square, rows, seen[workers].append, workers=workers)
+        assert (tracker.done, tracker.total) == (6, 6)
+    strip = lambda out: [{k: v for k, v in r.items() if k != "pid"} for r in out]  # noqa: E731
+    assert strip(outs[1]) == strip(outs[2]) == [{"run_id": f"r{i}", "square": i * i}
+                                                for i in range(6)]
+    assert seen[1] == seen[2] == [f"r{i}" for i in range(6)]
+    assert {r["pid"] for r in outs[1]} == {os.getpid()}
+    assert os.getpid() not in {r["pid"] for r in outs[2]}
