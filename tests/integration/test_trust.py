@@ -376,7 +376,7 @@ def test_validate_refuses_duplicated_runs_naming_file_and_ids(capsys, tmp_path, 
     assert code == 2 and out == ""
     line = one_line_error(err, "field 'run_id'", rid)
     assert str(folder / ("runs.parquet" if twice_in_one else "runs-again.parquet")) in line
-    assert "predicting" not in err                   # refused before any prediction
+    assert "predicted" not in err                    # refused before any prediction
 
 
 # -- output paths: checked before the run, written whole, named on stderr ----------------------
@@ -471,7 +471,7 @@ def test_commands_that_need_raw_traces_say_so_first(capsys, monkeypatch, tmp_pat
     monkeypatch.setenv("SIMKIT_TRACES_SRC", str(folder))
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert "predicting" not in err                   # validate: nothing started
+    assert "predicted" not in err                    # validate: nothing started
     one_line_error(err, f"simkit {argv[0]}", "needs the raw traces", "SOURCES.md",
                    "SIMKIT_TRACES_SRC")
 
