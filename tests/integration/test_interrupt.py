@@ -112,3 +112,33 @@ def test_status_spinner_is_silent_off_a_terminal(capsys):
     with status("fitting"):
         pass
     assert capsys.readouterr().err == ""
+
+
+def test_a_what_if_draws_its_bar_on_a_terminal_stderr(tmp_path):
+    """The what-ifs had no progress of their own: on a terminal the tracker draws one bar of
+    the simulations on stderr (nothing on stdout, which holds the result)."""
+    import pty
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(tmp_path / "cache"),
+               COLUMNS="100")
+    env.pop("SIMKIT_DEBUG", None)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simkit", "whatif", "history", "--model", "llama-3.1-8b",
+         "--corpus", "mix", "--shares", "0,1", "--configs", "vanilla,kpad:4", "--seeds", "1",
+         "--no-warm"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:                      # the command closed its end
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    out = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0
+    os.close(leader)
+    assert b"simulations" in drawn and b"4/4" in drawn, drawn[-300:]
+    assert b"simulations" not in out and b"whatif history" in out
