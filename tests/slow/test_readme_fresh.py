@@ -65,6 +65,9 @@ def test_needs_names_only_readme_commands():
         assert any(c.startswith(prefix) for c in cmds), prefix
 
 
+# the commands run in README order in one folder (a later one reads what an earlier one wrote,
+# e.g. predict --calibration my-gpu.json after calibrate fit): one xdist worker runs them all
+@pytest.mark.xdist_group("readme-fresh-clone")
 @pytest.mark.parametrize("cmd", readme_commands())
 def test_readme_command_on_a_fresh_clone(fresh, cmd):
     folder, env = fresh
