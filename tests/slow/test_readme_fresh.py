@@ -41,7 +41,7 @@ def _needs(cmd: str) -> tuple[str, ...] | None:
     return next((v for k, v in NEEDS.items() if cmd.startswith(k)), None)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # not module: xdist may run other modules between these tests
 def fresh(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fresh-clone")
     env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(folder / "cache"),
