@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
 from simkit.choices import Ordering, ProfileSource
 from simkit.errors import InputError
 from simkit.history import COLD, WARM, History
+
+
+def tree_alias() -> Any:
+    """The hidden `--tree` option: the request history's old flag name, kept for one release
+    (commands.options.pick_alias warns and maps it to --history)."""
+    return typer.Option(None, "--tree", hidden=True,
+                        help="deprecated alias of --history (removed in the next release)")
 
 
 def _parse_ks(text: str) -> list[int]:
@@ -98,9 +105,7 @@ def acceptance(
     history: Optional[str] = typer.Option(None, "--history", help="warm (whole corpus before), "
                                           "cold (sample alone), hot, repeat:P[,diverge:M] "
                                           "(default: the shipped profile's own)"),
-    tree: Optional[str] = typer.Option(None, "--tree", hidden=True,
-                                       help="deprecated alias of --history (removed in the next "
-                                            "release)"),
+    tree: Optional[str] = tree_alias(),
 ) -> None:
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
@@ -164,9 +169,7 @@ def profiles_build(
     history: Optional[str] = typer.Option(None, "--history", help="warm (whole-corpus global tree, "
                                           "the default) | cold (sample alone) | any request history "
                                           "(hot, repeat:P; simkit.history)"),
-    tree: Optional[str] = typer.Option(None, "--tree", hidden=True,
-                                       help="deprecated alias of --history (removed in the next "
-                                            "release)"),
+    tree: Optional[str] = tree_alias(),
     workers: int = typer.Option(1, "--workers", help="processes over (model, corpus); output does not depend on it"),
     histories: str = typer.Option("auto", "--histories", help="history tables written beside each profile (same "
                                   "sample, another request history, for machines without the raw traces): auto "
