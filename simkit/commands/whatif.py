@@ -302,9 +302,6 @@ def reference_cmd(
     check_format(fmt, plot)
     check_numbers(locals())
     opts = run_options(run)
-    hardware, seeds, num_requests, workers = opts.hardware, opts.seeds, opts.num_requests, \
-        opts.workers
-    calibration, vllm_version, source = opts.calibration, opts.vllm_version, opts.source
     from simkit.history import split_histories
     from simkit.reference import patterns
     from simkit.reference.plot import plot as ref_plot
@@ -316,27 +313,18 @@ def reference_cmd(
     if len(hist) > 1:
         from simkit.reference.reproduce import reproduce_histories
 
-        emit(reproduce_histories(hist, names, hardware=hardware, host_factor=host_factor,
-                                 seeds=seeds, num_requests=num_requests, workers=workers,
-                                 calibration=calibration, vllm_version=vllm_version,
-                                 source=source),
-             out, _history_ref_plot)
+        emit(reproduce_histories(hist, opts, models=names, host_factor=host_factor), out,
+             _history_ref_plot)
         return
-    res = reproduce(names, hardware=hardware, host_factor=host_factor, seeds=seeds,
-                    num_requests=num_requests, workers=workers, calibration=calibration,
-                    history=hist[0] if hist else None, vllm_version=vllm_version,
-                    source=source)
+    if hist:
+        opts = opts.but(history=hist[0])
+    res = reproduce(opts, models=names, host_factor=host_factor)
     extra = []
     if best_k:
-        extra.append(patterns.best_k_pattern(best_k_models.split(","), hardware=hardware,
-                                             seeds=seeds, num_requests=num_requests,
-                                             workers=workers, vllm_version=vllm_version,
-                                             source=source))
+        extra.append(patterns.best_k_pattern(opts, models=best_k_models.split(",")))
     if assumptions:
         pub = [r["model"] for r in res.rows if r["published"]]
-        extra.append(patterns.assumption_sweep(pub or None, hardware=hardware, seeds=seeds,
-                                               num_requests=num_requests, workers=workers,
-                                               vllm_version=vllm_version, source=source))
+        extra.append(patterns.assumption_sweep(opts, models=pub or None))
     if fmt == "json":
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]

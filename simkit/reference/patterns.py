@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkit.choices import ProfileSource
+from simkit.app.options import RunOptions
 from simkit.reference.published import FINDINGS, PUBLISHED
-from simkit.reference.reproduce import predict_model, with_published
+from simkit.reference.reproduce import STUDY, predict_model, with_published
 from simkit.whatif.common import WhatIfResult
 
 BEST_K_COLUMNS = ["model", "corpus", "best_k", "kpad_4", "kpad_6", "kpad_8", "kpad_12",
@@ -19,20 +19,16 @@ SWEEP_COLUMNS = ["model", "assumption", "value", "tp", "van_pred", "van_err", "f
                  "final_err", "ratio_pred", "ratio_err"]
 
 
-def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = ("mix", "chat",
-                   "code"), *, hardware: str = "b200", seeds: int = 1,
-                   num_requests: int | None = None, workers: int | None = None,
-                   source: ProfileSource = ProfileSource.AUTO,
-                   vllm_version: str | None = None) -> WhatIfResult:
-    """Best K-pad K per (model, corpus), K in {4, 6, 8, 12}."""
+def best_k_pattern(run: RunOptions = STUDY, *, models: list[str] | None = None,
+                   corpora: tuple[str, ...] = ("mix", "chat", "code")) -> WhatIfResult:
+    """Best K-pad K per (model, corpus), K in {4, 6, 8, 12}, under `run` (its model and
+    corpus replaced by each; reproduce.predict_model)."""
     models = models or ["llama-3.1-8b"]
+    hardware = run.hardware
     rows = []
     for m in models:
         for c in corpora:
-            p = predict_model(m, hardware=hardware, corpus=c, seeds=seeds,
-                              configs=LADDER,
-                              num_requests=num_requests, workers=workers, source=source,
-                              vllm_version=vllm_version)
+            p = predict_model(run.but(model=m, corpus=c), configs=LADDER)
             van = p["van_pred"] or float("nan")
             row = {"model": m, "corpus": c, "best_k": p["best_k"],
                    "dynamic_vs_best_k": p["dynamic_vs_best_k"],
@@ -50,19 +46,18 @@ def best_k_pattern(models: list[str] | None = None, corpora: tuple[str, ...] = (
              " with the study's pattern (mix >= 8, others <= 6)"]
     return WhatIfResult("best-k", f"best K per corpus on {hardware}", BEST_K_COLUMNS, rows,
                         {"models": models, "corpora": list(corpora), "hardware": hardware,
-                         "seeds": seeds, "num_requests": num_requests}, notes,
+                         "seeds": run.seeds, "num_requests": run.num_requests}, notes,
                         {"agrees_with_study": agrees})
 
 
-def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[float, ...] =
-                     (0.5, 1.0, 2.0), tp_multipliers: tuple[int, ...] = (2,),
-                     calibrations: tuple[str, ...] | None = None,
-                     hardware: str = "b200", seeds: int = 1, num_requests: int | None = None,
-                     workers: int | None = None, source: ProfileSource = ProfileSource.AUTO,
-                     vllm_version: str | None = None) -> WhatIfResult:
+def assumption_sweep(run: RunOptions = STUDY, *, models: list[str] | None = None,
+                     host_factors: tuple[float, ...] = (0.5, 1.0, 2.0),
+                     tp_multipliers: tuple[int, ...] = (2,),
+                     calibrations: tuple[str, ...] | None = None) -> WhatIfResult:
     """Errors against the published rows as the host speed, the TP degree and the cost-model
-    coefficients change. `calibrations` defaults to every embedded calibration of the vLLM
-    version (each transferred to `hardware`: device scales as fitted, host values rescaled by
+    coefficients change, each from `run` (its model replaced by each; reproduce.predict_model).
+    `calibrations` defaults to every embedded calibration of the run's vLLM version (each
+    transferred to its hardware: device scales as fitted, host values rescaled by
     host_speed).
     The printed rows and JSON keep the names from before the rename (assumption "cost_profile",
     params key "cost_profiles") so that the output does not change."""
@@ -70,7 +65,8 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.calibrations import calibration_version, list_calibrations, read_calibration
 
-    version = get_vllm_version(vllm_version).key
+    hardware = run.hardware
+    version = get_vllm_version(run.vllm_version).key
     if calibrations is None:
         calibrations = tuple(n for n in list_calibrations()
                              if calibration_version(read_calibration(n)) == version)
@@ -80,11 +76,10 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
     for m in models:
         base_tp = choose_tp(m, hardware)
 
-        def point(assumption: str, value: Any, **changed: Any) -> dict[str, Any]:
-            r = with_published(predict_model(m, hardware=hardware, seeds=seeds, configs=LADDER,
-                                             num_requests=num_requests, workers=workers,
-                                             source=source, vllm_version=vllm_version,
-                                             **changed))
+        def point(assumption: str, value: Any, host_factor: float = 1.0,
+                  **changed: Any) -> dict[str, Any]:
+            r = with_published(predict_model(run.but(model=m, **changed), configs=LADDER,
+                                             host_factor=host_factor))
             return _sweep_row(r, assumption, value)
 
         rows += [point("host_factor", f, host_factor=f) for f in host_factors]
@@ -100,8 +95,8 @@ def assumption_sweep(models: list[str] | None = None, *, host_factors: tuple[flo
     return WhatIfResult("assumptions", f"error vs assumptions on {hardware}", SWEEP_COLUMNS,
                         rows, {"models": models, "host_factors": list(host_factors),
                                "tp_multipliers": list(tp_multipliers),
-                               "cost_profiles": list(calibrations), "seeds": seeds,
-                               "num_requests": num_requests}, notes)
+                               "cost_profiles": list(calibrations), "seeds": run.seeds,
+                               "num_requests": run.num_requests}, notes)
 
 
 def _sweep_row(r: dict[str, Any], assumption: str, value: float) -> dict[str, Any]:

@@ -19,11 +19,16 @@ from simkit.engine.sim import ClosedLoop
 from simkit.engine.summary import Row
 from simkit.app.verdict import DRIFT, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
+from simkit.app.options import RunOptions
 from simkit.history import History
-from simkit.choices import ProfileSource
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
 from simkit.whatif.common import WhatIfResult
+
+# the study's run settings (simkit.app.options.RunOptions): its hardware and corpus, one seed
+# (a quick look; `simkit whatif reference` simulates 3, as predict does); the closed loop at
+# concurrency 32, max_tokens and max_model_len are fixed to the study's (predict_model)
+STUDY = RunOptions(hardware=CONDITIONS["hardware"], corpus=CONDITIONS["corpus"], seeds=1)
 MAIN_COLUMNS = ["model", "tp", "van_pred", "van_pub", "van_err", "final_pred", "final_lever",
                 "final_pub", "final_err", "ratio_pred", "ratio_pub", "ratio_err", "best_k",
                 "dynamic_verdict", "suffix_speedup", "tokens_per_step_final", "host_frac_final"]
@@ -73,28 +78,31 @@ def ladder_summary(rows: list[Row]) -> dict[str, Any]:
     return out
 
 
-def predict_model(model: str, *, hardware: str = "b200", corpus: str = "mix",
-                  tp: int | None = None, host_factor: float = 1.0, configs: str = DEFAULT_CONFIGS,
-                  seeds: int = 1, num_requests: int | None = None, workers: int | None = None,
-                  calibration: str | None = None, vllm_version: str | None = None,
-                  source: ProfileSource = ProfileSource.AUTO, history: History | None = None,
-                  workload: Workload | None = None) -> dict[str, Any]:
-    """One model's ladder under the study's conditions, summarised (see ladder_summary)."""
+def predict_model(run: RunOptions = STUDY, *, host_factor: float = 1.0,
+                  configs: str = DEFAULT_CONFIGS, workload: Workload | None = None
+                  ) -> dict[str, Any]:
+    """One model's ladder, summarised (see ladder_summary): the model, corpus, hardware, TP,
+    calibration, vLLM version, profile source and history of `run`, its seeds, requests per
+    run and workers; the closed loop, max_tokens and max_model_len are the study's
+    (CONDITIONS), whatever `run` says. `host_factor` multiplies the host's assumed speed;
+    `workload`, when given, replaces the run's (model, corpus) profile."""
     from simkit.costmodel import load_cost_model
     from simkit.whatif.host import with_host_factor
 
-    workload = workload or load_workload(model, corpus, source, history)
-    cost = load_cost_model(model, hardware, tp=tp, calibration=calibration,
-                           vllm_version=vllm_version)
+    workload = workload or load_workload(run.model, run.corpus, run.source, run.history)
+    cost = load_cost_model(run.model, run.hardware, tp=run.tp, calibration=run.calibration,
+                           vllm_version=run.vllm_version)
     if host_factor != 1.0:
         cost = with_host_factor(cost, host_factor)
-    n = num_requests or default_num_requests(workload, CONDITIONS["concurrency"])
-    rows = run_ladder(Cell(workload, cost, engine_config(cost)), parse_configs(configs),
-                      seeds=seeds, num_requests=n, load=ClosedLoop(CONDITIONS["concurrency"]),
-                      workers=workers).rows
-    out = {"model": model, "corpus": corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
-           "cost": cost.describe(), "cost_label": str(cost.label), "num_requests": n, "origin": workload.origin,
-           "proxy_note": workload.proxy_note, **ladder_summary(rows)}
+    n = run.num_requests or default_num_requests(workload, CONDITIONS["concurrency"])
+    server = engine_config(cost, max_tokens=CONDITIONS["max_tokens"],
+                           max_model_len=CONDITIONS["max_model_len"])
+    rows = run_ladder(Cell(workload, cost, server), parse_configs(configs),
+                      seeds=run.seeds, num_requests=n, load=ClosedLoop(CONDITIONS["concurrency"]),
+                      workers=run.workers).rows
+    out = {"model": run.model, "corpus": run.corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
+           "cost": cost.describe(), "cost_label": str(cost.label), "num_requests": n,
+           "origin": workload.origin, "proxy_note": workload.proxy_note, **ladder_summary(rows)}
     return out
 
 
@@ -118,18 +126,13 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
 
 
-def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus: str = "mix",
-              host_factor: float = 1.0, seeds: int = 1, num_requests: int | None = None,
-              workers: int | None = None, calibration: str | None = None,
-              vllm_version: str | None = None, source: ProfileSource = ProfileSource.AUTO,
-              history: History | None = None) -> WhatIfResult:
-    """The side-by-side table: every study model, published rows with errors."""
+def reproduce(run: RunOptions = STUDY, *, models: list[str] | None = None,
+              host_factor: float = 1.0) -> WhatIfResult:
+    """The side-by-side table: every study model (or `models`) predicted under `run` (its
+    model replaced by each; see predict_model), published rows with errors."""
     models = models or study_models()
-    rows = [with_published(predict_model(m, hardware=hardware, corpus=corpus,
-                                         host_factor=host_factor, seeds=seeds,
-                                         num_requests=num_requests, workers=workers,
-                                         calibration=calibration, source=source,
-                                         history=history, vllm_version=vllm_version))
+    hardware, corpus, history = run.hardware, run.corpus, run.history
+    rows = [with_published(predict_model(run.but(model=m), host_factor=host_factor))
             for m in models]
     pub_rows = [r for r in rows if r["published"]]
     summary = {
@@ -180,8 +183,8 @@ def reproduce(models: list[str] | None = None, *, hardware: str = "b200", corpus
     return WhatIfResult("reference", f"reference study on {hardware}, {corpus} corpus",
                         MAIN_COLUMNS, rows,
                         {"models": models, "hardware": hardware, "corpus": corpus,
-                         "host_factor": host_factor, "seeds": seeds,
-                         "num_requests": num_requests, "configs": DEFAULT_CONFIGS,
+                         "host_factor": host_factor, "seeds": run.seeds,
+                         "num_requests": run.num_requests, "configs": DEFAULT_CONFIGS,
                          "history": history.label if history else None}, notes,
                         {"summary": summary, "proxies": proxies})
 
@@ -198,19 +201,17 @@ def _pct(v: float) -> str:
 HISTORY_COLUMNS_PER = ("ratio", "lever", "best_k")
 
 
-def reproduce_histories(histories: list[History], models: list[str] | None = None, *,
-                        hardware: str = "b200", corpus: str = "mix", host_factor: float = 1.0,
-                        seeds: int = 1, num_requests: int | None = None,
-                        workers: int | None = None, calibration: str | None = None, vllm_version: str | None = None,
-                        source: ProfileSource = ProfileSource.AUTO) -> WhatIfResult:
+def reproduce_histories(histories: list[History], run: RunOptions = STUDY, *,
+                        models: list[str] | None = None, host_factor: float = 1.0
+                        ) -> WhatIfResult:
     """One column set per request history: predicted final/van(OFF) ratio, final lever and best
     K beside the published ratio, and which histories bring each published row within 25 %.
-    History is a stated assumption per column, never fitted to the published figures."""
+    History is a stated assumption per column, never fitted to the published figures; each
+    replaces the history of `run` (reproduce)."""
     labels = [h.label for h in histories]
-    per = {h.label: reproduce(models, hardware=hardware, corpus=corpus, host_factor=host_factor,
-                              seeds=seeds, num_requests=num_requests, workers=workers,
-                              calibration=calibration, source=source, history=h,
-                              vllm_version=vllm_version) for h in histories}
+    hardware, corpus = run.hardware, run.corpus
+    per = {h.label: reproduce(run.but(history=h), models=models, host_factor=host_factor)
+           for h in histories}
     first = per[labels[0]]
     rows = []
     for i, base in enumerate(first.rows):
@@ -245,6 +246,6 @@ def reproduce_histories(histories: list[History], models: list[str] | None = Non
                         columns, rows,
                         {"models": [r["model"] for r in rows], "hardware": hardware,
                          "corpus": corpus, "histories": labels, "host_factor": host_factor,
-                         "seeds": seeds, "num_requests": num_requests}, notes,
+                         "seeds": run.seeds, "num_requests": run.num_requests}, notes,
                         {"geomean_ratio_pred": geo,
                          "per_history": {h: per[h].extra["summary"] for h in labels}})

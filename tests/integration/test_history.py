@@ -192,10 +192,10 @@ def test_history_list_keeps_diverge_with_its_history():
 @pytest.mark.slow
 def test_reference_one_column_set_per_history(tmp_path):
     from simkit.commands.whatif import _history_ref_plot
-    from simkit.reference.reproduce import reproduce_histories
+    from simkit.reference.reproduce import STUDY, reproduce_histories
 
-    res = reproduce_histories([parse_history("cold"), parse_history("hot")], ["llama-3.1-8b"],
-                              seeds=1, num_requests=64, workers=1)
+    res = reproduce_histories([parse_history("cold"), parse_history("hot")],
+                              STUDY.but(num_requests=64, workers=1), models=["llama-3.1-8b"])
     (row,) = res.rows
     assert row["ratio_pub"] == pytest.approx(3.79)           # the published row, carried as data
     assert row["ratio_hot"] > 2 * row["ratio_cold"]

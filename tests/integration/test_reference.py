@@ -73,9 +73,10 @@ def profiles():
 def test_reproduction_side_by_side_on_real_profiles(profiles):
     """Two published models and one held out, small runs: the table has predictions, published
     figures and errors computed from them; the held-out row has predictions only."""
-    from simkit.reference.reproduce import reproduce
+    from simkit.reference.reproduce import STUDY, reproduce
 
-    res = reproduce(["llama-3.1-8b", "qwen2.5-72b", "qwen2.5-7b"], num_requests=64, workers=2)
+    res = reproduce(STUDY.but(num_requests=64, workers=2),
+                    models=["llama-3.1-8b", "qwen2.5-72b", "qwen2.5-7b"])
     rows = {r["model"]: r for r in res.rows}
     for name in ("llama-3.1-8b", "qwen2.5-72b"):
         r = rows[name]
