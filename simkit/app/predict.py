@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simkit.app.capped import describe as capped_describe
-from simkit.choices import CappedMode
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
 from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
 from simkit.app.cells import load_cell
@@ -20,24 +19,21 @@ from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
 from simkit.app.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
-from simkit.history import History
 
 
 @dataclass
 class Prediction:
-    """A full ladder for one (model, corpus, hardware, TP), with the best-K verdict."""
+    """A full ladder for one (model, corpus, hardware, TP), with the best-K verdict.
 
-    model: str
-    corpus: str
-    hardware: str
-    tp: int
+    The run settings are held once, in `run`, as they applied: catalogue ids, the TP, the
+    requests per run, the calibration, the vLLM version and the request history that were
+    used (not the None that asked for a default); model, corpus, ... read from it."""
+
+    run: RunOptions
     cost_label: str
     load: str
     proxy_note: str
     origin: str
-    concurrency: int
-    num_requests: int
-    seeds: int
     rows: list[Row]
     unavailable: dict[str, str]
     skipped: dict[str, int]
@@ -47,18 +43,31 @@ class Prediction:
     why: str
     # what the report states as assumptions (simkit.report.assumptions reads these)
     engine: EngineConfig | None = None
-    calibration: str = ""              # the resolved calibration: an embedded name, a path or "analytic"
     tp_chosen: bool = False             # TP picked as the smallest that fits (not given)
     workload_provenance: dict[str, Any] = field(default_factory=dict)
     request_rate: float | None = None
-    history: History | None = None      # the request history the workload's tables assume
     # request count that gives every run a steady window, when this one did not (else None)
     suggested_num_requests: int | None = None
-    capped_outputs: CappedMode = CappedMode.KEEP   # simkit.app.capped: keep | extend
-    capped_note: str = ""               # its one-sentence description (assumptions block)
-    prefix_caching: bool = False        # on: rows carry prefix_hit_rate (None = not modelled)
+    capped_note: str = ""               # the capped-outputs mode in one sentence (assumptions)
     prefix_note: str = ""               # why caching was not modelled, when it was not
-    vllm_version: str = ""              # the vLLM version whose rules and calibration apply
+
+    model = property(lambda self: self.run.model, doc="the catalogue model id")
+    corpus = property(lambda self: self.run.corpus, doc="the corpus name")
+    hardware = property(lambda self: self.run.hardware, doc="the catalogue hardware id")
+    tp = property(lambda self: self.run.tp, doc="the TP degree simulated")
+    concurrency = property(lambda self: self.run.concurrency, doc="closed-loop clients")
+    num_requests = property(lambda self: self.run.num_requests, doc="requests per run")
+    seeds = property(lambda self: self.run.seeds, doc="request orders simulated")
+    calibration = property(lambda self: self.run.calibration,
+                           doc="the calibration used: an embedded name, a path or analytic")
+    history = property(lambda self: self.run.history,
+                       doc="the request history the workload's tables assume")
+    capped_outputs = property(lambda self: self.run.capped_outputs,
+                              doc="simkit.app.capped: keep | extend")
+    prefix_caching = property(lambda self: self.run.prefix_caching,
+                              doc="on: rows carry prefix_hit_rate (None = not modelled)")
+    vllm_version = property(lambda self: self.run.vllm_version or "",
+                            doc="the vLLM version whose rules and calibration apply")
 
     @property
     def steady_window(self) -> bool:
@@ -149,23 +158,19 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
     suggested = None
     if not all(r.steady_window for r in rows):
         suggested = suggest_num_requests(n_req, concurrency, request_rate)
-    return Prediction(model=model, corpus=run.corpus, hardware=hardware, tp=int(cost.tp),
-                      cost_label=str(cost.label),
+    used = run.but(tp=int(cost.tp), num_requests=n_req, vllm_version=cfg.vllm_version,
+                   calibration=run.calibration or default_calibration(hardware, cfg.vllm_version)
+                   or "analytic", history=workload.history)
+    return Prediction(run=used, cost_label=str(cost.label),
                       load=(f"open loop, Poisson {request_rate:g} req/s" if request_rate else
-                            f"closed loop, concurrency {concurrency}"), proxy_note=workload.proxy_note,
-                      origin=workload.origin, concurrency=concurrency, num_requests=n_req,
-                      seeds=seeds, rows=rows, unavailable=ladder.unavailable, skipped=skipped,
-                      best_config=best_config, best_k=best_k, dynamic_verdict=dyn_line, why=why,
-                      engine=cfg, calibration=run.calibration
-                      or default_calibration(hardware, cfg.vllm_version) or "analytic",
+                            f"closed loop, concurrency {concurrency}"),
+                      proxy_note=workload.proxy_note, origin=workload.origin, rows=rows,
+                      unavailable=ladder.unavailable, skipped=skipped, best_config=best_config,
+                      best_k=best_k, dynamic_verdict=dyn_line, why=why, engine=cfg,
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
-                      history=workload.history,
-                      suggested_num_requests=suggested,
-                      prefix_caching=prefix_caching, prefix_note=_prefix_note(flat),
-                      capped_outputs=run.capped_outputs,
-                      capped_note=capped_describe(run.capped_outputs, workload, max_tokens),
-                      vllm_version=cfg.vllm_version)
+                      suggested_num_requests=suggested, prefix_note=_prefix_note(flat),
+                      capped_note=capped_describe(run.capped_outputs, workload, max_tokens))
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:

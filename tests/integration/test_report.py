@@ -16,6 +16,7 @@ import pytest
 
 from simkit.engine.config import EngineConfig
 from simkit.engine.cudagraph import capture_sizes, CudagraphMode
+from simkit.app.options import RunOptions
 from simkit.app.predict import Prediction
 from simkit.engine.summary import DETAIL_KEYS, RESULT_KEYS, Row
 from simkit.history import parse_history
@@ -43,16 +44,17 @@ def _pred(rows, *, tree="warm", calibration="h200-vllm026"):
     for r in rows:
         r.speedup_vs_vanilla = r.output_tok_s / van.output_tok_s
     prov = dict(PROV, tree=tree, tree_rule=f"{tree}: rule text")
-    return Prediction(model="llama-3.1-8b", corpus="math", hardware="h200", tp=1,
-                      cost_label="calibrated h200-vllm026", load="closed loop, concurrency 32",
-                      proxy_note="", origin="shipped", concurrency=32, num_requests=128, seeds=3,
+    run = RunOptions(model="llama-3.1-8b", corpus="math", hardware="h200", tp=1, concurrency=32,
+                     num_requests=128, seeds=3, calibration=calibration,
+                     history=parse_history(tree), prefix_caching=False)
+    return Prediction(run=run, cost_label="calibrated h200-vllm026",
+                      load="closed loop, concurrency 32", proxy_note="", origin="shipped",
                       rows=rows, unavailable={}, skipped={}, best_config=None, best_k=None,
                       dynamic_verdict="", why="",
                       engine=EngineConfig(max_tokens=4096, max_num_seqs=256,
                                           max_num_batched_tokens=2048, kv_capacity_tokens=800_000,
                                           cudagraph_mode=CudagraphMode.PIECEWISE),
-                      calibration=calibration, tp_chosen=True, workload_provenance=prov,
-                      history=parse_history(tree))
+                      tp_chosen=True, workload_provenance=prov)
 
 
 def _spec_wins():
@@ -446,7 +448,7 @@ def test_workload_line_reads_the_proxy_note_without_repeating_its_label():
 
 def test_a_transferred_calibration_says_its_error_was_measured_elsewhere_and_none_mode_says_eager():
     pred = _spec_wins()
-    pred.hardware = "b200"
+    pred.run = pred.run.but(hardware="b200")
     text = build_assumptions(pred)["cost_model"]["text"]
     assert text.endswith("that error was measured on h200, never on b200")
     pred.engine = EngineConfig(cudagraph_mode=CudagraphMode.NONE)
