@@ -10,23 +10,11 @@ import math
 import os
 from pathlib import Path
 
-from simkit.choices import OutputFormat
 from simkit.errors import InputError
 
 # extensions matplotlib's Agg backend writes (fig.savefig picks the format from the suffix)
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff",
                  ".webp", ".pgf", ".svgz", ".raw", ".rgba")
-
-
-def output_format(fmt: str, choices: tuple[OutputFormat, ...] = (OutputFormat.TABLE,
-                                                                 OutputFormat.JSON)
-                  ) -> OutputFormat:
-    """`fmt` as an OutputFormat when it is one of the command's output formats; else
-    InputError naming them."""
-    if fmt not in choices:
-        known = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
-        raise InputError(f"unknown format {str(fmt)!r}; use {known}", field="format")
-    return OutputFormat(fmt)
 
 
 # Upper bounds of counts that size what a run holds in memory: one entry per request of a run

@@ -44,11 +44,18 @@ class ProfileSource(StrEnum):
 
 
 class OutputFormat(StrEnum):
-    """--format of the commands that print results (simkit.checks.output_format)."""
+    """--format of the commands that print results: a text table or a JSON document."""
 
     TABLE = "table"
     JSON = "json"
-    CSV = "csv"             # predict only
+
+
+class PredictFormat(StrEnum):
+    """--format of predict: OutputFormat's, and CSV (one row per configuration)."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
 
 
 class Executor(StrEnum):
@@ -74,4 +81,4 @@ class FleetOrdering(StrEnum):
 
 
 __all__ = ["CappedMode", "Executor", "FleetOrdering", "OutputFormat", "Ordering",
-           "ProfileSource", "member"]
+           "PredictFormat", "ProfileSource", "member"]

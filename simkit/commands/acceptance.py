@@ -7,7 +7,8 @@ from typing import Any, List, Optional
 
 import typer
 
-from simkit.choices import Ordering, ProfileSource
+from simkit.choices import Ordering, OutputFormat, ProfileSource
+from simkit.commands.options import Format
 from simkit.errors import InputError
 from simkit.history import COLD, WARM, History
 
@@ -95,7 +96,7 @@ def acceptance(
     corpus: str = typer.Option(..., "--corpus", help="corpus name (simkit traces list)"),
     k: str = typer.Option("4,6,8,12", "--k", help="comma-separated K values (1..16)"),
     drafter: str = typer.Option("suffix", "--drafter", help="suffix | ngram"),
-    fmt: str = typer.Option("table", "--format", help="table | json"),
+    fmt: Format = OutputFormat.TABLE,
     max_requests: int = typer.Option(128, "--max-requests",
                                      help="128 = the shipped profiles' sample (stratified, "
                                           "figures weighted to the corpus); other values: an "
@@ -110,14 +111,12 @@ def acceptance(
     """Replay greedy verification exactly (sequential order) and print per-K acceptance statistics."""
     from simkit.acceptance.stats import summarize
 
-    from simkit.checks import output_format
     from simkit.commands.options import pick_alias, pick_history
     from simkit.drafters.base import drafter_names
 
     if drafter not in drafter_names():
         raise InputError(f"--drafter must be {' or '.join(drafter_names())}, got {drafter!r}",
                          field="drafter")
-    output_format(fmt)
     if max_requests < 0:
         raise InputError("--max-requests must be >= 0", field="max-requests")
     ks = _parse_ks(k)
@@ -125,7 +124,7 @@ def acceptance(
     table, origin, note, label, weights = _load(model, corpus, drafter, max_requests, source,
                                                 pick_history(history))
     results = [summarize(table, kk, weights=weights) for kk in ks]
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         typer.echo(json.dumps({"model": model, "corpus": corpus, "origin": origin, "proxy_note": note,
                                "drafter": drafter, "params": table.params, "ordering": table.ordering, "tree": label, "history": label,
                                "requests": table.num_requests, "weighted": weights is not None,

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from simkit.choices import Ordering
+from simkit.choices import Ordering, OutputFormat
+from simkit.commands.options import Format
 
 calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs, make them, fit "
                                  "the cost model.", no_args_is_help=True)
@@ -134,7 +135,7 @@ def plan_cmd(
     configs: str = typer.Option("vanilla,suffix,kpad:4,kpad:12", "--configs",
                                 help="configurations to calibrate, most important first"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
-    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
                                        "script to run on the GPU host (default: none)"),
 ) -> None:
@@ -143,9 +144,8 @@ def plan_cmd(
 
     from calibrate.plan import make_plan
     from simkit.catalog.models import get_model
-    from simkit.checks import output_file, output_format
+    from simkit.checks import output_file
 
-    output_format(fmt)
     output_file(out, "out", (".sh",))
     spec = get_model(model)
     _known_corpus(corpus)
@@ -161,7 +161,7 @@ def plan_cmd(
                   f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
         out.write_text("\n".join(script) + "\n")
         typer.echo(f"wrote {out}", err=True)
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(plan.to_dict(), indent=1))
         return
     typer.echo("\n".join(_plan_text(plan, spec.name, corpus, budget_min, mean_out, lines)))
@@ -309,7 +309,7 @@ def fit_cmd(
 
 
 def validate(
-    format: str = typer.Option("table", "--format", help="output format: table or json"),
+    format: Format = OutputFormat.TABLE,
     plot: Optional[Path] = typer.Option(None, "--plot", help="write a predicted-vs-measured PNG "
                                         "(default: no plot)"),
     purpose: str = typer.Option("validation", help="validation (held out) | calibration | all"),
@@ -338,9 +338,6 @@ def validate(
     from simkit.validation import report
     from simkit.validation.measured import load_records
 
-    from simkit.checks import output_format
-
-    output_format(format)
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
     from simkit.checks import output_file
@@ -401,7 +398,7 @@ def validate(
 
         report.plot(cells, plot)
         wrote(plot)
-    if format == "json":
+    if format is OutputFormat.JSON:
         typer.echo(json.dumps(doc, indent=1, sort_keys=True))
         return
     from simkit.validation.table import render

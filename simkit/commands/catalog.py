@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from typing import Any
 
 import typer
 
+from simkit.choices import OutputFormat
+from simkit.commands.options import format_option
 
-class Format(str, Enum):
-    """Output format of the catalogue commands."""
-
-    table = "table"
-    json = "json"
-
-
-FORMAT_OPT = typer.Option(Format.table, "--format", "-f", help="table or json")
+Format = format_option("-f")            # the catalogue commands also take -f
 WIDE_OPT = typer.Option(False, "--wide", help="every column at its full width (the table is "
                         "100 columns wide by default)")
 DEFAULT_TP_HW = ("h200", "b200")
@@ -45,7 +39,7 @@ def _emit_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, sort_keys=True))
 
 
-def _models_list(fmt: Format, wide: bool = False) -> None:
+def _models_list(fmt: OutputFormat, wide: bool = False) -> None:
     from simkit.catalog.models import get_model, list_models
 
     rows = []
@@ -58,7 +52,7 @@ def _models_list(fmt: Format, wide: bool = False) -> None:
                      "weight_dtype": m.weight_dtype, "kv_bytes_per_token": m.kv_bytes_per_token(1),
                      "tp_h200": dep["h200"]["tp"], "tp_b200": dep["b200"]["tp"],
                      "tokenizer_family": m.tokenizer_family})
-    if fmt is Format.json:
+    if fmt is OutputFormat.JSON:
         _emit_json(rows)
         return
     headers = ["model", "params", "active", "attn", "MoE k/E+shared", "dtype", "KV B/token",
@@ -88,14 +82,14 @@ def _echo_table(title: str, headers: list[str], cells: list[list[str]], left: tu
     typer.echo("\n".join(lines))
 
 
-def _models_show(name: str, fmt: Format, gmu: float = 0.85, max_model_len: int = 16384) -> None:
+def _models_show(name: str, fmt: OutputFormat, gmu: float = 0.85, max_model_len: int = 16384) -> None:
     from simkit.catalog.models import get_model, param_error
 
     m = get_model(name)
     doc = m.summary()
     doc["param_error_vs_published"] = param_error(m)
     doc["default_deployment"] = _deployment(m, gmu, max_model_len)
-    if fmt is Format.json:
+    if fmt is OutputFormat.JSON:
         _emit_json(doc)
         return
     err = doc["param_error_vs_published"]
@@ -135,7 +129,7 @@ def _models_show(name: str, fmt: Format, gmu: float = 0.85, max_model_len: int =
     typer.echo("\n".join(out for ln in lines for out in wrap_field(ln[:label], ln[label:], label)))
 
 
-def _hardware_list(fmt: Format, wide: bool = False) -> None:
+def _hardware_list(fmt: OutputFormat, wide: bool = False) -> None:
     from simkit.catalog.hardware import get_hardware, list_hardware
     from simkit.costmodel.calibrations import default_calibration
 
@@ -143,7 +137,7 @@ def _hardware_list(fmt: Format, wide: bool = False) -> None:
     for r in rows:
         name = default_calibration(r["name"])
         r["cost_model"] = f"calibrated {name}" if name else "analytic"
-    if fmt is Format.json:
+    if fmt is OutputFormat.JSON:
         _emit_json(rows)
         return
     headers = ["name", "HBM GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "fp4 TF", "NVLink GB/s",
@@ -155,14 +149,14 @@ def _hardware_list(fmt: Format, wide: bool = False) -> None:
                 ("name", "values", "default cost model"), wide)
 
 
-def _hardware_show(name: str, fmt: Format) -> None:
+def _hardware_show(name: str, fmt: OutputFormat) -> None:
     from simkit.catalog.hardware import get_hardware
     from simkit.costmodel.calibrations import default_calibration
 
     doc = get_hardware(name).summary()
     calibration = default_calibration(doc["name"])
     doc["default_cost_model"] = f"calibrated {calibration}" if calibration else "analytic"
-    if fmt is Format.json:
+    if fmt is OutputFormat.JSON:
         _emit_json(doc)
         return
     from simkit.report.fit import wrap_field
@@ -177,13 +171,13 @@ def register(app: typer.Typer) -> None:
     hardware = typer.Typer(help="The hardware catalogue (datasheet values unless calibrated).", no_args_is_help=True)
 
     @models.command("list")
-    def models_list(fmt: Format = FORMAT_OPT, wide: bool = WIDE_OPT) -> None:
+    def models_list(fmt: Format = OutputFormat.TABLE, wide: bool = WIDE_OPT) -> None:
         """Every catalogue model: parameters, attention, MoE, KV bytes per token, default TP."""
         _models_list(fmt, wide)
 
     @models.command("show")
     def models_show(name: str = typer.Argument(..., help="model id, or a path to a HF config.json"),
-                    fmt: Format = FORMAT_OPT,
+                    fmt: Format = OutputFormat.TABLE,
                     gmu: float = typer.Option(0.85, "--gmu", help="gpu_memory_utilization for "
                                               "the default TP, in (0, 1]"),
                     max_model_len: int = typer.Option(16384, "--max-model-len",
@@ -199,13 +193,13 @@ def register(app: typer.Typer) -> None:
         _models_show(name, fmt, gmu, max_model_len)
 
     @hardware.command("list")
-    def hardware_list(fmt: Format = FORMAT_OPT, wide: bool = WIDE_OPT) -> None:
+    def hardware_list(fmt: Format = OutputFormat.TABLE, wide: bool = WIDE_OPT) -> None:
         """Every catalogue GPU with its datasheet (or calibrated) values."""
         _hardware_list(fmt, wide)
 
     @hardware.command("show")
     def hardware_show(name: str = typer.Argument(..., help="hardware id: b200, h200, h100"),
-                      fmt: Format = FORMAT_OPT) -> None:
+                      fmt: Format = OutputFormat.TABLE) -> None:
         """One GPU: memory, bandwidth, peaks, NVLink, host speed factor, source, calibration."""
         _hardware_show(name, fmt)
 

@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import DEFAULT, Calibration, Wide, comma_list, run_command, run_options
-from simkit.choices import Executor, FleetOrdering
+from simkit.commands.options import (DEFAULT, Calibration, Format, Wide, comma_list, run_command,
+                                     run_options)
+from simkit.choices import Executor, FleetOrdering, OutputFormat
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -62,7 +63,7 @@ def plan_cmd(
                                  "policies: one Ray task per replica group of --workers)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
                                               "(default: a local Ray instance)"),
-    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    fmt: Format = OutputFormat.TABLE,
     plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of replicas vs policy "
                                        "(default: no plot)"),
     wide: Wide = False,
@@ -70,12 +71,11 @@ def plan_cmd(
 ) -> None:
     """Fewest replicas per (router policy, configuration) meeting p99 TTFT/TPOT goals. The
     corpus's raw traces are needed (the replicas replay its token ids)."""
-    from simkit.checks import output_file, output_format, positive_int, positive_rate
+    from simkit.checks import output_file, positive_int, positive_rate
     from simkit.errors import InputError
     from simkit.fleet.plan import Goals, check_policies
     from simkit.fleet.traffic import TrafficSpec
 
-    output_format(fmt)
     output_file(plot, "plot")
     opts = run_options(run)
     for name, val in (("max-replicas", max_replicas), ("replicas", replicas),
@@ -102,7 +102,7 @@ def plan_cmd(
                 max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
                 ordering=ordering, in_flight=in_flight, executor=executor,
                 address=ray_address)
-    typer.echo(report.document(doc) if fmt == "json" else report.render(doc, wide), nl=False)
+    typer.echo(report.document(doc) if fmt is OutputFormat.JSON else report.render(doc, wide), nl=False)
     if plot:
         report.plot(doc, plot)
         from simkit.outfiles import wrote
@@ -113,18 +113,16 @@ def plan_cmd(
 @fleet_app.command("validate")
 def validate_cmd(
     calibration: Calibration = DEFAULT.calibration,
-    fmt: str = typer.Option("table", "--format", help="output format: table or json"),
+    fmt: Format = OutputFormat.TABLE,
     wide: Wide = False,
 ) -> None:
     """The recorded vLLM fleet runs (calibrate/data, corpora fleet-*): per replica, its stream
     rebuilt and replayed in order; accepted tokens per step and tok/s, measured vs simkit."""
     import json
 
-    from simkit.checks import output_format
     from simkit.errors import InputError
     from simkit.paths import traces_src_dir
 
-    output_format(fmt)
     if traces_src_dir() is None:
         raise InputError("fleet validate rebuilds each replica's requests from the raw traces "
                          "(../shared/traces-src or SIMKIT_TRACES_SRC)", field="traces")
@@ -137,7 +135,7 @@ def validate_cmd(
         raise InputError("no fleet records (corpora fleet-*) under calibrate/data",
                          field="records")
     summ = summary(rows)
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(clean({"runs": rows, "summary": summ}), indent=1, sort_keys=True))
     else:
         typer.echo(report.render_validation(rows, summ, wide), nl=False)

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, List, Optional, get_args, get_origi
 
 import typer
 
-from simkit.choices import CappedMode, ProfileSource
+from simkit.choices import CappedMode, OutputFormat, ProfileSource
 from simkit.app.options import RunOptions
 from simkit.errors import InputError
 
@@ -132,6 +132,16 @@ PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_
 Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
                                                 rich_help_panel=RUN)]
 Configs = comma_list("--configs", CONFIGS_HELP, rich_help_panel=MAIN)
+
+
+def format_option(*short: str, **kwargs: Any) -> Any:
+    """The type of a command's --format (`short`: its other spellings, e.g. -f): a text table
+    or JSON (OutputFormat); Typer refuses any other value, naming both."""
+    return Annotated[OutputFormat, typer.Option("--format", *short, metavar="FORMAT",
+                                                help="output format: table or json", **kwargs)]
+
+
+Format = format_option()
 # --wide: the text table with every column (by default it fits 100 columns and names the rest)
 Wide = Annotated[bool, typer.Option("--wide", help="table format: every column (default: the "
                                     "columns that fit 100 characters, the others named)",
@@ -282,7 +292,7 @@ def _is_list(annotation: Any) -> bool:
 
 __all__ = ["DEFAULT", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
            "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
-           "CostProfile", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
+           "CostProfile", "Format", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
            "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers",
-           "join_list", "pick_calibration", "pick_history",
+           "format_option", "join_list", "pick_calibration", "pick_history",
            "pick_vllm_version", "run_options"]

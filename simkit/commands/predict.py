@@ -11,7 +11,7 @@ import typer
 from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, comma_list,
                                      deprecated_alias, pick_alias, run_command, run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
-from simkit.choices import Executor, OutputFormat
+from simkit.choices import Executor, PredictFormat
 
 CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
 
@@ -49,8 +49,8 @@ def register(app: typer.Typer) -> None:
     @run_command(model=REQUIRED, corpus=REQUIRED, hardware=DEFAULT.hardware,
                  configs=DEFAULT_CONFIGS)
     def predict(
-        fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", metavar="FORMAT",
-                                         help="table, json or csv", rich_help_panel=OUTPUT),
+        fmt: PredictFormat = typer.Option(PredictFormat.TABLE, "--format", metavar="FORMAT",
+                                          help="table, json or csv", rich_help_panel=OUTPUT),
         plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG bar chart of tok/s "
                                            "here (default: none)", rich_help_panel=OUTPUT),
         html: Optional[str] = typer.Option(None, "--html", help="also write a self-contained HTML "
@@ -74,9 +74,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Predict the configuration ladder (tok/s, speedup, best K) for one model and traffic."""
         from simkit.app.predict import predict as run_predict
-        from simkit.checks import output_file, output_format, positive_rate
+        from simkit.checks import output_file, positive_rate
 
-        output_format(fmt, tuple(OutputFormat))
         opts = run_options({**run, "max_num_seqs": max_num_seqs, "cudagraph_mode": cudagraph_mode,
                             "max_num_batched_tokens": max_num_batched_tokens})
         positive_rate(request_rate, "request-rate")
@@ -85,11 +84,11 @@ def register(app: typer.Typer) -> None:
         with _progress(f"{opts.model}/{opts.corpus}") as prog:
             pred = run_predict(opts, configs=run["configs"], request_rate=request_rate,
                                progress=prog)
-        if fmt is OutputFormat.JSON:
+        if fmt is PredictFormat.JSON:
             from simkit.report.render import document
 
             typer.echo(json.dumps(document(pred), indent=2))
-        elif fmt is OutputFormat.CSV:
+        elif fmt is PredictFormat.CSV:
             from simkit.report.render import render_csv
 
             typer.echo(render_csv(pred), nl=False)

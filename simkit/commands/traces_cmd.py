@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from simkit.checks import output_format
+from simkit.choices import OutputFormat
+from simkit.commands.options import Format
 from simkit.errors import InputError
 
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -27,15 +28,14 @@ def _table_lines(headers: list[str], rows: list[list[str]], left: tuple[str, ...
             *more_columns_line([h for i, h in enumerate(headers) if i not in kept], width)]
 
 
-def _list(model: str, fmt: str) -> None:
+def _list(model: str, fmt: OutputFormat) -> None:
     from simkit.paths import require_traces_src
     from traces.corpora import CORPORA, MIX, MIX_PARTS, load_corpus
     from traces.stats import summary
     from traces.user import list_user_corpora
 
-    output_format(fmt)
     require_traces_src("simkit traces list")       # counts come from the raw traces
-    rows = [summary(load_corpus(c, model, progress=fmt == "table")) for c in CORPORA]
+    rows = [summary(load_corpus(c, model, progress=fmt is OutputFormat.TABLE)) for c in CORPORA]
     mix = load_corpus(MIX, model)
     rows.append(summary(mix) | {"proportions": {k: round(v, 4)
                                                 for k, v in mix.proportions.items()}})
@@ -44,7 +44,7 @@ def _list(model: str, fmt: str) -> None:
             rows.append(summary(load_corpus(name, model)) | {"user": True})
         except InputError as exc:  # tokenized for another vocabulary: listed, not loadable
             rows.append({"corpus": name, "model": model, "user": True, "error": str(exc)})
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         typer.echo(json.dumps({"model": model, "corpora": rows}, indent=2, ensure_ascii=False))
         return
     from simkit.report.fit import wrap_prose
@@ -84,16 +84,15 @@ def _capped_cell(row: dict) -> str:
     return cell + (f" +{row['no_known_cap']}?" if row.get("no_known_cap") else "")
 
 
-def _show(name: str, model: str, fmt: str, wide: bool = False) -> None:
+def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
     from simkit.paths import require_traces_src
     from traces.corpora import CORPORA, MIX, load_corpus
     from traces.stats import detail
 
-    output_format(fmt)
     if name in CORPORA or name == MIX:               # an imported one is in the cache
         require_traces_src("simkit traces show")
-    d = detail(load_corpus(name, model, progress=fmt == "table"))
-    if fmt == "json":
+    d = detail(load_corpus(name, model, progress=fmt is OutputFormat.TABLE))
+    if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False))
         return
     from simkit.report.fit import wrap_prose
@@ -199,7 +198,7 @@ def register(app: typer.Typer) -> None:
     @traces.command("list")
     def list_cmd(
         model: str = typer.Option(DEFAULT_MODEL, "--model", help="simulated model id"),
-        fmt: str = typer.Option("table", "--format", help="table or json"),
+        fmt: Format = OutputFormat.TABLE,
     ) -> None:
         """Corpora with request counts, token totals, producing models and proxy notes."""
         _list(model, fmt)
@@ -208,7 +207,7 @@ def register(app: typer.Typer) -> None:
     def show_cmd(
         name: str = typer.Argument(..., help="corpus name (built-in or imported)"),
         model: str = typer.Option(DEFAULT_MODEL, "--model", help="simulated model id"),
-        fmt: str = typer.Option("table", "--format", help="table or json"),
+        fmt: Format = OutputFormat.TABLE,
         wide: bool = typer.Option(False, "--wide", help="every column of the sources table (the "
                                   "text is 100 columns wide by default)"),
     ) -> None:

@@ -12,18 +12,18 @@ import typer
 
 from simkit.commands.options import OUTPUT as OUTPUT_PANEL
 from simkit.app.options import RunOptions
-from simkit.commands.options import (Wide, comma_list, deprecated_alias, pick_alias, run_command,
-                                     run_options, turned_off)
+from simkit.choices import OutputFormat
+from simkit.commands.options import (Wide, comma_list, deprecated_alias, format_option,
+                                     pick_alias, run_command, run_options, turned_off)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
-Format = Annotated[str, typer.Option("--format", help="output format: table or json",
-                                     rich_help_panel=OUTPUT_PANEL)]
+Format = format_option(rich_help_panel=OUTPUT_PANEL)
 Plot = Annotated[Optional[str], typer.Option("--plot", help="write a PNG plot to this path "
                                              "(default: no plot)", rich_help_panel=OUTPUT_PANEL)]
-OUTPUT = {"fmt": (Format, "table"), "plot": (Plot, None), "wide": (Wide, False)}
+OUTPUT = {"fmt": (Format, OutputFormat.TABLE), "plot": (Plot, None), "wide": (Wide, False)}
 # the what-ifs' own list options (simkit.commands.options.comma_list)
 Targets = comma_list("--targets", "hardware names or JSON paths")
 Tps = comma_list("--tps", "TP degrees to try (default: each hardware's smallest TP that fits)")
@@ -102,12 +102,11 @@ def _wrap(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
 
 
-def check_format(fmt: str, plot: Optional[str] = None) -> None:
-    """Fail before any simulation when the output format is unknown or the plot path cannot
-    be written."""
-    from simkit.checks import output_file, output_format
+def check_plot(plot: Optional[str]) -> None:
+    """Fail before any simulation when the plot path cannot be written (Typer has refused an
+    unknown --format)."""
+    from simkit.checks import output_file
 
-    output_format(fmt)
     output_file(plot, "plot")
 
 
@@ -137,7 +136,7 @@ def whatif_options(params: dict) -> tuple[RunOptions, dict, Output]:
     own = {k: v for k, v in params.items() if k != "run"}
     run = dict(params["run"])
     fmt, plot, wide = run.pop("fmt"), run.pop("plot"), run.pop("wide")
-    check_format(fmt, plot)
+    check_plot(plot)
     check_numbers(own)
     opts = run_options(run)
     if "configs" in run:
@@ -148,7 +147,7 @@ def whatif_options(params: dict) -> tuple[RunOptions, dict, Output]:
 class Output(NamedTuple):
     """How a what-if prints: --format, --plot (None: no plot) and --wide."""
 
-    fmt: str
+    fmt: OutputFormat
     plot: Optional[str]
     wide: bool = False
 
@@ -157,8 +156,7 @@ def emit(result, out: Output, plot_fn) -> None:
     """Print in the requested format (`out.wide`: the table with every column), then write the
     plot if asked (printed first, so a plot that fails cannot take the results with it); exit 1
     when any point failed."""
-    check_format(out.fmt)
-    if out.fmt == "json":
+    if out.fmt is OutputFormat.JSON:
         typer.echo(json.dumps(result.to_json_dict(), indent=1))
     else:
         typer.echo(render(result, out.wide).rstrip())
@@ -299,7 +297,7 @@ def reference_cmd(
     run = dict(run)
     out = Output(run.pop("fmt"), run.pop("plot"), run.pop("wide"))
     fmt, plot = out.fmt, out.plot
-    check_format(fmt, plot)
+    check_plot(plot)
     check_numbers(locals())
     opts = run_options(run)
     from simkit.history import split_histories
@@ -325,7 +323,7 @@ def reference_cmd(
     if assumptions:
         pub = [r["model"] for r in res.rows if r["published"]]
         extra.append(patterns.assumption_sweep(opts, models=pub or None))
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         doc = res.to_json_dict()
         doc["sections"] = [e.to_json_dict() for e in extra]
         typer.echo(json.dumps(doc, indent=1))

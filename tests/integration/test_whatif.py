@@ -255,7 +255,7 @@ def test_cli_bad_format_is_one_line_error_exit_2():
     proc = subprocess.run([sys.executable, "-m", "simkit", "whatif", "host", "--format", "xml"],
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
-    assert "unknown format 'xml'" in proc.stderr and "Traceback" not in proc.stderr
+    assert "'xml' is not one of 'table', 'json'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_quant_corpus_route_replays_that_corpus(workload):
