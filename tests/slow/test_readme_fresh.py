@@ -37,11 +37,39 @@ NEEDS = {
 }
 
 
+# README commands that read what an earlier one writes (or would write), by prefix, with that
+# earlier one: each chain runs in README order on one xdist worker, in that worker's fresh folder
+# (predict --calibration my-gpu.json reads the file calibrate fit wrote; the commands on
+# mytraffic read the corpus the import makes). Every other command reads only the shipped data
+# and what user_folder() wrote, so they spread over the workers, each in its worker's own folder.
+CHAINS = {
+    "readme-fresh-own-gpu": ("simkit calibrate fit --records calib-out",
+                             "simkit predict --model llama-3.1-8b --corpus mix --calibration my-gpu.json"),
+    "readme-fresh-own-traffic": ("simkit traces import mytraffic.jsonl", "simkit traces show mytraffic",
+                                 "simkit predict --model llama-3.1-8b --corpus mytraffic",
+                                 "simkit whatif concurrency --model llama-3.1-8b --corpus mytraffic",
+                                 "simkit whatif hardware --model llama-3.1-8b --corpus mytraffic",
+                                 "simkit calibrate plan --model llama-3.1-8b --corpus mytraffic"),
+}
+
+
 def _needs(cmd: str) -> tuple[str, ...] | None:
     return next((v for k, v in NEEDS.items() if cmd.startswith(k)), None)
 
 
+def _chain(cmd: str) -> str | None:
+    return next((name for name, prefixes in CHAINS.items()
+                 if any(cmd.startswith(p) for p in prefixes)), None)
+
+
+def _params() -> list:
+    """Every README command, those of a chain on its chain's xdist worker."""
+    return [pytest.param(cmd, marks=pytest.mark.xdist_group(_chain(cmd))) if _chain(cmd)
+            else cmd for cmd in readme_commands()]
+
+
 @pytest.fixture(scope="session")   # not module: xdist may run other modules between these tests
+# one per xdist worker (one process each): a chain's commands all run in the folder of its worker
 def fresh(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fresh-clone")
     env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(folder / "cache"),
@@ -65,10 +93,19 @@ def test_needs_names_only_readme_commands():
         assert any(c.startswith(prefix) for c in cmds), prefix
 
 
-# the commands run in README order in one folder (a later one reads what an earlier one wrote,
-# e.g. predict --calibration my-gpu.json after calibrate fit): one xdist worker runs them all
-@pytest.mark.xdist_group("readme-fresh-clone")
-@pytest.mark.parametrize("cmd", readme_commands())
+def test_each_chain_is_readme_commands_in_readme_order():
+    """A chain names README commands (one each), the one that writes first in the README."""
+    cmds = readme_commands()
+    for name, prefixes in CHAINS.items():
+        where = []
+        for prefix in prefixes:
+            hits = [i for i, c in enumerate(cmds) if c.startswith(prefix)]
+            assert len(hits) == 1, (name, prefix, hits)
+            where += hits
+        assert where[0] == min(where), (name, where)
+
+
+@pytest.mark.parametrize("cmd", _params())
 def test_readme_command_on_a_fresh_clone(fresh, cmd):
     folder, env = fresh
     proc = subprocess.run([sys.executable, "-m", "simkit", *shlex.split(cmd)[1:]], cwd=folder,
