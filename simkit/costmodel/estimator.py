@@ -18,7 +18,7 @@ from simkit.catalog.hardware import get_hardware
 from simkit.costmodel.coefficients import ASYNC_RUNNER_COEFS, DRAFTER_COEFS, OPTIONAL_TERMS, Coefficients
 from simkit.costmodel.model import CostModel
 from simkit.costmodel.calibrations import CALIBRATION_KIND, load_cost_model, write_calibration
-from simkit.costmodel.step_records import batch_from_row, check_records, drafter_of, drop_untimed
+from simkit.costmodel.step_records import batch_from_row, check_records, drafter_of, drop_untimed, records
 from simkit.errors import InputError
 
 DEVICE_TERMS = tuple(CostModel.DEVICE_TERM_COEF)
@@ -91,7 +91,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
     def _features(self, X: pd.DataFrame) -> dict[str, np.ndarray]:
         """Device terms (unscaled, per row) and host regressors, by name."""
         models, tps = self._groups(X)
-        rows = X.to_dict("records")
+        rows = records(X)
         dev = np.zeros((len(X), len(DEVICE_TERMS)))
         cms: dict[tuple, CostModel] = {}
         for i, row in enumerate(rows):
@@ -362,7 +362,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         synced = self._synced(X)
         cms: dict[tuple, CostModel] = {}
         out = {c: np.zeros(len(X)) for c in COMPONENTS}
-        for i, row in enumerate(X.to_dict("records")):
+        for i, row in enumerate(records(X)):
             key = (models[i], int(tps[i]), bool(synced[i]))
             if key not in cms:
                 base = load_cost_model(key[0], self.hardware, key[1] or None, calibration="analytic")

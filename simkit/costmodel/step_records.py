@@ -122,6 +122,22 @@ def drafter_of(row: dict) -> str:
     return NO_DRAFTER
 
 
+def records(X: Any) -> list[dict]:
+    """The rows of a step-record frame as dicts, the values X.to_dict("records") gives (Python
+    ints, floats, bools and strings), built column by column: on the ~100 k committed steps
+    to_dict boxes each value alone and takes ~4x as long (a fit reads the rows twice)."""
+    import pandas as pd
+
+    def column(name: str) -> list:
+        values = X[name].tolist()            # a nullable column's missing value: pd.NA here,
+        if not X[name].hasnans:              # None in to_dict
+            return values
+        return [None if v is pd.NA else v for v in values]
+
+    cols = list(X.columns)
+    return [dict(zip(cols, values)) for values in zip(*(column(c) for c in cols))]
+
+
 def batch_from_row(row: dict) -> BatchDescriptor:
     """The BatchDescriptor a step record describes."""
     return BatchDescriptor(
@@ -167,5 +183,5 @@ def read_parquet(path: str | Path, required: tuple[str, ...] | list[str] = ()) -
 
 
 __all__ = ["join_runs", "read_parquet", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed",
-           "batch_from_row", "drafter_of", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
+           "batch_from_row", "drafter_of", "records", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
            "select_version", "version_of"]

@@ -352,3 +352,37 @@ def test_default_calibration_follows_the_vllm_version():
     assert load_cost_model("llama-3.1-8b", "h200", vllm_version="0.33").label == \
         "calibrated h200-vllm033"
     assert load_cost_model("llama-3.1-8b", "h200").label == "calibrated h200-vllm033"
+
+
+def test_step_records_rows_are_what_to_dict_gives():
+    """records() (the fit's fast row reader) gives to_dict("records")'s values and types, NaN
+    and missing values included, on every column kind a record frame holds."""
+    import math
+
+    import pandas as pd
+
+    from simkit.costmodel.step_records import records
+
+    X = pd.DataFrame({"run_id": pd.array(["a", None, "c"], dtype="string"),
+                      "num_reqs": [1, 2, 3], "t_step_s": [0.5, float("nan"), 1.5],
+                      "async_scheduling": [True, False, True],
+                      "k": pd.array([4, None, 8], dtype="Int64"), "config": ["x", "y", None],
+                      "t_force_s": pd.array([None, 0.1, 0.2], dtype="Float64"),
+                      "force_copy": pd.array([True, None, False], dtype="boolean")},
+                     index=[10, 3, 7])
+    want, got = X.to_dict("records"), records(X)
+    assert len(got) == len(want) == 3
+    for w, g in zip(want, got):
+        assert list(g) == list(w)
+        for key in w:
+            a, b = w[key], g[key]
+            assert type(a) is type(b), (key, a, b)
+            assert a is b or a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+
+
+def test_async_runner_coefficients_are_built_once_and_replace_the_shared_ones():
+    c = Coefficients(async_runner=(("sched_step_s", 1e-3),))
+    a = c.for_async_runner()
+    assert a is c.for_async_runner() and a.sched_step_s == 1e-3 and a.async_runner == ()
+    assert a == dataclasses.replace(c, async_runner=(), sched_step_s=1e-3)
+    assert Coefficients().for_async_runner() == Coefficients()
