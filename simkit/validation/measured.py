@@ -68,7 +68,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000, calibration: str | Non
     import pandas as pd
 
     from simkit.costmodel import load_cost_model
-    from simkit.costmodel.step_records import batch_from_row
+    from simkit.costmodel.step_records import batch_from_row, records
 
     out = []
     models: dict[tuple, Any] = {}
@@ -80,7 +80,7 @@ def step_comparison(steps, max_steps_per_run: int = 2000, calibration: str | Non
             models[key] = load_cost_model(first["model"], hw, tp=int(first["tp"]),
                                           calibration=calibration)
         cost = models[key]
-        for row in grp.head(max_steps_per_run).to_dict("records"):
+        for row in records(grp.head(max_steps_per_run)):
             if row.get("t_step_s") is None or row["t_step_s"] != row["t_step_s"]:
                 continue
             pred = cost.step_cost(batch_from_row(row))
