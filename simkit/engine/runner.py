@@ -46,7 +46,8 @@ class Cell:
 class Job:
     """One simulation of a cell: configuration, seed, load and request count. `shuffle` False
     keeps the workload's request order (a measured run replayed request by request);
-    `window_start_completion` as simulate's (None: the concurrency-th completion)."""
+    `window_start_completion` and `other_window_starts` as simulate's (None: the
+    concurrency-th completion)."""
 
     spec: SpecConfig
     seed: int
@@ -54,6 +55,7 @@ class Job:
     num_requests: int | None
     shuffle: bool = True
     window_start_completion: int | None = None
+    other_window_starts: tuple[int, ...] = ()
 
 
 @dataclass
@@ -116,7 +118,8 @@ def _simulate(cell: Cell, history: tuple, job: Job) -> RunResult:
     return simulate(cell.workload, cell.cost, cell.engine, job.spec, load=job.load, seed=job.seed,
                     num_requests=job.num_requests, shuffle=job.shuffle,
                     window_start_completion=job.window_start_completion,
-                    cached_prefixes=prefixes, repeat_prompts=repeated)
+                    cached_prefixes=prefixes, repeat_prompts=repeated,
+                    other_window_starts=job.other_window_starts)
 
 
 def _run_registered(key: int, job: Job) -> RunResult:

@@ -45,6 +45,7 @@ class _Progress:
     last_arrival: float = 0.0
     done: int = 0
     warm_done_at: float | None = None
+    done_at: dict[int, float] = field(default_factory=dict)   # completion count -> when
 
 
 @dataclass
@@ -64,6 +65,9 @@ class RunResult:
     # prompt tokens admitted, hit_tokens, prompt_tokens, prefill_tokens (scheduled prefill
     # tokens over all steps), evicted_blocks, preloaded_blocks
     prefix: dict | None = None
+    # closed loop: completion count -> the run's metrics over the window opening there
+    # (simulate's other_window_starts)
+    other_windows: dict[int, RunMetrics] = field(default_factory=dict)
 
 
 def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int,
@@ -125,11 +129,15 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
              num_requests: int | None = None, keep_steps: bool = False, shuffle: bool = True,
              window_start_completion: int | None = None,
              cached_prefixes: Sequence[Sequence[int]] | None = None,
-             repeat_prompts: bool | frozenset[int] = False) -> RunResult:
+             repeat_prompts: bool | frozenset[int] = False,
+             other_window_starts: Sequence[int] = ()) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
     the concurrency-th; 1 = the measured records' rule, calibrate.records.steady_window).
+    `other_window_starts` (closed loop): the same run summarised again over the window opening
+    at each of these completions (RunResult.other_windows), from the one trajectory: the window
+    decides only what is counted, never what is simulated.
 
     Prefix caching (cfg.prefix_caching, on by default as in vLLM) needs the workload's prompt
     block hashes (Workload.block_hashes); without them every prompt token is prefilled and the
@@ -157,8 +165,10 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     env = simpy.Environment()
     state = _Progress()
     warm_count = None
+    marks: frozenset[int] = frozenset()
     if isinstance(load, ClosedLoop):
         warm_count = window_start_completion or load.concurrency
+        marks = frozenset(other_window_starts)
 
     def submit() -> Req | None:
         j = state.next
@@ -187,6 +197,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         state.done += 1
         if warm_count is not None and state.done == warm_count:
             state.warm_done_at = now
+        if state.done in marks:
+            state.done_at[state.done] = now
         if req.event is not None:
             req.event.succeed()
 
@@ -240,11 +252,14 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
     metrics = summarize(rec, window, sched.preemptions)
+    others = {n: summarize(rec, None if n not in state.done_at else
+                           (state.done_at[n], state.last_arrival), sched.preemptions)
+              for n in sorted(marks)}
     if pc is not None:
         prefix.update(hit_rate=sched.hit_tokens / sched.query_tokens if sched.query_tokens else 0.0,
                       hit_tokens=sched.hit_tokens, prompt_tokens=sched.query_tokens,
                       prefill_tokens=prefill[0], evicted_blocks=pc.evicted)
-    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix)
+    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix, others)
 
 
 def _prefix_setup(workload: Workload, cfg: EngineConfig,

@@ -76,7 +76,11 @@ def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: 
     check = check_against_run(reqs, run, st)
     meas = measured_figures(run, st)
     hist = history or run_history(run)
-    preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist)
+    conc = int(run["concurrency"])
+    # seed 0 also yields the engine's default window (from the concurrency-th completion): the
+    # same simulation counted from a later completion, not a second simulation
+    preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist,
+                         other_window_starts=(conc,) if s == 0 else ())
              for s in range(max(1, seeds))]
     tok = [p.output_tok_s for p in preds]
     pred = preds[0]
@@ -111,9 +115,7 @@ def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: 
         stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
                             calibration=calibration, history=hist)
         cell["predicted_tok_s_stock_async"] = stock.output_tok_s
-    eng = predict_run(reqs, run, ordering=ordering, calibration=calibration,
-                      window_start_completion=int(run["concurrency"]), history=hist)
-    cell["predicted_tok_s_engine_window"] = eng.output_tok_s
+    cell["predicted_tok_s_engine_window"] = pred.other_window_tok_s[conc]
     if spec and compare_orderings:
         other = next(o for o in ORDERINGS if o != ordering)
         cell[f"predicted_accepted_per_step_{other}"] = predict_run(

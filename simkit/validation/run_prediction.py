@@ -69,19 +69,24 @@ class RunPrediction:
     mean_step_ms: float
     window_kind: str
     prefix: dict | None = None        # RunResult.prefix (hit rate, predicted prefill tokens)
+    # completion count -> output tok/s over the window opening there (predict_run's
+    # other_window_starts: the same simulation, counted from a later completion)
+    other_window_tok_s: dict[int, float] = dataclasses.field(default_factory=dict)
 
 
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Ordering.CONCURRENT,
                 sync: bool | None = None, serial_frontend: bool = True, seed: int = 0,
                 calibration: str | None = None, window_start_completion: int = 1,
                 history: History | None = None, prefix_caching: bool = True,
-                cached_prefixes: list | None = None, in_loop: bool = False) -> RunPrediction:
+                cached_prefixes: list | None = None, in_loop: bool = False,
+                other_window_starts: tuple[int, ...] = ()) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
     `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
     history; simkit.validation.prefix.history_prefixes). `in_loop`: the suffix drafter drafts on
     the simulated steps (simkit.drafters.suffix.in_loop) instead of reading a table built in
-    `ordering` (cold runs only)."""
+    `ordering` (cold runs only). `other_window_starts`: the same simulation's tok/s also over
+    the windows opening at these completions (RunPrediction.other_window_tok_s)."""
     from simkit.engine.runner import Cell, Job, engine_config, run_jobs
     from simkit.engine.sim import ClosedLoop
 
@@ -99,11 +104,13 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Orderin
     # cache with what it left there (the repeated prompts, as served) unless cached_prefixes
     workload = run_workload(reqs, run, ordering, history, in_loop=in_loop)
     job = Job(spec_of(run), seed, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
-              window_start_completion=window_start_completion)
+              window_start_completion=window_start_completion,
+              other_window_starts=tuple(other_window_starts))
     res, = run_jobs(Cell(workload, cost, cfg, cached_prefixes), [job], workers=1)
     m = res.metrics
     return RunPrediction(m.output_tok_s, m.mean_accepted, m.window_end_s - m.window_start_s,
-                         m.mean_step_ms, m.window_kind, res.prefix)
+                         m.mean_step_ms, m.window_kind, res.prefix,
+                         {n: w.output_tok_s for n, w in res.other_windows.items()})
 
 
 def measured_figures(run: dict[str, Any], steps) -> dict[str, float]:

@@ -168,10 +168,13 @@ def test_compiled_prelude_equals_the_reference_engine(chat_slice):
     for h in ("repeat:0.5", "hot,diverge:40"):
         for params in (SuffixParams(), SuffixParams(max_cached_requests=5)):
             pre = prelude_outputs(chat_slice, parse_history(h))
-            ref = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="python")
-            fast = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="compiled")
-            assert np.array_equal(np.asarray(ref.accepted), np.asarray(fast.accepted)), h
-            assert np.array_equal(np.asarray(ref.drafted), np.asarray(fast.drafted)), h
+            for kw in ({}, {"ordering": "concurrent", "concurrency": 6}):
+                ref = build_table(chat_slice, kmax=8, prelude=pre, params=params, engine="python",
+                                  **kw)
+                fast = build_table(chat_slice, kmax=8, prelude=pre, params=params,
+                                   engine="compiled", **kw)
+                assert np.array_equal(np.asarray(ref.accepted), np.asarray(fast.accepted)), h
+                assert np.array_equal(np.asarray(ref.drafted), np.asarray(fast.drafted)), h
 
 
 def test_history_list_keeps_diverge_with_its_history():

@@ -66,6 +66,21 @@ def test_concurrent_tables_equal_reference(data, params, kmax, conc):
     _same(build_table(reqs, engine="compiled", **kw), build_table(reqs, engine="python", **kw))
 
 
+@settings(max_examples=150, deadline=None)
+@given(data=pairs, params=param_st, kmax=st.integers(1, 16), conc=st.integers(1, 5),
+       prelude=st.lists(st.lists(st.integers(0, 4), min_size=0, max_size=30), max_size=5))
+def test_concurrent_tables_after_a_prelude_equal_reference(data, params, kmax, conc, prelude):
+    """A request history (responses served before) under the concurrent ordering: the compiled
+    replay inserts them first as the reference does, FIFO eviction of prelude responses included."""
+    reqs = _reqs(data)
+    pre = [np.array(o, np.int32) for o in prelude]
+    kw = dict(params=params, kmax=kmax, ordering="concurrent", concurrency=conc, prelude=pre)
+    seen: list[int] = []
+    _same(build_table(reqs, engine="compiled", progress=seen.append, **kw),
+          build_table(reqs, engine="python", **kw))
+    assert sum(seen) == sum(len(r.output_ids) for r in reqs)
+
+
 @settings(max_examples=100, deadline=None)
 @given(data=pairs, params=param_st, picks=st.lists(st.booleans(), min_size=7, max_size=7))
 def test_warm_tables_equal_reference(data, params, picks):

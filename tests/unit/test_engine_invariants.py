@@ -119,6 +119,27 @@ def test_steady_window_excludes_warmup_and_drain():
     assert 0 < m.window_start_s < m.window_end_s < m.sim_time_s
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(w=workloads(), name=st.sampled_from(sorted(CONFIGS)), conc=st.integers(1, 6),
+       seed=st.integers(0, 3), starts=st.lists(st.integers(1, 40), max_size=3))
+def test_other_windows_equal_a_run_with_that_window(w, name, conc, seed, starts):
+    """One simulation summarised over other windows gives, per window, exactly the metrics of a
+    simulation run with that window (the window never changes the trajectory)."""
+    def text(m) -> str:                  # NaN-safe equality (NaN figures on tiny runs)
+        return json.dumps(m.to_dict(), sort_keys=True)
+
+    kw = dict(load=ClosedLoop(conc), num_requests=24, seed=seed, shuffle=False)
+    one = simulate(w, LinearCost(), EngineConfig(), CONFIGS[name], window_start_completion=1,
+                   other_window_starts=starts, **kw)
+    assert text(one.metrics) == text(simulate(w, LinearCost(), EngineConfig(), CONFIGS[name],
+                                              window_start_completion=1, **kw).metrics)
+    assert sorted(one.other_windows) == sorted(set(starts))
+    for n in starts:
+        alone = simulate(w, LinearCost(), EngineConfig(), CONFIGS[name], window_start_completion=n,
+                         **kw)
+        assert text(one.other_windows[n]) == text(alone.metrics), n
+
+
 @settings(max_examples=20, deadline=None)
 @given(w=workloads(), name=st.sampled_from(sorted(CONFIGS)), conc=st.integers(1, 6),
        seed=st.integers(0, 3))

@@ -110,15 +110,30 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int, rowba
 
 def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowbase: np.ndarray,
                       acc: np.ndarray, dr: np.ndarray, concurrency: int,
-                      progress: Callable[[int], None] | None) -> None:
-    """Round-robin replay of `concurrency` in-flight requests (one output token per tick) into acc/dr."""
-    from simkit.drafters.suffix.kernels import concurrent_all
+                      progress: Callable[[int], None] | None, prelude: Sequence = ()) -> None:
+    """Round-robin replay of `concurrency` in-flight requests (one output token per tick) into acc/dr.
+    `prelude`: responses inserted into the global tree first, in order, each complete before the
+    replay starts (a request history; the same insert-only walk as the sequential replay's)."""
+    from simkit.drafters.suffix.kernels import concurrent_all, sequential_chunk
+    from simkit.drafters.suffix.replay import _Response
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
+    first = len(prelude)
+    if first:
+        empty = np.zeros(0, np.int32)
+        requests = [_Response(empty, np.asarray(o, np.int32)) for o in prelude] + list(requests)
+        rowbase = np.concatenate([np.full(first, -1, np.int64), rowbase])
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
-    concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, concurrency,
+    if first:
+        from simkit.drafters.suffix.core import new_forest
+
+        T, _ = sequential_chunk(T, new_forest(2, 4, 2), D, fifo, live, glen, flat, pbase, plen,
+                                olen, rowbase, 0, first, params.max_tree_depth,
+                                params.max_cached_requests, caps, minp, kmax, acc, dr)
+    concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, first, concurrency,
                    params.max_tree_depth, params.max_cached_requests, caps, minp, kmax, acc, dr)
     if progress:
-        for n_out in olen:
+        for n_out in olen[first:]:
             if n_out:
                 progress(int(n_out))
+

@@ -267,9 +267,10 @@ def sequential_chunk(T, TL, D, fifo, live, glen, flat, pbase, plen, olen, rowbas
 
 
 @njit(cache=True)
-def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, conc,
+def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, first, conc,
                    depth, maxc, caps, minp, kmax, acc, dr):
-    """The whole concurrent (round-robin, one token per tick) replay. Returns the forest."""
+    """The whole concurrent (round-robin, one token per tick) replay of requests first.. (those
+    before `first` are a prelude sequential_chunk already inserted). Returns the forest."""
     n_req = olen.shape[0]
     gbase = pbase + plen
     lact = np.zeros((conc, depth), np.int64)
@@ -286,7 +287,7 @@ def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, con
     S = _scratch(kmax, depth)
     dbuf = np.zeros(kmax, np.int64)
     abuf = np.zeros(kmax, np.int64)
-    nxt = 0
+    nxt = first
     while True:
         # start requests while slots are free (queue = non-empty requests in order)
         while nact < conc:

@@ -152,15 +152,15 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, offse
                       acc: np.ndarray, dr: np.ndarray, concurrency: int,
                       progress: Callable[[int], None] | None, *, engine: str | None = None,
                       prelude: Sequence = ()) -> None:
-    """Round-robin replay of `concurrency` in-flight requests (see the module docstring).
-    A prelude runs on the reference engine (the compiled one has no insert-only barrier)."""
+    """Round-robin replay of `concurrency` in-flight requests (see the module docstring), after
+    the `prelude` responses entered the global tree."""
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
-    if resolve_engine(engine) == "compiled" and not len(prelude):
+    if resolve_engine(engine) == "compiled":
         from simkit.drafters.suffix.compiled import replay_concurrent as compiled
 
         compiled(requests, params, kmax, np.asarray(offsets[:len(requests)], np.int64), acc, dr,
-                 concurrency, progress)
+                 concurrency, progress, prelude)
         return
     cache = SuffixCache(params)
     insert_prelude(cache, prelude)
