@@ -44,6 +44,7 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
         raise ValueError("kmax must be in 1..255 (uint8 table)")
     if ordering not in ORDERINGS:
         raise ValueError(f"ordering must be one of {', '.join(ORDERINGS)}")
+    ordering = Ordering(ordering)            # a library caller's text as the member
     impl = get_drafter(drafter)
     plen, olen, offsets, acc, dr = _alloc(requests, kmax)
     params = params or impl.default_params()

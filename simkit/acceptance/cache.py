@@ -43,7 +43,7 @@ def requests_fingerprint(requests: Sequence) -> str:
     return h.hexdigest()
 
 
-def table_key(requests: Sequence, drafter: str, params: dict, kmax: int, ordering: str) -> str:
+def table_key(requests: Sequence, drafter: str, params: dict, kmax: int, ordering: Ordering) -> str:
     spec = json.dumps({"v": BUILD_VERSION, "drafter": drafter, "params": params, "kmax": kmax,
                        "ordering": ordering}, sort_keys=True)
     return hashlib.sha256((requests_fingerprint(requests) + spec).encode()).hexdigest()[:32]
@@ -107,7 +107,7 @@ def load_or_build(path: Path, build, *, total: int, label: str, model: str, corp
 def warm_path(requests: Sequence, sample: Sequence[int], params, kmax: int) -> Path:
     """Where cached_warm_table keeps the warm table of `sample` (SuffixParams `params`)."""
     spec = {**params.as_dict(), "tree": "warm", "sample": [int(i) for i in sample]}
-    return store_dir() / f"suffix-warm-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, 'sequential')}"
+    return store_dir() / f"suffix-warm-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, Ordering.SEQUENTIAL)}"
 
 
 def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None, kmax: int = 16,

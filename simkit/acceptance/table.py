@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simkit.choices import Ordering
+
 
 @dataclass
 class AcceptanceTable:
@@ -22,13 +24,16 @@ class AcceptanceTable:
     drafter: str
     params: dict
     kmax: int
-    ordering: str                       # "sequential" or "concurrent"
+    ordering: Ordering                  # how the replay interleaved the requests
     prompt_len: np.ndarray              # (n_req,) int32
     output_len: np.ndarray              # (n_req,) int32
     offsets: np.ndarray                 # (n_req + 1,) int64 into the row axis
     accepted: np.ndarray                # (rows, kmax) uint8
     drafted: np.ndarray                 # (rows, kmax) uint8
     provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ordering = Ordering(self.ordering)     # text (a file's meta, a caller) as the member
 
     @property
     def num_requests(self) -> int:
@@ -111,11 +116,12 @@ def load_table(path) -> AcceptanceTable:
             arrays = {name: z[name] for name in _ARRAYS}
         with zipfile.ZipFile(path) as zf:
             meta = json.loads(zf.read("meta.json"))
+        table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"],
+                                drafter=meta["drafter"], params=meta["params"],
+                                kmax=int(meta["kmax"]), ordering=meta["ordering"],
+                                provenance=meta.get("provenance", {}), **arrays)
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise InputError(f"not a readable acceptance table ({exc})", path=str(path)) from exc
-    table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"], drafter=meta["drafter"],
-                            params=meta["params"], kmax=int(meta["kmax"]), ordering=meta["ordering"],
-                            provenance=meta.get("provenance", {}), **arrays)
     rows = int(table.offsets[-1]) if len(table.offsets) else 0
     if table.accepted.shape != (rows, table.kmax) or table.drafted.shape != (rows, table.kmax):
         raise InputError("row count does not match offsets", path=str(path), field="accepted")

@@ -97,7 +97,7 @@ def extend_capped(workload: Workload, max_tokens: int) -> Workload:
     out_len = (next(iter(tables.values())).output_len.copy() if tables
                else new_len.astype(np.int32))
     prov = dict(workload.provenance)
-    prov["capped_outputs"] = "extend"
+    prov["capped_outputs"] = CappedMode.EXTEND
     # prompts are unchanged, so their block hashes carry over (dropping them used to turn
     # prefix caching off silently under extend, even on a corpus with no capped request)
     return Workload(np.asarray(workload.prompt_len, np.int32).copy(), out_len, tables,

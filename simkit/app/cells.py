@@ -16,7 +16,7 @@ from simkit.app.options import RunOptions
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.engine.workload import Workload
 from simkit.history import History, parse_history
-from simkit.choices import CappedMode, ProfileSource
+from simkit.choices import CappedMode, Ordering, ProfileSource
 
 _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 
@@ -81,12 +81,12 @@ def run_history(run: dict[str, Any]) -> History:
     return parse_history("cold" if h is None or h != h or h == "" else str(h))
 
 
-def run_workload(reqs: list, run: dict[str, Any], ordering: str,
+def run_workload(reqs: list, run: dict[str, Any], ordering: Ordering,
                  history: History | None = None, in_loop: bool = False) -> Workload:
     """Workload of exactly these requests; suffix table built over them in this order after the
     run's history (cold: an empty global tree, the run reset it; hot / repeat:P: the repeated
-    responses first, as calibrate.passes served them), `ordering` "concurrent" at the run's
-    concurrency or "sequential". `history` overrides the run's own. Prompt block hashes ride
+    responses first, as calibrate.passes served them), in `ordering`: concurrent at the run's
+    concurrency, or sequential. `history` overrides the run's own. Prompt block hashes ride
     along for prefix caching, and the history for the prompts it left in the prefix cache.
     `in_loop`: no table; the engine drafts on its own trajectory (simkit.drafters.suffix.in_loop,
     the run's drafter settings), from the empty tree of a cold run (the only history it takes)."""

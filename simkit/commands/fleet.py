@@ -84,11 +84,7 @@ def plan_cmd(
     for name, val in (("ttft-p99-ms", ttft), ("tpot-p99-ms", tpot),
                       ("gpu-hour-price", gpu_hour_price)):
         positive_rate(val, name)
-    check_policies(policies)
-    from simkit.executors import check_executor
-    from simkit.fleet.replica import check_ordering
-
-    ordering, executor = check_ordering(ordering), check_executor(executor)
+    check_policies(policies)                 # --ordering and --executor: Typer checked them
     traffic = TrafficSpec(rate, duration, cv, daily_amplitude, period, popularity, repeat_share,
                           reuse_distance, zipf_s, seed).check()
     from simkit.engine.config import parse_configs

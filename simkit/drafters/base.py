@@ -22,6 +22,8 @@ import importlib
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
+from simkit.choices import Ordering
+
 if TYPE_CHECKING:                    # type hints only (keeps this module free of NumPy)
     import numpy as np
 
@@ -49,14 +51,14 @@ class Drafter(ABC):
 
     @abstractmethod
     def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
-               accepted: np.ndarray, drafted: np.ndarray, *, ordering: str, concurrency: int,
+               accepted: np.ndarray, drafted: np.ndarray, *, ordering: Ordering, concurrency: int,
                progress: Callable[[int], None] | None, engine: str | None,
-               prelude: Sequence) -> str:
+               prelude: Sequence) -> Ordering:
         """Fill `drafted[row, K-1]` = d(t, K) and `accepted[row, K-1]` = a(t, K) for every
         request (rows offsets[r] + t) and K = 1..kmax, replaying the requests in `ordering`
-        ("sequential" or "concurrent" at `concurrency`) after the `prelude` responses; call
+        (sequential, or concurrent at `concurrency`) after the `prelude` responses; call
         `progress(n)` with each request's output tokens. Returns the ordering it used (a drafter
-        whose drafts depend on the request alone replays "sequential" whatever is asked)."""
+        whose drafts depend on the request alone replays sequential whatever is asked)."""
 
     def label(self, k: int) -> str:
         """Row label of the unpadded config at cap K: the name at its default K, else name-K."""

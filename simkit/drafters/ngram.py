@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from simkit.choices import Ordering
 from simkit.drafters.base import NGRAM_DRAFTER, Drafter, register
 
 
@@ -101,9 +102,9 @@ class NgramDrafter(Drafter):
         return NgramParams()
 
     def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
-               accepted: np.ndarray, drafted: np.ndarray, *, ordering: str, concurrency: int,
+               accepted: np.ndarray, drafted: np.ndarray, *, ordering: Ordering, concurrency: int,
                progress: Callable[[int], None] | None, engine: str | None,
-               prelude: Sequence) -> str:
+               prelude: Sequence) -> Ordering:
         """Every request's rows from its own prompt and output (ordering and prelude do not
         matter: the result is the sequential table)."""
         for r, req in enumerate(requests):
@@ -113,4 +114,4 @@ class NgramDrafter(Drafter):
             accepted[lo:hi] = a
             if progress:
                 progress(len(req.output_ids))
-        return "sequential"
+        return Ordering.SEQUENTIAL

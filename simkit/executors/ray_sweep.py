@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from simkit.choices import Executor
 from simkit.errors import InputError
 
 
@@ -75,5 +76,5 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
     written, not_written = write_artefacts(frame, out)
     failed = {k: v for res in results for k, v in res["failed"].items()}
     return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
-            "frame": frame, "written": written, "not_written": not_written, "executor": "ray", "address": address or "local",
+            "frame": frame, "written": written, "not_written": not_written, "executor": Executor.RAY, "address": address or "local",
             "cluster_cpus": resources.get("CPU")}

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simkit.choices import FleetOrdering
 from simkit.whatif.common import clean
 
 COLUMNS = ["policy", "config", "replicas", "gpus", "ttft_ms_p99", "tpot_ms_p99", "tok_s_per_gpu",
@@ -77,10 +78,10 @@ def notes(doc: dict) -> list[str]:
               f"fewest replicas by doubling from 1 then bisection, up to {f['max_replicas']}"),
            ("history per replica: its own suffix tree (the drafter drafting on the replica's "
             "simulated steps, as vLLM's proposer does, over its own stream" if f["ordering"] ==
-            "in-loop" else
+            FleetOrdering.IN_LOOP else
             "history per replica: its own suffix tree (the drafter replayed over its own stream, "
             "in arrival order, " + (f"concurrent at {f['concurrency']} in flight"
-                                    if f["ordering"] == "concurrent" else "sequential"))
+                                    if f["ordering"] == FleetOrdering.CONCURRENT else "sequential"))
            + ") and prefix cache; effective repeat share = requests whose earlier response was "
            "in that replica's tree; accepted/step = accepted drafts per decode request-step",
            f"tok/s per GPU and cost: the traffic's output tokens ({f['offered_out_tok_s']:,.0f} "

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simkit.choices import Ordering
+
 MODEL = "llama-3.1-8b"
 CORPUS = "code-reasoning"
 UNIQUE = 64
@@ -90,7 +92,7 @@ def validate_fleet(root=None, calibration: str | None = None,
         check = check_against_run(reqs, run, s)
         spec = str(run["config"]) != "vanilla"
         pred = predict_run(reqs, run, calibration=calibration, in_loop=True)
-        table = predict_run(reqs, run, ordering="concurrent", calibration=calibration) \
+        table = predict_run(reqs, run, ordering=Ordering.CONCURRENT, calibration=calibration) \
             if spec else None
         meas = measured_figures(run, s)
         measured = meas["accepted_per_step"] if spec else None

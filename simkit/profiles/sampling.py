@@ -105,10 +105,12 @@ def request_stats(table, capped: Sequence[bool], ks: tuple[int, ...] = CAL_KS) -
 
 def _stats_path(requests: Sequence, params, kmax: int, ks: tuple[int, ...]) -> Path:
     from simkit.acceptance.cache import store_dir, table_key
+    from simkit.choices import Ordering
     from simkit.drafters.base import SUFFIX_DRAFTER
 
     spec = {**params.as_dict(), "tree": "warm", "stats": STATS_VERSION, "ks": list(ks)}
-    return store_dir() / f"suffix-warmstats-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, 'sequential')}.npz"
+    key = table_key(requests, SUFFIX_DRAFTER, spec, kmax, Ordering.SEQUENTIAL)
+    return store_dir() / f"suffix-warmstats-{key}.npz"
 
 
 def cached_request_stats(requests: Sequence, *, params=None, kmax: int = 16, model: str = "",

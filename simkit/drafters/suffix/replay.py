@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER, Drafter, register
 from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
 
@@ -44,11 +45,11 @@ class SuffixDrafter(Drafter):
         return SuffixParams()
 
     def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
-               accepted: np.ndarray, drafted: np.ndarray, *, ordering: str, concurrency: int,
+               accepted: np.ndarray, drafted: np.ndarray, *, ordering: Ordering, concurrency: int,
                progress: Callable[[int], None] | None, engine: str | None,
-               prelude: Sequence) -> str:
+               prelude: Sequence) -> Ordering:
         """Sequential or concurrent replay through SuffixCache (see the module docstring)."""
-        if ordering == "sequential":
+        if ordering is Ordering.SEQUENTIAL:
             replay_sequential(requests, params, kmax, offsets, accepted, drafted, progress,
                               engine=engine, prelude=prelude)
         else:
