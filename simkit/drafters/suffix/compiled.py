@@ -7,6 +7,7 @@ numba compiles them on first use and caches the machine code (cache=True) next t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -16,6 +17,14 @@ from simkit.drafters.suffix.tree import MAX_TOKEN, f32, spec_cap
 
 CHUNK_TOKENS = 100_000        # output tokens per kernel call between progress callbacks
 FOREST_SIZES = (1 << 12, 1 << 14, 1 << 13)   # initial nodes, child-pool slots, hash slots (tests shrink them)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A prelude response as a request the replay only inserts (no prompt, never drafted)."""
+
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
 
 
 def _ids(arr, r: int, field: str) -> np.ndarray:
@@ -115,13 +124,12 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowba
     `prelude`: responses inserted into the global tree first, in order, each complete before the
     replay starts (a request history; the same insert-only walk as the sequential replay's)."""
     from simkit.drafters.suffix.kernels import concurrent_all, sequential_chunk
-    from simkit.drafters.suffix.replay import _Response
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
     first = len(prelude)
     if first:
         empty = np.zeros(0, np.int32)
-        requests = [_Response(empty, np.asarray(o, np.int32)) for o in prelude] + list(requests)
+        requests = [Response(empty, np.asarray(o, np.int32)) for o in prelude] + list(requests)
         rowbase = np.concatenate([np.full(first, -1, np.int64), rowbase])
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
     if first:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -68,14 +67,6 @@ def resolve_engine(engine: str | None = None) -> str:
     return engine
 
 
-@dataclass(frozen=True)
-class _Response:
-    """A prelude response as a request the replay only inserts (no prompt, never drafted)."""
-
-    prompt_ids: np.ndarray
-    output_ids: np.ndarray
-
-
 def insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:
     """Responses served before the replay enter the global tree in order (FIFO eviction as usual)."""
     for j, out in enumerate(prelude):
@@ -93,6 +84,7 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
     Rows of request r start at offsets[r] (row_of[r] with row_of). `engine`: see resolve_engine.
     `prelude`: responses inserted before the first request (compiled: as insert-only requests)."""
     if resolve_engine(engine) == "compiled":
+        from simkit.drafters.suffix.compiled import Response
         from simkit.drafters.suffix.compiled import replay_sequential as compiled
 
         if row_of is None:
@@ -104,7 +96,7 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
                     rowbase[r] = row
         if len(prelude):
             empty = np.zeros(0, np.int32)
-            pre = [_Response(empty, np.asarray(o, np.int32)) for o in prelude]
+            pre = [Response(empty, np.asarray(o, np.int32)) for o in prelude]
             requests = pre + list(requests)
             rowbase = np.concatenate([np.full(len(pre), -1, np.int64), rowbase])
         compiled(requests, params, kmax, rowbase, acc, dr,
