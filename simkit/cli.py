@@ -119,8 +119,10 @@ def main(argv: list[str] | None = None) -> None:
     Ctrl-C prints one line and exits 130.
     `--debug` (or SIMKIT_DEBUG=1) lets the traceback through instead. Simulations report to
     one progress tracker per command (simkit.progress: a bar on a terminal's stderr)."""
+    from simkit.interrupt import install
     from simkit.progress import tracking
 
+    install()
     with tracking():
         _run(argv)
 
@@ -167,7 +169,10 @@ def _run(argv: list[str] | None) -> None:
         typer.echo(f"error: internal error {type(exc).__name__}: {_one_line(exc)} "
                    "(a simkit bug; rerun with --debug for the traceback)", err=True)
         sys.exit(1)
-    if code == INTERRUPTED:                  # Typer's silent answer to a Ctrl-C
+    from simkit.interrupt import interrupted
+
+    # Typer's silent answer to a Ctrl-C, or a Ctrl-C some library swallowed (simkit.interrupt)
+    if code == INTERRUPTED or interrupted():
         _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -39,7 +39,12 @@ class Tracker:
             self._bar.update(self._task, total=self._bar.tasks[0].total + n)
 
     def finished(self, n: int = 1) -> None:
+        """`n` simulations are done; a Ctrl-C lost on the way is raised here
+        (simkit.interrupt)."""
+        from simkit.interrupt import check
+
         self.done += n
+        check()
         if self._task is not None:
             self._bar.advance(self._task, n)
 

@@ -167,6 +167,8 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
                 progress(1)
         return out
     fork = "fork" in mp.get_all_start_methods()
+    from simkit.interrupt import result
+
     key = next(_KEYS)
     _CELLS[key] = (cell, history)
     try:
@@ -178,7 +180,7 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
             out = []
             try:
                 for fut in futures:
-                    out.append(fut.result())
+                    out.append(result(fut))
                     if progress:
                         progress(1)
             except KeyboardInterrupt:

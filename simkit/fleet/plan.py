@@ -110,12 +110,13 @@ class Fleet:
         from concurrent.futures import ProcessPoolExecutor
 
         from simkit.engine.runner import ignore_sigint, stop_pool
+        from simkit.interrupt import result
 
         groups = [jobs[g::self.workers] for g in range(self.workers)]
         with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
                                  initializer=ignore_sigint) as pool:
             try:
-                parts = list(pool.map(run_group, groups))
+                parts = [result(f) for f in [pool.submit(run_group, g) for g in groups]]
             except KeyboardInterrupt:          # end the workers now, not after their groups
                 stop_pool(pool)
                 raise

@@ -36,6 +36,7 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
     """[fn(row) for row in rows], on up to `workers` forked processes (default: all cores);
     progress(run_id) as each result arrives, in order."""
     from simkit.engine.runner import stop_pool
+    from simkit.interrupt import result
     from simkit.progress import current, detached
 
     tracker = current()
@@ -65,7 +66,7 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
             out = []
             try:
                 for row, fut in zip(rows, futures):
-                    out.append(fut.result())
+                    out.append(result(fut))
                     done(row)
             except KeyboardInterrupt:
                 stop_pool(pool)

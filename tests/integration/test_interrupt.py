@@ -81,11 +81,6 @@ def test_ctrl_c_stops_a_slow_readme_command_at_once(argv, needs, tmp_path):
     before, fleet plan's workers ran their whole replica groups first), no process left."""
     if needs == "raw" and traces_src_dir() is None:
         pytest.skip("needs the raw traces (../shared/traces-src)")
-    if argv[0] == "fleet" and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-        # open defect: in the whole suite on 2 busy cores, fleet plan twice ran on to its result
-        # (exit 0) after the Ctrl-C, cause not found yet; alone (-n 0) it stops within a second
-        pytest.skip("fleet plan's Ctrl-C is checked alone: pytest -n 0 -k fleet-plan "
-                    "tests/integration/test_interrupt.py (known to be missed on a busy machine)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("SIMKIT_DEBUG", None)
     proc = subprocess.Popen(
