@@ -23,8 +23,8 @@ def records():
     from simkit.costmodel.step_records import select_version
 
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 199 + 124         # vLLM 0.26 and 0.33 records
-    assert len(select_version(runs, "0.33")) == 124
+    assert runs is not None and len(runs) == 199 + 141         # vLLM 0.26 and 0.33 records
+    assert len(select_version(runs, "0.33")) == 141
     return steps, runs
 
 
