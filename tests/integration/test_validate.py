@@ -52,7 +52,7 @@ def test_requests_rebuilt_match_every_run(records):
         assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
         # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
         assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
-    assert checked == 199 + 100         # 0.33: 50 day-1 and 50 day-2 runs outside the fleet streams
+    assert checked == 199 + 117         # 0.33: 50 day-1 and 67 later runs outside the fleet streams
 
 
 @needs_traces
