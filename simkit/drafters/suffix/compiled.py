@@ -27,6 +27,14 @@ class Response:
     output_ids: np.ndarray
 
 
+def with_prelude(prelude: Sequence, requests: Sequence, rowbase: np.ndarray
+                 ) -> tuple[list, np.ndarray]:
+    """The prelude responses as insert-only requests ahead of `requests` (rows -1: never drafted)."""
+    empty = np.zeros(0, np.int32)
+    pre = [Response(empty, np.asarray(o, np.int32)) for o in prelude]
+    return pre + list(requests), np.concatenate([np.full(len(pre), -1, np.int64), rowbase])
+
+
 def _ids(arr, r: int, field: str) -> np.ndarray:
     a = np.asarray(arr)
     if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
@@ -128,9 +136,7 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowba
     rowbase = np.ascontiguousarray(rowbase, np.int64)
     first = len(prelude)
     if first:
-        empty = np.zeros(0, np.int32)
-        requests = [Response(empty, np.asarray(o, np.int32)) for o in prelude] + list(requests)
-        rowbase = np.concatenate([np.full(first, -1, np.int64), rowbase])
+        requests, rowbase = with_prelude(prelude, requests, rowbase)
     T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
     if first:
         from simkit.drafters.suffix.core import new_forest

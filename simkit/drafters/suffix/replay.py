@@ -84,8 +84,8 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
     Rows of request r start at offsets[r] (row_of[r] with row_of). `engine`: see resolve_engine.
     `prelude`: responses inserted before the first request (compiled: as insert-only requests)."""
     if resolve_engine(engine) == "compiled":
-        from simkit.drafters.suffix.compiled import Response
         from simkit.drafters.suffix.compiled import replay_sequential as compiled
+        from simkit.drafters.suffix.compiled import with_prelude
 
         if row_of is None:
             rowbase = np.asarray(offsets[:len(requests)], np.int64)
@@ -95,10 +95,7 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int,
                 if 0 <= r < len(requests):
                     rowbase[r] = row
         if len(prelude):
-            empty = np.zeros(0, np.int32)
-            pre = [Response(empty, np.asarray(o, np.int32)) for o in prelude]
-            requests = pre + list(requests)
-            rowbase = np.concatenate([np.full(len(pre), -1, np.int64), rowbase])
+            requests, rowbase = with_prelude(prelude, requests, rowbase)
         compiled(requests, params, kmax, rowbase, acc, dr,
                  _skip_prelude_progress(progress, prelude))
         return
