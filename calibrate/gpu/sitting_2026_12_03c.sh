@@ -12,11 +12,7 @@
 # usage: bash calibrate/gpu/sitting_2026_12_03c.sh E|F|G|H|I [BUDGET_S]     (records land in $OUT)
 set -uo pipefail
 PART=$1; BUDGET=${2:-560}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export ARGS="--tag v033-1203c" CAP=1024
-{ hostname; date -u +%FT%TZ; grep -m1 "model name" /proc/cpuinfo; nproc; } >> "$OUT/env.txt"
-if [ "$PART" != E ] && [ ! -f /root/site/vllm_offline_env.sh ]; then
-  echo "vLLM 0.33 is not installed on this machine (part E installs it)"; exit 3; fi
+. calibrate/gpu/sitting_start.sh v033-1203c E
 Q7="code:32:96:validation:hot,math:32:128:validation:hot"
 STD="chat:32:64:validation:hot,chat:64:128:validation,chat:8:24:validation"
 STD="$STD,code-reasoning:32:128:validation:hot,math:32:128:validation:repeat:0.5"

@@ -15,11 +15,7 @@
 # usage: bash calibrate/gpu/sitting_2026_12_03d.sh A|B|C|D [BUDGET_S]     (records land in $OUT)
 set -uo pipefail
 PART=$1; BUDGET=${2:-560}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export ARGS="--tag v033-1203d" CAP=1024
-{ hostname; date -u +%FT%TZ; grep -m1 "model name" /proc/cpuinfo; nproc; uptime; } >> "$OUT/env.txt"
-if [ "$PART" != A ] && [ ! -f /root/site/vllm_offline_env.sh ]; then
-  echo "vLLM 0.33 is not installed on this machine (part A installs it)"; exit 3; fi
+. calibrate/gpu/sitting_start.sh v033-1203d A
 LL="chat:32:64:validation:hot,code-reasoning:32:128:validation:hot"
 LL="$LL,math:32:128:validation:repeat:0.5,math:32:96:validation:cap=4096"
 Q7="code:32:96:validation:hot,math:32:128:validation:hot"
