@@ -385,6 +385,10 @@ def validate(
         print(f"predicting {len(fleet_runs)} fleet replica runs", file=sys.stderr)
         doc["fleet"] = report._clean(summary(validate_fleet(
             records, run_ids=list(fleet_runs["run_id"]))))
+    if not run_id:         # a figure of the whole records, beside the held-out MAPE
+        from simkit.validation.floor import repeat_floor
+
+        doc["repeat_floor"] = report._clean(repeat_floor(runs))
     if not run_id and purpose in ("validation", "all"):
         from simkit.validation.transfer import by_day, run_days, unseen_days
 

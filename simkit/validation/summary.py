@@ -17,6 +17,7 @@ from typing import Any
 
 from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
                                       best_k_agreement, mape, mape_by_history, repeatability)
+from simkit.validation.floor import repeat_floor
 from simkit.validation.spread import coverage, interval, repeat_tie, rerun_interval
 
 COMMAND = ("simkit validate --vllm-version {v} --format json; --purpose all for the calibration "
@@ -86,6 +87,22 @@ def validation_block(cells: list[dict[str, Any]], version: str,
     return block
 
 
+def floor_figures(floor: dict[str, Any]) -> dict[str, Any]:
+    """The repeat floor (simkit.validation.floor) as the block stores it: MAPE % overall, per
+    runner class, within one sitting and across sittings, and against the settings' true means."""
+    def pct(d: dict[str, Any]) -> float | None:
+        return None if d["mape_pct"] is None else round(d["mape_pct"], 2)
+
+    return {"definition": floor["definition"], "runs": floor["runs"],
+            "settings": floor["settings"], "mape_pct": pct(floor),
+            "true_mean_mape_pct": (None if floor["true_mean_mape_pct"] is None
+                                   else round(floor["true_mean_mape_pct"], 2)),
+            **{f"{part}_pct": {c: pct(d) for c, d in floor[part].items()}
+               for part in ("by_runner", "within_sitting", "across_sittings")},
+            "runs_by_runner": {c: d["runs"] for c, d in floor["by_runner"].items()},
+            "runs_within_sitting": {c: d["runs"] for c, d in floor["within_sitting"].items()}}
+
+
 def with_interval(doc: dict[str, Any], cells: list[dict[str, Any]], runs,
                   fitted_ids: set[str] | None) -> None:
     """Set doc["interval"] from the cells of the calibration's fitted runs (default every
@@ -134,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     fitted_ids = set(doc["runs"]) if doc.get("runs") else None
     with_interval(doc, cells, runs, fitted_ids)
     doc["validation"] = validation_block(cells, version, sittings, fitted_ids)
+    doc["validation"]["repeat_floor"] = floor_figures(repeat_floor(runs))
     write_calibration(doc, Path(args.calibration))
     print(json.dumps({"interval": doc["interval"], "validation": doc["validation"]}, indent=1))
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simkit.validation.floor import floor_line
+
 
 def _f(v: Any, fmt: str) -> str:
     """`v` formatted, or "-" right-aligned in the same width, so that columns stay aligned."""
@@ -62,6 +64,9 @@ def _lines(doc: dict[str, Any]) -> list[str]:
     for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
         if doc[key] is not None:
             lines.append(f"MAPE {name}: {doc[key]:.1f} %")
+    floor = floor_line(doc.get("repeat_floor") or {})
+    if floor:
+        lines.append(floor)
     by = {f: v for f, v in doc.get("mape_by_forcing", {}).items() if v is not None}
     if by:
         lines.append("MAPE held-out by forcing regime: " + ", ".join(
