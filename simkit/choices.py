@@ -58,6 +58,16 @@ class PredictFormat(StrEnum):
     CSV = "csv"
 
 
+class TraceFormat(StrEnum):
+    """--format of `traces import`: the layout of the user's request log (traces.importers)."""
+
+    OPENAI = "openai"               # JSONL of chat requests with their responses
+    SHAREGPT = "sharegpt"           # a JSON list (or JSONL) of conversations
+    VLLM_CUSTOM = "vllm-custom"     # vllm bench's custom dataset, plus the output text
+    TOKENS = "tokens"               # JSONL of prompt and output token ids
+    VLLM_LOG = "vllm-log"           # a vLLM server's own request log (traces.vllm_log)
+
+
 class Executor(StrEnum):
     """--executor: where a sweep's or a fleet plan's simulations run (same bytes either way)."""
 
@@ -81,4 +91,4 @@ class FleetOrdering(StrEnum):
 
 
 __all__ = ["CappedMode", "Executor", "FleetOrdering", "OutputFormat", "Ordering",
-           "PredictFormat", "ProfileSource", "member"]
+           "PredictFormat", "ProfileSource", "TraceFormat", "member"]

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
+from simkit.choices import TraceFormat, member
 from simkit.errors import InputError
 from traces.cache import TokenizedBlock, pack
 from traces.sources.base import TextRecord, loads_json, read_jsonl, skip_empty
 
-FORMATS = ("openai", "sharegpt", "vllm-custom", "tokens", "vllm-log")
+FORMATS = tuple(TraceFormat)     # the formats as their text, in --format's order
 _ROLE = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
          "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
          "system": "system"}
@@ -217,29 +218,30 @@ def parse_tokens(path: Path, default_model: str, n_vocab: int,
     return ids, prompts, outputs, models, greedy
 
 
-def import_file(path: Path, fmt: str, family: str, default_model: str) -> TokenizedBlock:
-    """Parse and tokenize a user trace file; skipped records are counted in block.skipped."""
+def import_file(path: Path, fmt: TraceFormat | str, family: str,
+                default_model: str) -> TokenizedBlock:
+    """Parse and tokenize a user trace file; skipped records are counted in block.skipped.
+    `fmt`: a TraceFormat, or its text (an import record read back from the cache)."""
     from traces.tokenize import tokenize_records
     from traces.tokenizers import get_tokenizer
 
-    if fmt not in FORMATS:
-        raise InputError(f"unknown format '{fmt}'; known: {', '.join(FORMATS)}", field="format")
+    fmt = member(TraceFormat, fmt, "format", "format")
     if not path.is_file():
         raise InputError("no such file", path=str(path))
     skipped: Counter = Counter()
-    meta = {"format": fmt, "family": family, "path": str(path)}
-    if fmt == "vllm-log":
+    meta = {"format": str(fmt), "family": family, "path": str(path)}
+    if fmt is TraceFormat.VLLM_LOG:
         from traces.vllm_log import parse_vllm_log
 
         return parse_vllm_log(path, family, default_model, skipped)
-    if fmt == "tokens":
+    if fmt is TraceFormat.TOKENS:
         ids, prompts, outputs, models, greedy = parse_tokens(
             path, default_model, get_tokenizer(family).n_vocab, skipped)
         p_tok, p_off = pack(prompts)
         o_tok, o_off = pack(outputs)
         return TokenizedBlock(ids, p_tok, p_off, o_tok, o_off, np.array(greedy, dtype=bool),
                               np.ones(len(ids), dtype=np.int32), models, dict(skipped), meta)
-    parser = {"openai": parse_openai, "sharegpt": parse_sharegpt,
-              "vllm-custom": parse_vllm_custom}[fmt]
+    parser = {TraceFormat.OPENAI: parse_openai, TraceFormat.SHAREGPT: parse_sharegpt,
+              TraceFormat.VLLM_CUSTOM: parse_vllm_custom}[fmt]
     records = parser(path, default_model, skipped)
     return tokenize_records(family, records, dict(skipped), meta)

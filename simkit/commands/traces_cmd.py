@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from simkit.choices import OutputFormat
+from simkit.choices import OutputFormat, TraceFormat
 from simkit.commands.options import Format
 from simkit.errors import InputError
 
@@ -136,7 +136,7 @@ def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
     typer.echo("\n".join(lines))
 
 
-def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str | None,
+def _import(path: Path, fmt: TraceFormat, name: str, tokenizer: str | None, model: str | None,
             replace: bool = False) -> None:
     from traces.cache import file_digest
     from traces.model_outputs import model_outputs, tokenizer_family
@@ -171,7 +171,7 @@ def _import(path: Path, fmt: str, name: str, tokenizer: str | None, model: str |
         raise InputError("no usable records (skipped: "
                          + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()) + ")",
                          path=str(path))
-    record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": fmt,
+    record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": str(fmt),
               "tokenizer": family, "model": model, "producer": producer}
     replaced = save_user_corpus(name, block, record, replace=replace)   # under a name lock
     from simkit.report.fit import wrap_prose
@@ -217,7 +217,8 @@ def register(app: typer.Typer) -> None:
     @traces.command("import")
     def import_cmd(
         path: Path = typer.Argument(..., help="trace file"),
-        fmt: str = typer.Option(..., "--format", help="openai, sharegpt, vllm-custom, tokens or vllm-log"),
+        fmt: TraceFormat = typer.Option(..., "--format", metavar="FORMAT",
+                                        help="openai, sharegpt, vllm-custom, tokens or vllm-log"),
         name: str = typer.Option(..., "--name", help="corpus name to store it under"),
         tokenizer: str = typer.Option(None, "--tokenizer", help="tokenizer family: llama3, qwen, "
                                        "r1-qwen or r1-llama (default: the --model's)"),

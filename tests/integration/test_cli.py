@@ -88,6 +88,8 @@ def _one_error_line(err: str) -> str:
     (["whatif", "capacity", "--format", "xml"], "'xml' is not one of 'table', 'json'"),
     (["validate", "--run-id", "no-such-run"], "unknown run id"),
     (["traces", "list", "--format", "xml"], "'xml' is not one of 'table', 'json'"),
+    (["traces", "import", "log.jsonl", "--format", "csv", "--name", "mine", "--tokenizer", "qwen"],
+     "'csv' is not one of 'openai', 'sharegpt', 'vllm-custom', 'tokens', 'vllm-log'"),
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--calibration", "nope"],
      "unknown calibration 'nope'"),
     (["predict", "--model", "llama-3.1-8b", "--corpus", "mix", "--calibration", "analytic",

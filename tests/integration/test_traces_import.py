@@ -145,11 +145,15 @@ def test_cli_errors_are_one_line_exit_2(tmp_path):
     for args, msg in [
         (["--format", "openai", "--name", "chat", "--tokenizer", "qwen"], "built-in corpus"),
         (["--format", "openai", "--name", "ok"], "--tokenizer or --model"),
-        (["--format", "csv", "--name", "ok", "--tokenizer", "qwen"], "unknown format"),
         (["--format", "openai", "--name", "bad name!", "--tokenizer", "qwen"], "corpus name"),
     ]:
         res = _invoke(str(f), *args)
         assert isinstance(res.exception, InputError) and msg in str(res.exception), args
+    # --format is a TraceFormat: the command line refuses another value before any work, naming
+    # the choices (test_cli.test_bad_input_is_one_error_line_and_exit_2); a library call with
+    # another text (an import record read back) is refused naming them too
+    with pytest.raises(InputError, match="unknown format 'csv'; use openai, sharegpt"):
+        import_file(f, "csv", "qwen", "unknown")
 
 
 def test_all_records_skipped_is_an_error(tmp_path):
