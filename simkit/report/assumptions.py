@@ -65,9 +65,17 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
                  f"source: {val['source']}")
         if val.get("machines"):
             text += f"; {val['machines']}"
-        if band and band.get("half_width_pct") is not None:
+        per = (band or {}).get("by_runner") or {}
+        if per.get("synchronous", {}).get("half_width_pct") is not None and \
+                per.get("async", {}).get("half_width_pct") is not None:
+            text += (f"; 90 % interval for a rerun ±{per['synchronous']['half_width_pct']:.1f} % "
+                     f"for the speculative configurations (synchronous runner), "
+                     f"±{per['async']['half_width_pct']:.1f} % for vanilla (async runner) "
+                     "(run-to-run drift per runner and fit residuals of the fitted runs)")
+        elif band and band.get("half_width_pct") is not None:
             text += (f"; 90 % interval for a rerun ±{band['half_width_pct']:.1f} % (run-to-run "
                      "drift and fit residuals of the fitted runs)")
+        if band and band.get("half_width_pct") is not None:
             if val.get("interval_runs"):
                 text += (f", {val['interval_inside']} of {val['interval_runs']} held-out runs "
                          "measured inside it")

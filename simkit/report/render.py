@@ -37,9 +37,13 @@ def model_error_pct(assumptions: dict[str, Any]) -> float | None:
 
 def interval_pct(assumptions: dict[str, Any]) -> float | None:
     """The relative half-width (%) of the 90 % interval a rerun measures, when the calibration
-    states one (its "interval" block)."""
+    states one (its "interval" block; the widest of its runner classes' where it has them)."""
     band = (assumptions.get("cost_model", {}).get("value") or {}).get("interval") or {}
-    return band.get("half_width_pct")
+    per = [v["half_width_pct"] for v in (band.get("by_runner") or {}).values()
+           if v.get("half_width_pct") is not None]
+    # per runner class: the wider band (the speculative configurations'), so that a lead
+    # inside either configuration's band is called a tie
+    return max(per) if per else band.get("half_width_pct")
 
 
 def _block(label: str, text: str, width: int) -> list[str]:

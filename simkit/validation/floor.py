@@ -24,11 +24,18 @@ import math
 from collections import defaultdict
 from typing import Any
 
+FLEET_PREFIX = "fleet-"   # one replica's stream of a fleet run: replayed by the fleet validation
 ASYNC, SYNC = "async", "synchronous"
 CLASS_LABELS = {ASYNC: "async runner (vanilla)", SYNC: "synchronous runner (speculative)"}
 PURPOSES = ("calibration", "validation")
 DEFINITION = ("each run of a setting measured >= 2 times predicted by the mean measured tok/s of "
               "the setting's other runs: MAPE of mean / measured - 1 (simkit.validation.floor)")
+
+
+def config_label(run: dict[str, Any]) -> str:
+    """vanilla / suffix-24 / kpad-8: a run's configuration as validate names it."""
+    k = int(run["k"] or 0)
+    return str(run["config"]) if str(run["config"]) == "vanilla" else f"{run['config']}-{k}"
 
 
 def runner_class(run: dict[str, Any]) -> str:
@@ -46,8 +53,6 @@ def setting_key(run: dict[str, Any]) -> tuple:
     """What makes two runs repeats of one setting (validate's repeated-runs grouping)."""
     from simkit.app.cells import run_history
     from simkit.costmodel.step_records import forcing_regime
-    from simkit.validation.report import config_label
-
     return (str(run["model"]), str(run["corpus"]), int(run["concurrency"]),
             int(run["num_requests"]), int(run.get("max_tokens_cap") or 0),
             forcing_regime(run.get("force_copy", "")), run_history(run).label, config_label(run))
@@ -58,7 +63,6 @@ def leave_one_out(runs) -> list[dict[str, Any]]:
     `runs` (fleet replica streams aside): its runner class, sitting, and the error of the mean of
     its other runs (all of them; those of its own sitting; those of other sittings), with the
     number of runs each mean took."""
-    from simkit.validation.report import FLEET_PREFIX
     from simkit.validation.sittings import assign_sittings
 
     sel = runs[runs["purpose"].isin(PURPOSES)

@@ -16,18 +16,12 @@ from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predi
                                               recorded_step_error)
 from simkit.validation.requests import check_against_run, request_pool, run_requests
 from simkit.validation.parallel import map_runs
-from simkit.validation.spread import calibration_sigma, coverage, interval, repeat_tie
+from simkit.validation.floor import FLEET_PREFIX, config_label, runner_class
+from simkit.validation.spread import calibration_sigma, class_sigma, coverage, interval, repeat_tie
 
 PURPOSES = ("validation", "calibration", "all")
 
 
-def config_label(run: dict[str, Any]) -> str:
-    """vanilla / suffix-24 / kpad-8."""
-    k = int(run["k"] or 0)
-    return str(run["config"]) if str(run["config"]) == "vanilla" else f"{run['config']}-{k}"
-
-
-FLEET_PREFIX = "fleet-"   # one replica's stream of a fleet run: replayed by the fleet validation
 
 
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
@@ -100,7 +94,8 @@ def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: 
         "max_tokens_cap": int(run.get("max_tokens_cap") or 0),
         "measured_tok_s": m, "predicted_tok_s": p, "error": p / m - 1,
         "predicted_tok_s_seed_std": _std(tok),
-        "predicted_interval": interval(p, band["sigma_log"]),
+        "runner": runner_class(run),
+        "predicted_interval": interval(p, class_sigma(band, runner_class(run))),
         "interval_source": band["source"],
         "repeat_tie_frac": repeat_tie(band.get("drift_sigma_log")),
         "measured_accepted_per_step": meas["accepted_per_step"] if spec else None,
@@ -317,6 +312,9 @@ def _interval_doc(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "sigma_sources": sorted({c["interval_source"] for c in cells
                                      if c.get("interval_source")}),
             "coverage_validation": coverage(cells, "validation"),
+            "coverage_validation_by_runner": {
+                r: coverage([c for c in cells if c.get("runner") == r], "validation")
+                for r in sorted({c.get("runner") for c in cells if c.get("runner")})},
             "coverage_calibration": coverage(cells, "calibration")}
 
 

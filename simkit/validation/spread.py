@@ -10,7 +10,11 @@ their own interval):
 They add in quadrature, sigma^2 = drift^2 + residual^2, and the band is prediction x exp(+-z
 sigma). A residual already holds one run's drift, so within one sitting this counts drift twice;
 the sum is kept because a rerun happens on another day and machine, whose drift the repeats of
-one sitting do not contain. A calibration carries the two parts under its "interval" key
+one sitting do not contain. The drift can also be taken per runner class (rerun_interval's
+by_runner): a speculative run's synchronous V1 step waits on the host, so its throughput drifts
+with the host's speed several times as much as vanilla's async step does (the repeat floor,
+simkit.validation.floor), and one drift for both over-widens vanilla's band and under-widens the
+speculative ones. A calibration carries the two parts under its "interval" key
 (python -m simkit.validation.summary writes it); one without that key gets the drift band alone,
 from the repeated runs among its fitted calibration runs.
 """
@@ -59,14 +63,49 @@ def residual_sigma(cells: list[dict[str, Any]], run_ids: set[str]) -> dict[str, 
             "runs": len(res), "mean_log": sum(res) / len(res) if res else None}
 
 
-def rerun_interval(cells: list[dict[str, Any]], runs, run_ids: set[str]) -> dict[str, Any]:
+def _quadrature(*parts: float | None) -> float | None:
+    vals = [s for s in parts if s is not None]
+    return math.sqrt(sum(s * s for s in vals)) if vals else None
+
+
+def runner_drift(runs, run_ids: set[str], pooled: float | None) -> dict[str, dict[str, Any]]:
+    """Per runner class (simkit.validation.floor.runner_class): the drift of the repeated
+    settings among these fitted runs of that class, or the pooled drift where the class has no
+    repeated setting among them (then 'drift_dof' 0 says so)."""
+    from simkit.validation.floor import ASYNC, SYNC, runner_class
+
+    cls = {str(r["run_id"]): runner_class(r) for r in runs.to_dict("records")}
+    out = {}
+    for c in (ASYNC, SYNC):
+        own = drift_sigma(runs, run_ids={r for r in run_ids if cls.get(r) == c})
+        out[c] = {"drift_sigma_log": own["sigma_log"] if own["dof"] else pooled,
+                  "drift_dof": own["dof"], "drift_settings": own["groups"],
+                  "fitted_runs": sum(1 for r in run_ids if cls.get(r) == c)}
+    return out
+
+
+def rerun_interval(cells: list[dict[str, Any]], runs, run_ids: set[str],
+                   by_runner: bool = False) -> dict[str, Any]:
     """The "interval" block of a calibration: drift and residual sigma of its fitted runs
     (`run_ids`; `cells` predicted with that calibration), their quadrature sum, z and the
-    relative half-width it gives."""
+    relative half-width it gives. `by_runner`: the drift term per runner class as well (the
+    synchronous runner exposes the host's speed, the async runner hides most of it), each added
+    to the one residual of every fitted run: a "by_runner" entry whose sigma a prediction of that
+    class carries (class_sigma); the pooled figures stay beside it."""
     drift = drift_sigma(runs, run_ids=run_ids)
     resid = residual_sigma(cells, run_ids)
-    parts = [s for s in (drift["sigma_log"], resid["sigma_log"]) if s is not None]
-    sigma = math.sqrt(sum(s * s for s in parts)) if parts else None
+    sigma = _quadrature(drift["sigma_log"], resid["sigma_log"])
+    extra: dict[str, Any] = {}
+    if by_runner:
+        per = runner_drift(runs, run_ids, drift["sigma_log"])
+        for part in per.values():
+            s = _quadrature(part["drift_sigma_log"], resid["sigma_log"])
+            part.update(sigma_log=_r(s), drift_sigma_log=_r(part["drift_sigma_log"]),
+                        half_width_pct=_r(100 * half_width(s)) if s is not None else None)
+        extra = {"by_runner": per, "definition_by_runner": (
+            "per runner class (async: vanilla with async scheduling; synchronous: the "
+            "speculative configurations and synchronised runs): sigma^2 = drift of that class's "
+            "repeated fitted runs^2 + the residual of every fitted run^2")}
     return {"sigma_log": _r(sigma), "z": Z90, "level": 0.90,
             "half_width_pct": _r(100 * half_width(sigma)) if sigma is not None else None,
             "drift_sigma_log": _r(drift["sigma_log"]), "drift_settings": drift["groups"],
@@ -75,7 +114,15 @@ def rerun_interval(cells: list[dict[str, Any]], runs, run_ids: set[str]) -> dict
             "definition": "prediction x exp(+-z sigma), sigma^2 = drift^2 + residual^2: drift = "
                           "pooled sd of log tok/s over the repeated settings among the fitted "
                           "runs, residual = rms of log(predicted / measured) over the fitted runs "
-                          "(simkit.validation.spread)"}
+                          "(simkit.validation.spread)", **extra}
+
+
+def class_sigma(band: dict[str, Any], runner: str | None) -> float | None:
+    """The sigma a prediction of this runner class carries under `band` (a calibration_sigma
+    or "interval" block): its class's where the band has one per runner class, else the one
+    sigma."""
+    per = (band.get("by_runner") or {}).get(runner or "") or {}
+    return per.get("sigma_log") if per.get("sigma_log") is not None else band.get("sigma_log")
 
 
 def _r(v: float | None) -> float | None:
@@ -95,6 +142,7 @@ def calibration_sigma(doc: dict[str, Any] | None, runs) -> dict[str, Any]:
     if block.get("sigma_log") is not None:
         return {"sigma_log": float(block["sigma_log"]),
                 "drift_sigma_log": block.get("drift_sigma_log"),
+                **({"by_runner": block["by_runner"]} if block.get("by_runner") else {}),
                 "source": f"calibration {doc.get('name', '')}: drift and fit residuals of its "
                           "fitted runs"}
     fitted = set((doc or {}).get("runs") or []) or None

@@ -7,7 +7,8 @@ predict` quotes under cost_model), computed from `simkit validate`'s cells inste
 predicts every measured run of that version (fleet replica runs aside) with the calibration and
 writes the block into the file, and beside it the calibration's "interval" (the drift and fit
 residuals of its fitted runs, simkit.validation.spread.rerun_interval) that the block's coverage
-is scored with; nothing else in the file changes.
+is scored with: one sigma, or the drift per runner class where simkit.validation.interval_rule's
+rule says so (the block's "interval_choice" scores both); nothing else in the file changes.
 """
 
 from __future__ import annotations
@@ -18,10 +19,22 @@ from typing import Any
 from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
                                       best_k_agreement, mape, mape_by_history, repeatability)
 from simkit.validation.floor import repeat_floor
-from simkit.validation.spread import coverage, interval, repeat_tie, rerun_interval
+from simkit.validation.spread import class_sigma, coverage, interval, repeat_tie, rerun_interval
 
 COMMAND = ("simkit validate --vllm-version {v} --format json; --purpose all for the calibration "
            "MAPE and the repeat spread (python -m simkit.validation.summary writes this block)")
+
+
+def _widths(held: list[dict[str, Any]]) -> str:
+    """' (+-14.3 %)', or the half-width per runner class where the classes' bands differ."""
+    per = {r: coverage([c for c in held if c.get("runner") == r], None)["median_half_width"]
+           for r in ("synchronous", "async")}
+    per = {r: w for r, w in per.items() if w is not None}
+    if len(per) == 2 and abs(per["synchronous"] - per["async"]) > 1e-9:
+        return (f" (+-{100 * per['synchronous']:.1f} % synchronous runner, "
+                f"+-{100 * per['async']:.1f} % async runner)")
+    width = coverage(held, None)["median_half_width"]
+    return f" (+-{100 * width:.1f} %)" if width is not None else ""
 
 
 def machines_note(fitted_sittings: set[str], held_sittings: set[str]) -> str:
@@ -69,8 +82,7 @@ def validation_block(cells: list[dict[str, Any]], version: str,
             "setting apart 90 % of the time)")} if best.get("within_repeat_spread") is not None
            else {}),
         "drift_interval_coverage": f"{cov['inside']} of {cov['cells']} held-out runs inside the 90 % band"
-                                   + (f" (+-{100 * cov['median_half_width']:.1f} %)"
-                                      if cov.get("median_half_width") is not None else ""),
+                                   + _widths(held),
         "interval_inside": cov["inside"], "interval_runs": cov["cells"],
         "calibration_runs": len(fit_cells),
         "calibration_mape_pct": round(mape(fit_cells, "calibration"), 2),
@@ -104,16 +116,18 @@ def floor_figures(floor: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_interval(doc: dict[str, Any], cells: list[dict[str, Any]], runs,
-                  fitted_ids: set[str] | None) -> None:
+                  fitted_ids: set[str] | None, by_runner: bool = True) -> None:
     """Set doc["interval"] from the cells of the calibration's fitted runs (default every
     calibration run) and re-band every cell with it, so the coverage written beside it is this
-    interval's, not the one the file carried before."""
+    interval's, not the one the file carried before. `by_runner`: the drift term per runner
+    class (simkit.validation.spread.rerun_interval), each cell banded by its class's sigma."""
     if fitted_ids is None:
         fitted_ids = {c["run_id"] for c in cells if c["purpose"] == "calibration"}
-    doc["interval"] = rerun_interval(cells, runs, fitted_ids)
+    doc["interval"] = rerun_interval(cells, runs, fitted_ids, by_runner=by_runner)
     tie = repeat_tie(doc["interval"]["drift_sigma_log"])
     for c in cells:
-        c["predicted_interval"] = interval(c["predicted_tok_s"], doc["interval"]["sigma_log"])
+        c["predicted_interval"] = interval(c["predicted_tok_s"],
+                                           class_sigma(doc["interval"], c.get("runner")))
         c["interval_source"] = f"calibration {doc.get('name', '')}"
         c["repeat_tie_frac"] = tie
 
@@ -132,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     from simkit.costmodel.step_records import select_version
     from simkit.errors import SimkitError
     from simkit.validation.measured import load_records
+    from simkit.validation.interval_rule import choose
     from simkit.validation.report import build_cells
     from simkit.validation.sittings import assign_sittings
 
@@ -149,9 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}")
         return 2
     fitted_ids = set(doc["runs"]) if doc.get("runs") else None
-    with_interval(doc, cells, runs, fitted_ids)
+    fit = fitted_ids or {c["run_id"] for c in cells if c["purpose"] == "calibration"}
+    by_runner, compared = choose(cells, runs, fit, sittings)
+    with_interval(doc, cells, runs, fitted_ids, by_runner=by_runner)
     doc["validation"] = validation_block(cells, version, sittings, fitted_ids)
     doc["validation"]["repeat_floor"] = floor_figures(repeat_floor(runs))
+    doc["validation"]["interval_choice"] = compared
     write_calibration(doc, Path(args.calibration))
     print(json.dumps({"interval": doc["interval"], "validation": doc["validation"]}, indent=1))
     return 0

@@ -159,6 +159,14 @@ def _interval_line(band: dict[str, Any], cov: dict[str, Any]) -> str:
     if all(s.startswith("drift") for s in sources):
         return (f"90 % drift interval (from repeated calibration runs): measured inside it in "
                 f"{cov['inside']} of {cov['cells']} held-out runs")
+    per = band.get("coverage_validation_by_runner") or {}
+    widths = {r: p.get("median_half_width") for r, p in per.items() if p.get("cells")}
+    if len(widths) == 2 and None not in widths.values() and len(set(widths.values())) == 2:
+        return ("90 % interval (run-to-run drift per runner class and fit residuals of the "
+                "calibration's own runs): measured inside it in "
+                f"{cov['inside']} of {cov['cells']} held-out runs; " + ", ".join(
+                    f"{r} runner +-{100 * widths[r]:.1f} %, {per[r]['inside']} of "
+                    f"{per[r]['cells']}" for r in sorted(widths, reverse=True)))
     width = cov.get("median_half_width")
     return (f"90 % interval (run-to-run drift and fit residuals of the calibration's own runs"
             + (f", +-{100 * width:.1f} %" if width is not None else "") + "): measured inside it "

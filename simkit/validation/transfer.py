@@ -50,6 +50,15 @@ def by_day(cells: list[dict[str, Any]], days: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def shipped_interval_by_runner(version: str) -> bool:
+    """Whether the version's shipped H200 calibration takes its interval's drift per runner
+    class (so that a refit on fewer days carries the same kind of interval)."""
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
+
+    name = default_calibration("h200", version)
+    return bool(name and (read_calibration(name).get("interval") or {}).get("by_runner"))
+
+
 def shipped_step_terms(version: str) -> bool:
     """Whether the version's shipped H200 calibration was fitted with the step terms (so that a
     refit on fewer days is fitted the same way)."""
@@ -77,8 +86,10 @@ def _fit_on(records: Path, version: str, run_ids: set[str], out: Path) -> int:
     return est.n_steps_
 
 
-def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = None) -> None:
-    """Write into the refit `cal` the interval of its own fitted runs (each predicted with it)."""
+def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = None,
+                  by_runner: bool = False) -> None:
+    """Write into the refit `cal` the interval of its own fitted runs (each predicted with it),
+    its drift per runner class where `by_runner` (as the shipped calibration's is)."""
     from simkit.costmodel.calibrations import read_calibration, write_calibration
     from simkit.validation.report import build_cells
     from simkit.validation.spread import rerun_interval
@@ -86,7 +97,7 @@ def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = No
     cells = build_cells(runs, steps, purpose="calibration", run_ids=sorted(fit_runs),
                         compare_orderings=False, calibration=str(cal), progress=progress)
     doc = read_calibration(cal)
-    doc["interval"] = rerun_interval(cells, runs, fit_runs)
+    doc["interval"] = rerun_interval(cells, runs, fit_runs, by_runner=by_runner)
     write_calibration(doc, cal)
 
 
@@ -114,7 +125,7 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
                 continue
             cal = Path(tmp) / f"fit-before-{day}.json"
             n_steps = _fit_on(Path(records or DEFAULT_DIR), version, fit_runs, cal)
-            _add_interval(cal, sel, steps, fit_runs, progress)
+            _add_interval(cal, sel, steps, fit_runs, progress, shipped_interval_by_runner(version))
             ids = [r for r, d in days.items() if d == day]
             cells = build_cells(sel, steps, purpose="all", run_ids=ids, compare_orderings=False,
                                 calibration=str(cal), progress=progress)

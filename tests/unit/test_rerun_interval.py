@@ -84,7 +84,10 @@ def test_the_shipped_033_calibration_carries_an_interval_from_its_fitted_runs():
     assert block["residual_runs"] == len(doc["runs"]) and block["drift_settings"] >= 1
     assert block["sigma_log"] == pytest.approx(math.hypot(block["drift_sigma_log"],
                                                           block["residual_sigma_log"]), abs=1e-5)
-    assert f"+-{block['half_width_pct']:.1f} %" in doc["validation"]["drift_interval_coverage"]
+    widths = ([f"+-{block['by_runner'][r]['half_width_pct']:.1f} % {r} runner"
+               for r in ("synchronous", "async")] if block.get("by_runner")
+              else [f"+-{block['half_width_pct']:.1f} %"])
+    assert all(w in doc["validation"]["drift_interval_coverage"] for w in widths)
     val = doc["validation"]
     assert val["drift_interval_coverage"].startswith(
         f"{val['interval_inside']} of {val['interval_runs']} held-out runs")
