@@ -19,6 +19,8 @@ golden/, data/); pytest puts this folder on sys.path.
 - golden_shared_prediction (session): the README's prediction, printed as a table, JSON and CSV
   by one process that predicts once (tests/golden/shared_prediction.py), once per pytest run
   whichever xdist workers its tests land on.
+- readme_prediction (session): the README's pasted prediction command, run once per pytest run
+  in a fresh clone of its own (tests/slow/test_readme_fresh.py and test_report read it).
 - one_ray_instance: the tests that start a local Ray instance take turns, across the xdist
   workers too (a file lock), so that two Ray instances never compete for the same cores.
 
@@ -158,6 +160,29 @@ def golden_shared_prediction(tmp_path_factory) -> dict[str, bytes]:
             run_shared_prediction(cases, folder)
             (folder / "done").write_text("")
     return {f"{c.name}.out": (folder / f"{i}.out").read_bytes() for i, c in enumerate(cases)}
+
+
+@pytest.fixture(scope="session")
+def readme_prediction(tmp_path_factory):
+    """The README's pasted prediction command (readme_commands.README_PREDICTION) run once per
+    pytest run as a fresh clone runs it (its own process, raw traces hidden, a new cache, in a
+    folder with docs/img for its --plot), as a CompletedProcess (text): the fresh-clone test
+    checks it ran, test_report that it prints the README's example."""
+    import subprocess
+
+    from readme_commands import README_PREDICTION, fresh_env, run_fresh
+
+    folder = _run_folder(tmp_path_factory) / "readme-prediction"
+    with _run_lock(tmp_path_factory, "readme-prediction"):
+        if not (folder / "done").is_file():
+            (folder / "docs" / "img").mkdir(parents=True, exist_ok=True)
+            proc = run_fresh(folder, fresh_env(folder), README_PREDICTION)
+            for name in ("stdout", "stderr"):
+                (folder / name).write_text(getattr(proc, name))
+            (folder / "done").write_text(str(proc.returncode))
+    return subprocess.CompletedProcess(README_PREDICTION, int((folder / "done").read_text()),
+                                       (folder / "stdout").read_text(),
+                                       (folder / "stderr").read_text())
 
 
 @pytest.fixture

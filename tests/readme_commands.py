@@ -15,13 +15,19 @@ The benchmark (tests/benchmarks/bench_readme_commands.py) and the fresh-machine 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS_033 = ROOT / "calibrate" / "data" / "vllm-0.33"
+# the README's pasted prediction: the command above it (its output is the README's example)
+README_PREDICTION = ("simkit predict --model llama-3.1-8b --corpus mix "
+                     "--plot docs/img/predict-llama-3.1-8b-mix.png")
 
 
 def readme_commands(text: str | None = None) -> list[str]:
@@ -77,6 +83,21 @@ def user_folder(folder: Path) -> Path:
                                                   "content": f"{i} + {i + 1} = {2 * i + 1}."}}]}})
             + "\n" for i in range(40)))
     return folder
+
+
+def fresh_env(folder: Path) -> dict[str, str]:
+    """The environment of a fresh clone working in `folder`: this checkout's simkit, a new cache
+    in the folder, the raw traces hidden (SIMKIT_TRACES_SRC names a missing folder)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(folder / "cache"),
+               SIMKIT_TRACES_SRC=str(folder / "no-raw-traces"))
+    env.pop("SIMKIT_DEBUG", None)
+    return env
+
+
+def run_fresh(folder: Path, env: dict[str, str], cmd: str) -> subprocess.CompletedProcess:
+    """A README command line run as the user runs it: its own process, in `folder`."""
+    return subprocess.run([sys.executable, "-m", "simkit", *shlex.split(cmd)[1:]], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=900)
 
 
 def clear(folder: Path) -> None:

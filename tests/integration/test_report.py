@@ -386,24 +386,21 @@ def test_docs_report_explains_every_column_and_assumption():
         assert f"`{key}`" in doc, key
 
 
-def test_readme_predict_example_is_what_the_command_prints():
+def test_readme_predict_example_is_what_the_command_prints(readme_prediction):
     """The README's worked example is pasted output; fail when the report drifts from it.
-    The README shows a fresh machine (shipped profiles); --source shipped gives that output
-    here whether or not the raw traces are present."""
+    The README shows a fresh machine (shipped profiles): the command above it, run as a fresh
+    clone runs it (conftest readme_prediction: its own process, raw traces hidden), must print
+    exactly those lines."""
     from pathlib import Path
 
-    from typer.testing import CliRunner
-
-    from simkit.cli import app
+    from readme_commands import README_PREDICTION
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    cmd = "$ simkit predict --model llama-3.1-8b --corpus mix --plot docs/img/predict-llama-3.1-8b-mix.png\n"
+    cmd = f"$ {README_PREDICTION}\n"
     start = readme.index(cmd) + len(cmd)
     shown = readme[start:readme.index("```\n", start)]
-    result = CliRunner().invoke(app, ["predict", "--model", "llama-3.1-8b", "--corpus", "mix",
-                                      "--source", "shipped"])
-    assert result.exit_code == 0, result.output
-    assert result.output == shown
+    assert readme_prediction.returncode == 0, readme_prediction.stderr
+    assert readme_prediction.stdout == shown
 
 
 def test_readme_example_and_the_text_goldens_fit_100_columns():

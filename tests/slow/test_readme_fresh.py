@@ -8,14 +8,10 @@ every other README command must work on the shipped data."""
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from readme_commands import ROOT, readme_commands, user_folder
+from readme_commands import README_PREDICTION, fresh_env, readme_commands, run_fresh, user_folder
 
 # command prefix -> what its one error line must name (what is needed, where it comes from)
 NEEDS = {
@@ -72,9 +68,7 @@ def _params() -> list:
 # one per xdist worker (one process each): a chain's commands all run in the folder of its worker
 def fresh(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fresh-clone")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(folder / "cache"),
-               SIMKIT_TRACES_SRC=str(folder / "no-raw-traces"))
-    env.pop("SIMKIT_DEBUG", None)
+    env = fresh_env(folder)
     old = os.environ.get("SIMKIT_TRACES_SRC")
     os.environ["SIMKIT_TRACES_SRC"] = env["SIMKIT_TRACES_SRC"]
     try:
@@ -85,11 +79,6 @@ def fresh(tmp_path_factory):
         else:
             os.environ["SIMKIT_TRACES_SRC"] = old
     return folder, env, set()
-
-
-def _run(folder, env, cmd: str):
-    return subprocess.run([sys.executable, "-m", "simkit", *shlex.split(cmd)[1:]], cwd=folder,
-                          env=env, capture_output=True, text=True, timeout=900)
 
 
 def _earlier_in_chain(cmd: str) -> list[str]:
@@ -120,18 +109,25 @@ def test_each_chain_is_readme_commands_in_readme_order():
         assert where[0] == min(where), (name, where)
 
 
+def test_the_shared_prediction_is_a_readme_command():
+    assert README_PREDICTION in readme_commands()
+
+
 @pytest.mark.parametrize("cmd", _params())
-def test_readme_command_on_a_fresh_clone(fresh, cmd):
+def test_readme_command_on_a_fresh_clone(fresh, cmd, request):
     folder, env, done = fresh
     # the xdist group keeps a chain on one worker where the plugin honours it (pytest-xdist 3.8
     # under pytest 9 does not): an earlier command of the chain not yet run in this worker's
     # folder is run here first, so the command reads what the README's order would have written
     for earlier in _earlier_in_chain(cmd):
         if earlier not in done:
-            first = _run(folder, env, earlier)
+            first = run_fresh(folder, env, earlier)
             assert first.returncode == 0 or _needs(earlier), (earlier, first.stderr[-500:])
             done.add(earlier)
-    proc = _run(folder, env, cmd)
+    # the README's pasted prediction ran once in a fresh clone of its own (the same command, raw
+    # traces hidden, new cache), which test_report also reads: not again here
+    proc = (request.getfixturevalue("readme_prediction") if cmd == README_PREDICTION
+            else run_fresh(folder, env, cmd))
     done.add(cmd)
     assert "Traceback" not in proc.stderr, proc.stderr
     needs = _needs(cmd)
