@@ -38,7 +38,7 @@ def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = No
     from simkit.costmodel.step_records import batch_from_row, records
 
     cost = run_cost(run, calibration=calibration)
-    s = steps[_window_mask(run, steps)]
+    s = steps[window_mask(run, steps)]
     pred = dev = 0.0
     for row in records(s):
         c = cost.step_cost(batch_from_row(row))
@@ -50,7 +50,7 @@ def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = No
             "device": dev / meas_dev - 1 if meas_dev else float("nan")}
 
 
-def _window_mask(run: dict[str, Any], steps):
+def window_mask(run: dict[str, Any], steps):
     import json
 
     w = json.loads(str(run["window"]))
@@ -79,18 +79,25 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Orderin
                 calibration: str | None = None, window_start_completion: int = 1,
                 history: History | None = None, prefix_caching: bool = True,
                 cached_prefixes: list | None = None, in_loop: bool = False,
-                other_window_starts: tuple[int, ...] = ()) -> RunPrediction:
+                other_window_starts: tuple[int, ...] = (),
+                host_factor: float = 1.0) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
     `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
     history; simkit.validation.prefix.history_prefixes). `in_loop`: the suffix drafter drafts on
     the simulated steps (simkit.drafters.suffix.in_loop) instead of reading a table built in
     `ordering` (cold runs only). `other_window_starts`: the same simulation's tok/s also over
-    the windows opening at these completions (RunPrediction.other_window_tok_s)."""
+    the windows opening at these completions (RunPrediction.other_window_tok_s). `host_factor`:
+    the run's host taken as that many times as fast as the calibration's (its host-speed index,
+    simkit.validation.host_speed; a diagnostic, a user's prediction cannot know it)."""
     from simkit.engine.runner import Cell, Job, engine_config, run_jobs
     from simkit.engine.sim import ClosedLoop
 
     cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, calibration=calibration)
+    if host_factor != 1.0:
+        from simkit.costmodel.host_factor import at_host_speed
+
+        cost = at_host_speed(cost, host_factor)
     base = cost.base
     cap = int(run["max_tokens_cap"] or 0)
     cfg = engine_config(base, max_tokens=cap if cap > 0 else 1 << 30,
@@ -119,7 +126,7 @@ def measured_figures(run: dict[str, Any], steps) -> dict[str, float]:
     import json
 
     w = json.loads(str(run["window"]))
-    s = steps[_window_mask(run, steps)]
+    s = steps[window_mask(run, steps)]
     dec = int(s["num_decode_reqs"].sum())
     return {"accepted_per_step": float(s["num_accepted"].sum()) / dec if dec else 0.0,
             "mean_step_ms": float((s["t_step_s"] + s["t_gap_s"]).mean() * 1e3) if len(s) else

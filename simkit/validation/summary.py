@@ -99,6 +99,15 @@ def validation_block(cells: list[dict[str, Any]], version: str,
     return block
 
 
+def host_diagnostic(runs, steps, calibration: str) -> dict[str, Any]:
+    """The held-out MAPE if each run's host speed were known (simkit.validation.host_speed; a
+    diagnostic: one more simulation per held-out run), rounded as the block stores it."""
+    from simkit.validation.host_speed import host_indices, known_host_error
+
+    diag = known_host_error(runs, steps, host_indices(runs, steps, calibration), calibration)
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in diag.items()}
+
+
 def floor_figures(floor: dict[str, Any]) -> dict[str, Any]:
     """The repeat floor (simkit.validation.floor) as the block stores it: MAPE % overall, per
     runner class, within one sitting and across sittings, and against the settings' true means."""
@@ -170,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     doc["validation"] = validation_block(cells, version, sittings, fitted_ids)
     doc["validation"]["repeat_floor"] = floor_figures(repeat_floor(runs))
     doc["validation"]["interval_choice"] = compared
+    doc["validation"]["host_speed_diagnostic"] = host_diagnostic(runs, steps, args.calibration)
     write_calibration(doc, Path(args.calibration))
     print(json.dumps({"interval": doc["interval"], "validation": doc["validation"]}, indent=1))
     return 0
