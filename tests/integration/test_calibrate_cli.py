@@ -62,13 +62,26 @@ def test_merge_refuses_duplicate_runs_and_keeps_every_row(tmp_path):
     assert not (tmp_path / "twice").exists()            # refused before anything was written
 
 
+def _two_runs(folder: Path) -> Path:
+    """The committed records of their first two runs, as a records folder."""
+    runs = pd.read_parquet(DATA / "runs.parquet").head(2)
+    folder.mkdir()
+    runs.to_parquet(folder / "runs.parquet", index=False)
+    pd.read_parquet(DATA / "steps.parquet", filters=[("run_id", "in", list(runs.run_id))]
+                    ).to_parquet(folder / "steps.parquet", index=False)
+    return folder
+
+
 def test_merge_names_the_files_it_wrote(tmp_path):
+    """Two committed runs, not all of them: which files merge names does not depend on how many
+    rows they hold (the test above merges every committed row)."""
     from typer.testing import CliRunner
 
     from simkit.cli import app
 
     into = tmp_path / "merged"
-    res = CliRunner().invoke(app, ["calibrate", "merge", str(DATA), "--into", str(into)])
+    res = CliRunner().invoke(app, ["calibrate", "merge", str(_two_runs(tmp_path / "two")),
+                                   "--into", str(into)])
     assert res.exit_code == 0, res.output
     assert res.stderr.splitlines() == [f"wrote {into / 'steps.parquet'}",
                                        f"wrote {into / 'runs.parquet'}"]
