@@ -23,8 +23,8 @@ def records():
     from simkit.costmodel.step_records import select_version
 
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 199 + 141         # vLLM 0.26 and 0.33 records
-    assert len(select_version(runs, "0.33")) == 141
+    assert runs is not None and len(runs) == 199 + 170         # vLLM 0.26 and 0.33 records
+    assert len(select_version(runs, "0.33")) == 170
     return steps, runs
 
 
@@ -52,7 +52,7 @@ def test_requests_rebuilt_match_every_run(records):
         assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
         # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
         assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
-    assert checked == 199 + 117         # 0.33: 50 day-1 and 67 later runs outside the fleet streams
+    assert checked == 199 + 146         # 0.33: 50 day-1 and 96 later runs outside the fleet streams
 
 
 @needs_traces
