@@ -71,51 +71,62 @@ def fleet_records(root=None):
 def validate_fleet(root=None, calibration: str | None = None,
                    run_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per recorded fleet run (run_id order): measured vs predicted accepted/step and tok/s,
-    and whether the rebuilt stream matches the records (request count, output tokens)."""
-    from simkit.validation.requests import check_against_run, run_requests
-    from simkit.validation.run_prediction import measured_figures, predict_run
+    and whether the rebuilt stream matches the records (request count, output tokens). The
+    streams are rebuilt here; the runs are predicted on every core
+    (simkit.validation.parallel.map_runs: the rows come back in run order)."""
+    import functools
+
+    from simkit.validation.parallel import map_runs
 
     steps, runs = fleet_records(root)
     if runs is None or not len(runs):
         return []
-    streams: dict[tuple, dict] = {}
-    rows = []
-    for run in runs.to_dict("records"):
-        if run_ids and run["run_id"] not in run_ids:
-            continue
-        key = (str(run["model"]),)
-        if key not in streams:
-            streams[key] = fleet_streams(model=key[0])
-        name = str(run["corpus"])
-        reqs, skipped = run_requests(streams[key][name], run)
-        s = steps[steps["run_id"] == run["run_id"]].sort_values("step")
-        check = check_against_run(reqs, run, s)
-        spec = str(run["config"]) != "vanilla"
-        pred = predict_run(reqs, run, calibration=calibration, in_loop=True)
-        table = predict_run(reqs, run, ordering=Ordering.CONCURRENT, calibration=calibration) \
-            if spec else None
-        meas = measured_figures(run, s)
-        measured = meas["accepted_per_step"] if spec else None
-        acc_err = _rel(pred.accepted_per_step, measured)
-        rows.append({
-            "run_id": run["run_id"], "policy": SHORT[name.split("-")[1]],
-            "replica": int(name.rsplit("r", 1)[1]), "config": str(run["config"]),
-            "k": int(run["k"] or 0), "vllm_version": str(run.get("vllm_version", "")),
-            "requests": len(reqs), "requests_match_records": check["ok"],
-            "measured_accepted_per_step": measured,
-            "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
-            "accepted_error": acc_err,
-            "within_goal": None if acc_err is None else abs(acc_err) <= ACCEPT_GOAL,
-            "table_accepted_per_step": table.accepted_per_step if table else None,
-            "table_accepted_error": _rel(table.accepted_per_step, measured) if table else None,
-            "measured_tok_s": float(run["output_tok_s"]),
-            "predicted_tok_s": pred.output_tok_s,
-            "tok_s_error": pred.output_tok_s / float(run["output_tok_s"]) - 1,
-            "predicted_prefix_hit_rate": (pred.prefix or {}).get("hit_rate"),
-            "measured_prefill_tokens": check.get("steps_prefill_tokens"),
-            "predicted_prefill_tokens": (pred.prefix or {}).get("prefill_tokens"),
-        })
-    return rows
+    selected = [run for run in runs.to_dict("records")
+                if not run_ids or run["run_id"] in run_ids]
+    streams: dict[str, dict] = {}
+    for run in selected:            # in this process, before any worker forks (they inherit)
+        model = str(run["model"])
+        if model not in streams:
+            streams[model] = fleet_streams(model=model)
+    one = functools.partial(_fleet_row, steps=steps, streams=streams, calibration=calibration)
+    return map_runs(one, selected)
+
+
+def _fleet_row(run: dict[str, Any], *, steps, streams: dict[str, dict],
+               calibration: str | None) -> dict[str, Any]:
+    """The row of one recorded fleet run (validate_fleet)."""
+    from simkit.validation.requests import check_against_run, run_requests
+    from simkit.validation.run_prediction import measured_figures, predict_run
+
+    name = str(run["corpus"])
+    reqs, skipped = run_requests(streams[str(run["model"])][name], run)
+    s = steps[steps["run_id"] == run["run_id"]].sort_values("step")
+    check = check_against_run(reqs, run, s)
+    spec = str(run["config"]) != "vanilla"
+    pred = predict_run(reqs, run, calibration=calibration, in_loop=True)
+    table = predict_run(reqs, run, ordering=Ordering.CONCURRENT, calibration=calibration) \
+        if spec else None
+    meas = measured_figures(run, s)
+    measured = meas["accepted_per_step"] if spec else None
+    acc_err = _rel(pred.accepted_per_step, measured)
+    return {
+        "run_id": run["run_id"], "policy": SHORT[name.split("-")[1]],
+        "replica": int(name.rsplit("r", 1)[1]), "config": str(run["config"]),
+        "k": int(run["k"] or 0), "vllm_version": str(run.get("vllm_version", "")),
+        "requests": len(reqs), "requests_match_records": check["ok"],
+        "measured_accepted_per_step": measured,
+        "predicted_accepted_per_step": pred.accepted_per_step if spec else None,
+        "accepted_error": acc_err,
+        "within_goal": None if acc_err is None else abs(acc_err) <= ACCEPT_GOAL,
+        "table_accepted_per_step": table.accepted_per_step if table else None,
+        "table_accepted_error": _rel(table.accepted_per_step, measured) if table else None,
+        "measured_tok_s": float(run["output_tok_s"]),
+        "predicted_tok_s": pred.output_tok_s,
+        "tok_s_error": pred.output_tok_s / float(run["output_tok_s"]) - 1,
+        "predicted_prefix_hit_rate": (pred.prefix or {}).get("hit_rate"),
+        "measured_prefill_tokens": check.get("steps_prefill_tokens"),
+        "predicted_prefill_tokens": (pred.prefix or {}).get("prefill_tokens"),
+    }
 
 
 def _rel(predicted: float, measured: float | None) -> float | None:

@@ -3,8 +3,11 @@ its own conditions (about a hundred and more per version), one after the other i
 
 `map_runs(fn, rows, progress)` applies fn to each run on forked worker processes (they inherit
 what the parent built: request pools, records, calibrations) and returns the results in `rows`
-order, so the output is the same bytes whatever the number of cores. Ctrl-C ends the workers at
-once (simkit.engine.runner.stop_pool); the command's progress tracker counts the runs.
+order, so the output is the same bytes whatever the number of cores. The runs are handed to the
+workers longest first (by the steps the run recorded, `num_steps`: a simulation's cost follows
+its step count), so that a long run started last does not leave the other cores idle at the end.
+Ctrl-C ends the workers at once (simkit.engine.runner.stop_pool); the command's progress tracker
+counts the runs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,19 @@ def _worker_init() -> None:
 
 def _apply(row: Any) -> Any:
     return _FN[-1](row)
+
+
+def longest_first(rows: Sequence[Any]) -> list[int]:
+    """Indices of `rows` by decreasing recorded step count (`num_steps`; rows without one count
+    as 0), ties in row order: the order the workers take them."""
+    def steps(i: int) -> float:
+        n = rows[i].get("num_steps") if hasattr(rows[i], "get") else None
+        try:
+            n = float(n)
+        except (TypeError, ValueError):
+            return 0.0
+        return n if n == n else 0.0
+    return sorted(range(len(rows)), key=lambda i: (-steps(i), i))
 
 
 def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
@@ -62,7 +78,9 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
                                  initializer=_worker_init) as pool:
-            futures = [pool.submit(_apply, row) for row in rows]
+            futures: list[Any] = [None] * len(rows)
+            for i in longest_first(rows):
+                futures[i] = pool.submit(_apply, rows[i])
             out = []
             try:
                 for row, fut in zip(rows, futures):

@@ -33,3 +33,20 @@ def test_results_and_progress_in_run_order_whatever_the_workers():
     assert seen[1] == seen[2] == [f"r{i}" for i in range(6)]
     assert {r["pid"] for r in outs[1]} == {os.getpid()}
     assert os.getpid() not in {r["pid"] for r in outs[2]}
+
+
+def test_workers_take_the_longest_runs_first_ties_in_run_order():
+    from simkit.validation.parallel import longest_first
+
+    rows = [{"run_id": "a", "num_steps": 10}, {"run_id": "b", "num_steps": 300},
+            {"run_id": "c"}, {"run_id": "d", "num_steps": 300}, {"run_id": "e", "num_steps": None},
+            {"run_id": "f", "num_steps": float("nan")}]
+    assert [rows[i]["run_id"] for i in longest_first(rows)] == ["b", "d", "a", "c", "e", "f"]
+
+
+def test_longest_first_submission_still_returns_run_order():
+    rows = [{"run_id": f"r{i}", "n": i, "num_steps": i} for i in range(6)]
+    seen: list[str] = []
+    out = map_runs(_slow_square, rows, seen.append, workers=2)
+    assert [r["square"] for r in out] == [i * i for i in range(6)]
+    assert seen == [f"r{i}" for i in range(6)]
