@@ -19,6 +19,8 @@ golden/, data/); pytest puts this folder on sys.path.
 - golden_shared_prediction (session): the README's prediction, printed as a table, JSON and CSV
   by one process that predicts once (tests/golden/shared_prediction.py), once per pytest run
   whichever xdist workers its tests land on.
+- fleet_validation_rows (session): every recorded fleet run replayed (validate_fleet), once
+  per pytest run.
 - readme_prediction (session): the README's pasted prediction command, run once per pytest run
   in a fresh clone of its own (tests/slow/test_readme_fresh.py and test_report read it).
 - one_ray_instance: the tests that start a local Ray instance take turns, across the xdist
@@ -183,6 +185,23 @@ def readme_prediction(tmp_path_factory):
     return subprocess.CompletedProcess(README_PREDICTION, int((folder / "done").read_text()),
                                        (folder / "stdout").read_text(),
                                        (folder / "stderr").read_text())
+
+
+@pytest.fixture(scope="session")
+def fleet_validation_rows(tmp_path_factory) -> list[dict]:
+    """simkit.fleet.validate.validate_fleet() (the default calibration), computed once per pytest
+    run: the first worker to need it replays every recorded fleet run, the others read its rows
+    (pickled: the same values). tests/integration/test_fleet_validation.py checks them and the
+    README's fleet figures are checked on `fleet validate`'s rendering of them (test_readme)."""
+    import pickle
+
+    from simkit.fleet.validate import validate_fleet
+
+    path = _run_folder(tmp_path_factory) / "fleet-validation.pickle"
+    with _run_lock(tmp_path_factory, "fleet-validation"):
+        if not path.is_file():
+            path.write_bytes(pickle.dumps(validate_fleet()))
+    return pickle.loads(path.read_bytes())
 
 
 @pytest.fixture

@@ -18,11 +18,10 @@ needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="raw traces (../shared/traces-src) not present")
 
 
-@pytest.fixture(scope="module")
-def rows():
-    from simkit.fleet.validate import validate_fleet
-
-    return validate_fleet()
+@pytest.fixture
+def rows(fleet_validation_rows):
+    """validate_fleet()'s rows, computed once per pytest run (conftest)."""
+    return fleet_validation_rows
 
 
 @needs_traces

@@ -176,11 +176,23 @@ def test_calibration_plan_figures_are_what_calibrate_plan_prints(corpus, tmp_pat
     assert f"{engines} engines, about {minutes} of {budget} GPU-minutes" in text
 
 
-def test_fleet_validation_figures_are_what_fleet_validate_prints():
+def test_fleet_validation_figures_are_what_fleet_validate_prints(request, monkeypatch):
+    """`fleet validate --format json` as the user runs it, its replay of the recorded runs
+    (validate_fleet, the default calibration) the one the fleet validation tests check, computed
+    once per pytest run (conftest fleet_validation_rows) instead of once more here."""
+    from simkit.fleet import validate
     from simkit.paths import traces_src_dir
 
     if traces_src_dir() is None:
         pytest.skip("fleet validate replays the raw traces (../shared/traces-src)")
+    shared, real = request.getfixturevalue("fleet_validation_rows"), validate.validate_fleet
+
+    def validate_fleet(root=None, calibration=None, run_ids=None):
+        if (root, calibration, run_ids) == (None, None, None):
+            return [dict(r) for r in shared]
+        return real(root, calibration, run_ids)
+
+    monkeypatch.setattr(validate, "validate_fleet", validate_fleet)
     version, goal, runs = quoted("fleet")
     result = CliRunner().invoke(app, ["fleet", "validate", "--format", "json"])
     assert result.exit_code == 0, result.output
