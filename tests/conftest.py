@@ -19,8 +19,8 @@ golden/, data/); pytest puts this folder on sys.path.
 - golden_shared_prediction (session): the README's prediction, printed as a table, JSON and CSV
   by one process that predicts once (tests/golden/shared_prediction.py), once per pytest run
   whichever xdist workers its tests land on.
-- fleet_validation_rows (session): every recorded fleet run replayed (validate_fleet), once
-  per pytest run.
+- once_per_run (session): a result computed once per pytest run across the xdist workers;
+  fleet_validation_rows (session) is every recorded fleet run replayed (validate_fleet) so.
 - readme_prediction (session): the README's pasted prediction command, run once per pytest run
   in a fresh clone of its own (tests/slow/test_readme_fresh.py and test_report read it).
 - one_ray_instance: the tests that start a local Ray instance take turns, across the xdist
@@ -188,20 +188,30 @@ def readme_prediction(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def fleet_validation_rows(tmp_path_factory) -> list[dict]:
-    """simkit.fleet.validate.validate_fleet() (the default calibration), computed once per pytest
-    run: the first worker to need it replays every recorded fleet run, the others read its rows
-    (pickled: the same values). tests/integration/test_fleet_validation.py checks them and the
-    README's fleet figures are checked on `fleet validate`'s rendering of them (test_readme)."""
+def once_per_run(tmp_path_factory):
+    """once_per_run(name, compute) -> compute(), computed once per pytest run: the first xdist
+    worker to ask runs it, the others read its result (pickled: the same values). For what a
+    module fixture would compute again on every worker its tests land on."""
     import pickle
 
+    def once(name: str, compute):
+        path = _run_folder(tmp_path_factory) / f"{name}.pickle"
+        with _run_lock(tmp_path_factory, name):
+            if not path.is_file():
+                path.write_bytes(pickle.dumps(compute()))
+        return pickle.loads(path.read_bytes())
+
+    return once
+
+
+@pytest.fixture(scope="session")
+def fleet_validation_rows(once_per_run) -> list[dict]:
+    """simkit.fleet.validate.validate_fleet() (the default calibration), once per pytest run
+    (18 CPU-s): tests/integration/test_fleet_validation.py checks the rows and the README's fleet
+    figures are checked on `fleet validate`'s rendering of them (test_readme)."""
     from simkit.fleet.validate import validate_fleet
 
-    path = _run_folder(tmp_path_factory) / "fleet-validation.pickle"
-    with _run_lock(tmp_path_factory, "fleet-validation"):
-        if not path.is_file():
-            path.write_bytes(pickle.dumps(validate_fleet()))
-    return pickle.loads(path.read_bytes())
+    return once_per_run("fleet-validation", validate_fleet)
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def workload():
 
 # -- capacity --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def capacity_search(workload):
+def capacity_search(workload, once_per_run):
     """Max sustainable rates for vanilla and kpad-4 under two TPOT goals (small, fast search).
     Llama-3.1-70B on H200 (TP2) keeps the rates low enough that the goals, not the request cap,
     bind with a few hundred requests per run. The goals are set relative to the single-request
@@ -48,8 +48,12 @@ def capacity_search(workload):
     alone = simulate(workload, cost, engine_config(cost), specs[0], load=ClosedLoop(1),
                      num_requests=8).metrics.tpot_ms_p99
     loose_goals, tight_goals = Goals(1000, 2.0 * alone), Goals(1000, 1.3 * alone)
-    loose = max_sustainable_rates(workload, cost, specs, loose_goals, **SEARCH)
-    tight = max_sustainable_rates(workload, cost, specs, tight_goals, **SEARCH)
+
+    def searches():                  # once per pytest run, whichever workers these tests land on
+        return (max_sustainable_rates(workload, cost, specs, loose_goals, **SEARCH),
+                max_sustainable_rates(workload, cost, specs, tight_goals, **SEARCH))
+
+    loose, tight = once_per_run("capacity-search", searches)
     return cost, specs, loose, tight, loose_goals, tight_goals
 
 
