@@ -1,7 +1,10 @@
 """Measurement sittings: runs made back to back on one GPU machine, told apart by their start times.
 
 Runs whose start times are within `gap_min` minutes of the previous run belong to one sitting
-(one machine, one day). A cost model that transfers must predict the runs of a sitting it was not
+(one machine, one day). 15 minutes: the longest pause between two runs of one machine in the
+records is 9.9 minutes (an engine start after a long run), and a GPU machine that sits idle for
+longer is a different one when it comes back (two 0.33 machines of 2026-12-03 evening ran 23
+minutes apart). A cost model that transfers must predict the runs of a sitting it was not
 fitted on; `simkit validate` and tests/benchmarks/bench_version_transfer.py hold sittings out.
 """
 
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-GAP_MIN = 60.0
+GAP_MIN = 15.0
 
 
 def assign_sittings(runs: Any, gap_min: float = GAP_MIN) -> Any:
