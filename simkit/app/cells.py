@@ -127,9 +127,9 @@ def _in_loop_factory(reqs: list, run: dict[str, Any]):
     settings (runs.drafter_params: tree depth, cached responses, spec factor, min token prob)."""
     from functools import partial
 
-    from simkit.drafters.suffix.in_loop import InLoopSuffix
+    from simkit.drafters.suffix.in_loop import in_loop_suffix
 
-    return partial(InLoopSuffix, reqs, IN_LOOP_KMAX, suffix_params_of(run))
+    return partial(in_loop_suffix, reqs, IN_LOOP_KMAX, suffix_params_of(run))
 
 
 def suffix_params_of(run: dict[str, Any]):

@@ -70,9 +70,9 @@ def in_loop_drafter(requests: list):
     built on the workload gets its own tree."""
     from functools import partial
 
-    from simkit.drafters.suffix.in_loop import InLoopSuffix
+    from simkit.drafters.suffix.in_loop import in_loop_suffix
 
-    return partial(InLoopSuffix, requests, KMAX)
+    return partial(in_loop_suffix, requests, KMAX)
 
 
 def tree_history(draws: Sequence[int], max_cached: int = 10000) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import os
 
-SOURCES = ("core.py", "kernels.py")
+SOURCES = ("core.py", "kernels.py", "kernels_in_loop.py")
 _DIR = os.path.dirname(os.path.abspath(__file__))
 
 
