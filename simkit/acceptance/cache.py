@@ -23,6 +23,8 @@ BUILD_VERSION = "acceptance-v1"
 # Folder of the cached tables under cache_dir(); changes with the stored layout (not the
 # contents): tables here carry a content checksum in meta.json, verified on every load.
 STORE = "acceptance-checked"
+# Folder of the tables' build locks under cache_dir() (load_or_build), beside the store.
+LOCKS = "acceptance-locks"
 
 
 def store_dir() -> Path:
@@ -75,17 +77,68 @@ def cached_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=No
 def load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
                   progress: bool, use_cache: bool) -> AcceptanceTable:
     """The cached table at `path` when complete, else build(step) under a progress bar, stored
-    (the one cache path of every table builder: cached_table, the warm and history tables)."""
-    if use_cache and path.exists():
+    (the one cache path of every table builder: cached_table, the warm and history tables).
+    A build holds the table's lock (build_lock): a process that needs the same table meanwhile
+    (validate's workers, two commands at once) waits for it and loads it instead of building it
+    a second time."""
+    if not use_cache:
+        return _load_or_build(path, build, total=total, label=label, model=model,
+                              corpus=corpus, progress=progress, use_cache=False)
+    table = _load(path, model, corpus)
+    if table is not None:
+        return table
+    with build_lock(path):
+        return _load_or_build(path, build, total=total, label=label, model=model,
+                              corpus=corpus, progress=progress, use_cache=True)
+
+
+def build_lock(path: Path):
+    """An exclusive lock on building the table at `path` (a file under cache_dir()/LOCKS, kept:
+    removing a lock file others may be waiting on would let two builds run); where the file
+    system has no locks, nothing is held (the store's atomic rename keeps the cache whole)."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def held():
+        folder = Path(cache_dir()) / LOCKS
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fh = open(folder / f"{path.name}.lock", "a")
+        except OSError:
+            yield
+            return
+        with fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            except OSError:
+                pass
+            yield
+    return held()
+
+
+def _load(path: Path, model: str, corpus: str) -> AcceptanceTable | None:
+    """The complete cached table at `path`, or None (a damaged one is named and removed)."""
+    if path.exists():
         from simkit.cachecheck import DamagedCache, discard
 
         try:
             table = load_cached(path)
-        except DamagedCache as exc:      # named, removed, rebuilt below from the requests
+        except DamagedCache as exc:      # named, removed, rebuilt by the caller from the requests
             discard(exc)
         else:
             table.model, table.corpus = model, corpus
             return table
+    return None
+
+
+def _load_or_build(path: Path, build, *, total: int, label: str, model: str, corpus: str,
+                   progress: bool, use_cache: bool) -> AcceptanceTable:
+    """load_or_build's work, under the table's lock: the table when another process stored it
+    meanwhile, else built and stored."""
+    table = _load(path, model, corpus) if use_cache else None
+    if table is not None:
+        return table
     bar = _bar(progress)
     step = None
     if bar is not None:
