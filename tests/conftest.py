@@ -71,9 +71,13 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session):
-    """Reap the warm-up and remove its lock file (the controller's own)."""
+    """Reap the warm-up and remove its lock file (the controller's own). A run that ended before
+    the warm-up (a few tests that replay nothing) stops it instead of waiting: numba writes each
+    cache file whole, so the next run compiles what is missing."""
     proc, path = session.config.stash.get(_WARMUP, (None, None))
     if proc is not None:
+        if proc.poll() is None:
+            proc.terminate()
         proc.wait()
         os.unlink(path)
 
