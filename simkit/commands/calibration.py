@@ -362,6 +362,7 @@ def validate(
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
                          path=str(records or "calibrate/data"))
+    loaded = steps, runs                 # every record, for the fleet validation below
     runs = select_version(runs, version.key)
     if runs.empty:
         raise InputError(f"no runs measured with {version.label} in the records",
@@ -384,7 +385,7 @@ def validate(
 
         print(f"predicting {len(fleet_runs)} fleet replica runs", file=sys.stderr)
         doc["fleet"] = report._clean(summary(validate_fleet(
-            records, run_ids=list(fleet_runs["run_id"]))))
+            records, run_ids=list(fleet_runs["run_id"]), loaded=loaded)))
     if not run_id:         # a figure of the whole records, beside the held-out MAPE
         from simkit.validation.floor import repeat_floor
 

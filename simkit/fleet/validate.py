@@ -56,11 +56,12 @@ def fleet_streams(model: str = MODEL, corpus: str = CORPUS, unique: int = UNIQUE
     return out
 
 
-def fleet_records(root=None):
-    """(steps, runs) of the recorded fleet runs only, or (None, None) when there are none."""
+def fleet_records(root=None, loaded=None):
+    """(steps, runs) of the recorded fleet runs only, or (None, None) when there are none.
+    `loaded`: the (steps, runs) of load_records(root), where the caller has read them already."""
     from simkit.validation.measured import load_records
 
-    steps, runs = load_records(root)
+    steps, runs = loaded if loaded is not None else load_records(root)
     if runs is None:
         return None, None
     runs = runs[runs["corpus"].astype(str).str.startswith("fleet-")]
@@ -69,16 +70,17 @@ def fleet_records(root=None):
 
 
 def validate_fleet(root=None, calibration: str | None = None,
-                   run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+                   run_ids: list[str] | None = None, loaded=None) -> list[dict[str, Any]]:
     """One row per recorded fleet run (run_id order): measured vs predicted accepted/step and tok/s,
     and whether the rebuilt stream matches the records (request count, output tokens). The
     streams are rebuilt here; the runs are predicted on every core
-    (simkit.validation.parallel.map_runs: the rows come back in run order)."""
+    (simkit.validation.parallel.map_runs: the rows come back in run order). `loaded`: the
+    records of `root` already read (fleet_records)."""
     import functools
 
     from simkit.validation.parallel import map_runs
 
-    steps, runs = fleet_records(root)
+    steps, runs = fleet_records(root, loaded)
     if runs is None or not len(runs):
         return []
     selected = [run for run in runs.to_dict("records")
