@@ -72,7 +72,7 @@ def figures_markdown(val033: dict[str, Any], val026: dict[str, Any],
                   for part in ("by_runner", "within_sitting", "across_sittings")}}
     lines = [
         f"vLLM 0.33, {val033['held_out_runs']} held-out runs ({val033['machines']}):", "",
-        "| goal (issue #23) | figure | |", "|---|---|---|",
+        "| goal | figure | |", "|---|---|---|",
         f"| held-out MAPE <= {GOALS['mape']:.0f} % | {val033['held_out_mape_pct']:.2f} % "
         f"(cold {hist.get('cold', 0):.2f} %) | {_met(val033['held_out_mape_pct'] <= GOALS['mape'])} |",
         f"| hot and repeat runs <= {GOALS['hot']:.0f} % | "
