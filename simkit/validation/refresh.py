@@ -8,7 +8,8 @@
 2. the README's pasted `simkit predict` example (it quotes that block; the README test,
    tests/integration/test_report.py, compares it with what the command prints);
 3. the figures of docs/validation.md, "What limits the error" (between its refresh markers),
-   from that block and the 0.26 records' repeat floor.
+   from that block and the 0.26 records' repeat floor, and the drift's time scale
+   (simkit.validation.drift, between the drift markers).
 The 0.26 calibration is not rewritten (its figures and outputs stay as they are). Then run
 `simkit validate --vllm-version 0.33` for the per-run table. Same records, same bytes.
 """
@@ -25,6 +26,7 @@ CAL026 = ROOT / "simkit/data/calibrations/h200-vllm026.json"
 README = ROOT / "README.md"
 DOC = ROOT / "docs/validation.md"
 BEGIN, END = "<!-- refresh: figures begin -->", "<!-- refresh: figures end -->"
+DRIFT_BEGIN, DRIFT_END = "<!-- refresh: drift begins -->", "<!-- refresh: drift ends -->"
 PREDICT = "$ simkit predict --model llama-3.1-8b --corpus mix --plot docs/img/predict-llama-3.1-8b-mix.png\n"
 GOALS = {"mape": 5.0, "hot": 8.0, "best": 0.90, "interval": 0.90}
 
@@ -111,6 +113,13 @@ def figures_markdown(val033: dict[str, Any], val026: dict[str, Any],
     return "\n".join(lines)
 
 
+def drift_markdown() -> str:
+    """The drift's time scale as `python -m simkit.validation.drift` prints it, fenced."""
+    from simkit.validation.drift import drift_summary, render
+
+    return "```\n" + render(drift_summary("0.33")) + "\n```"
+
+
 def replace_between(text: str, begin: str, end: str, body: str) -> str:
     """`text` with what lies between the markers `begin` and `end` replaced by `body`."""
     i, j = text.index(begin) + len(begin), text.index(end)
@@ -149,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     floor026 = repeat_floor(select_version(runs, "0.26"))
     val033 = json.loads(CAL033.read_text())["validation"]
     val026 = json.loads(CAL026.read_text())["validation"]
-    DOC.write_text(replace_between(DOC.read_text(), BEGIN, END,
-                                   figures_markdown(val033, val026, floor026)))
+    doc = replace_between(DOC.read_text(), BEGIN, END, figures_markdown(val033, val026, floor026))
+    DOC.write_text(replace_between(doc, DRIFT_BEGIN, DRIFT_END, drift_markdown()))
     for path in (CAL033, README, DOC):
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
