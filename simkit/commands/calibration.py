@@ -397,7 +397,10 @@ def validate(
         print("refitting on the earlier days' calibration runs for the unseen-day error",
               file=sys.stderr)
         doc["unseen_day"] = report._clean(unseen_days(
-            runs, steps, version.key, records, progress=lambda r: print(f"predicted {r}", file=sys.stderr)))
+            runs, steps, version.key, records,
+            progress=lambda r: print(f"predicted {r}", file=sys.stderr),
+            predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
+            else {c["run_id"]: c for c in cells}))
     if plot:
         from simkit.outfiles import wrote
 

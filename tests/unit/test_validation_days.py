@@ -52,3 +52,27 @@ def test_an_unseen_day_is_refitted_the_way_the_shipped_calibration_was():
 
     assert shipped_step_terms("0.26") is False     # h200-vllm026 predates the step terms
     assert shipped_step_terms("0.33") is True
+
+
+def test_a_refit_that_is_the_shipped_calibration_reuses_its_predictions(tmp_path):
+    """shipped_fit names the shipped calibration only when the refit has its fitted runs and
+    coefficients (then validate's own predictions are the refit's); any other fit is simulated."""
+    import json
+
+    from simkit.costmodel.calibrations import default_calibration
+    from simkit.validation.refresh import CAL033
+    from simkit.validation.transfer import shipped_fit
+
+    doc = json.loads(CAL033.read_text())
+    refit = {k: v for k, v in doc.items() if k not in ("interval", "validation")}
+    path = tmp_path / "refit.json"
+    path.write_text(json.dumps(refit))
+    assert shipped_fit(path, "0.33") == default_calibration("h200", "0.33")
+    other = dict(refit, runs=refit["runs"][1:])
+    path.write_text(json.dumps(other))
+    assert shipped_fit(path, "0.33") is None
+    coefs = dict(refit["coefficients"])
+    name = next(iter(coefs))
+    coefs[name] = coefs[name] * 1.01 + 1e-9
+    path.write_text(json.dumps(dict(refit, coefficients=coefs)))
+    assert shipped_fit(path, "0.33") is None
