@@ -262,6 +262,26 @@ def repeatability(cells: list[dict[str, Any]]) -> dict[str, Any]:
             "max_spread": max(spreads) if spreads else None}
 
 
+def setting_mean_mape(cells: list[dict[str, Any]], purpose: str = "validation") -> dict[str, Any]:
+    """MAPE of the prediction against the mean measured tok/s of each setting measured >= 2 times
+    (the cells of one purpose): the model's error with one run's drift partly averaged out, a
+    second figure beside the per-run MAPE, never in its place. A mean of m runs still carries
+    their drift / sqrt(m) (simkit.validation.floor), so this is, in expectation, an upper bound on
+    the model's."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for c in cells:
+        if c["purpose"] == purpose and c["error"] == c["error"]:
+            groups[(*_same_setting(c), c["config"])].append(c)
+    errs = []
+    for cs in groups.values():
+        if len(cs) >= 2:
+            meas = sum(c["measured_tok_s"] for c in cs) / len(cs)
+            pred = sum(c["predicted_tok_s"] for c in cs) / len(cs)
+            errs.append(abs(pred / meas - 1))
+    return {"mape_pct": 100.0 * sum(errs) / len(errs) if errs else None,
+            "settings": len(errs), "runs": sum(len(cs) for cs in groups.values() if len(cs) >= 2)}
+
+
 def acceptance_check(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean absolute relative error of replayed vs measured accepted tokens per decode step,
     per table ordering present in the cells."""
@@ -335,6 +355,7 @@ def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
             "mape_by_forcing": {f: mape([c for c in cells if c.get("forcing") == f], "validation")
                                 for f in sorted({c.get("forcing", "") for c in cells})},
             "repeatability": _clean(repeatability(cells)),
+            "mape_vs_setting_mean": _clean(setting_mean_mape(cells)),
             "best_k_agreement": _clean(best_k_agreement(cells, "validation")),
             "best_k_agreement_calibration": _clean(best_k_agreement(cells, "calibration")),
             "best_config_agreement": _clean(best_config_agreement(cells, "validation")),

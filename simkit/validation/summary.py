@@ -17,7 +17,8 @@ import argparse
 from typing import Any
 
 from simkit.validation.report import (FLEET_PREFIX, acceptance_check, best_config_agreement,
-                                      best_k_agreement, mape, mape_by_history, repeatability)
+                                      best_k_agreement, mape, mape_by_history, repeatability,
+                                      setting_mean_mape)
 from simkit.validation.floor import repeat_floor
 from simkit.validation.spread import class_sigma, coverage, interval, repeat_tie, rerun_interval
 
@@ -65,11 +66,16 @@ def validation_block(cells: list[dict[str, Any]], version: str,
     cov = coverage(cells, "validation")
     rep = repeatability(cells)
     acc = acceptance_check(held).get("used", {})
+    vs_mean = setting_mean_mape(cells, "validation")
     block = {
         "metric": "MAPE % of predicted vs measured steady output tok/s, one value per measured run",
         "held_out_runs": len(held), "held_out_mape_pct": round(mape(cells, "validation"), 2),
         "held_out_mape_by_history_pct": {h: round(v, 2) for h, v in mape_by_history(cells).items()
                                          if v is not None},
+        "held_out_mape_vs_setting_mean_pct": (None if vs_mean["mape_pct"] is None
+                                              else round(vs_mean["mape_pct"], 2)),
+        "held_out_settings_vs_mean": f"{vs_mean['settings']} settings measured >= 2 times "
+                                     f"({vs_mean['runs']} runs)",
         "held_out_within_5pct": sum(abs(c["error"]) <= 0.05 for c in held),
         "held_out_within_10pct": sum(abs(c["error"]) <= 0.10 for c in held),
         "worst_held_out_pct": round(100 * worst["error"], 1), "worst_held_out_run": worst["run_id"],

@@ -64,6 +64,11 @@ def _lines(doc: dict[str, Any]) -> list[str]:
     for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
         if doc[key] is not None:
             lines.append(f"MAPE {name}: {doc[key]:.1f} %")
+    vs_mean = doc.get("mape_vs_setting_mean") or {}
+    if vs_mean.get("mape_pct") is not None:
+        lines.append(f"MAPE held-out vs each setting's mean run (settings run >= 2 times): "
+                     f"{vs_mean['mape_pct']:.1f} % ({vs_mean['settings']} settings, "
+                     f"{vs_mean['runs']} runs)")
     floor = floor_line(doc.get("repeat_floor") or {})
     if floor:
         lines.append(floor)
