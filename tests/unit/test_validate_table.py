@@ -40,3 +40,24 @@ def test_prose_wraps_at_100_and_a_column_of_dashes_is_left_out():
     why = [ln for ln in lines if "dynamic-K" in ln or ln.startswith("  no dynamic")]
     assert len(why) > 1 and all(ln.startswith("  ") for ln in why[1:])   # wrapped, indented
     assert " ".join(" ".join(why).split()).endswith("no dynamic-K run )")   # every word kept
+
+
+def test_mape_against_the_setting_mean_averages_repeats_and_skips_single_runs():
+    """Two runs of one setting measured 90 and 110 tok/s, predicted 100 each: 10 % per run, 0 %
+    against their mean; a setting run once and the calibration runs do not count."""
+    import pytest
+
+    from simkit.validation.report import setting_mean_mape
+
+    def run(run_id, meas, pred, purpose="validation", corpus="chat"):
+        return {"run_id": run_id, "purpose": purpose, "model": "m", "corpus": corpus,
+                "concurrency": 32, "num_requests": 64, "config": "suffix-24",
+                "measured_tok_s": meas, "predicted_tok_s": pred, "error": pred / meas - 1}
+
+    cells = [run("a", 90.0, 100.0), run("b", 110.0, 100.0), run("c", 50.0, 100.0, corpus="math"),
+             run("d", 200.0, 100.0, purpose="calibration"), run("e", 200.0, 100.0, "calibration")]
+    got = setting_mean_mape(cells)
+    assert got == {"mape_pct": pytest.approx(0.0), "settings": 1, "runs": 2}
+    got = setting_mean_mape([run("a", 90.0, 120.0), run("b", 110.0, 120.0)])
+    assert got["mape_pct"] == pytest.approx(20.0)
+    assert setting_mean_mape([run("c", 50.0, 100.0)])["mape_pct"] is None
