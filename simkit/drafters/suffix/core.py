@@ -35,6 +35,10 @@ CNT, TOK, LN, RPOS, PAR, CST, CL = 0, 1, 2, 3, 4, 6, 7
 _LOW = (1 << 24) - 1
 _NCLASS = 40
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+# int64 scalars for constant arguments of compiled calls: numba compiles a function once per
+# distinct literal argument (a Python 0 or 1 is typed Literal[int](0), a node field int32), so
+# every call site passes int64 and each function compiles once.
+I0, I1, NO_PARENT = np.int64(0), np.int64(1), np.int64(-1)
 LIMIT = (1 << 31) - 1      # int32 node fields: node ids, counts, token positions, pool slots
 
 
@@ -277,7 +281,7 @@ def _index(N, pl, s, n, x):
     """Index of child x in the n-child slice at s: bisect to the first sibling whose count is <=
     x's, then scan the pool (contiguous ids, no node rows) for x. Kept instead of a per-node index
     field, which every shift of a sibling would have to rewrite in scattered rows."""
-    j = 0 if n <= 16 else _first_at_most(N, pl, s, 0, n, N[x, CNT])
+    j = 0 if n <= 16 else _first_at_most(N, pl, s, I0, n, np.int64(N[x, CNT]))
     while pl[s + j] != x:
         j += 1
     return j
@@ -296,9 +300,9 @@ def inc(T, u, x):
             pc = N[pl[s + i - 1], CNT]
             j = -1
             if pc == c:                      # not first among c: becomes last among c+1
-                j = _first_at_most(N, pl, s, 0, i, c)
+                j = _first_at_most(N, pl, s, I0, i, np.int64(c))
             elif pc == c + 1:                # first among c: becomes first among c+1
-                j = _first_at_most(N, pl, s, 0, i, c + 1)
+                j = _first_at_most(N, pl, s, I0, i, np.int64(c + 1))
             if j >= 0:
                 for q in range(i, j, -1):
                     pl[s + q] = pl[s + q - 1]
@@ -367,7 +371,7 @@ def append_token(T, root, flat, base, n, act, na, depth):
         key = _key(u, token)
         c = find_child(T, u, token)
         if c < 0:
-            v = new_node(T, 1, token, 1, base + n - 1, u)
+            v = new_node(T, I1, np.int64(token), I1, base + n - 1, u)
             h_put(T, key, v)
             append_child(T, u, v)
             act[k] = v
@@ -382,7 +386,7 @@ def append_token(T, root, flat, base, n, act, na, depth):
                 N[c, LN] = lc
                 N[c, RPOS] = base + n - lc
                 N[c, PAR] = p
-                replace_child(T, p, u, c)
+                replace_child(T, np.int64(p), u, c)
                 h_put(T, _key(p, tu), c)
                 h_del(T, key)
                 act[k] = c
@@ -402,7 +406,7 @@ def append_token(T, root, flat, base, n, act, na, depth):
             inc(T, u, c)
             act[k] = c
         else:                                               # split c after its first token
-            w = new_node(T, N[c, CNT], token, 1, base + n - 1, u)
+            w = new_node(T, np.int64(N[c, CNT]), np.int64(token), I1, base + n - 1, u)
             replace_child(T, u, c, w)
             h_put(T, key, w)
             N[c, LN] -= 1
@@ -449,7 +453,7 @@ def remove_seq(T, root, flat, base, n):
                 N[c, LN] += N[node, LN]
                 N[c, RPOS] -= N[node, LN]
                 N[c, PAR] = p
-                replace_child(T, p, node, c)
+                replace_child(T, np.int64(p), node, c)
                 h_put(T, _key(p, tn), c)
                 N[node, CL] &= ~np.int32(_LOW)             # no children (the slice stays allocated)
 

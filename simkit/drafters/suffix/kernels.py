@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters.suffix.core import (CNT, H_NEXT, LN, RPOS, append_token, ensure, find_child,
-                                         free_tree, head, new_node, remove_seq, reset_forest)
+from simkit.drafters.suffix.core import (CNT, H_NEXT, I0, I1, LN, NO_PARENT, RPOS, append_token,
+                                         ensure, find_child, free_tree, head, new_node,
+                                         remove_seq, reset_forest)
 
-GROOT = 0          # root of the global tree
+GROOT = np.int64(0)   # root of the global tree (int64, not a literal: core.I0)
 # driver header D: FIFO head, FIFO tail, live global sequences
 D_HEAD, D_TAIL, D_LIVE = 0, 1, 2
 
@@ -91,7 +92,7 @@ def draft_row(TL, TG, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, f
     best_w[:] = -1
     L = ln_tok if ln_tok < depth else depth
     clo = lbase + ln_tok - L
-    nw = 0
+    nw = I0
     for which in range(2):
         if which == 0:
             T, root, act, nact = TL, lroot, lact, nla
@@ -227,7 +228,7 @@ def sequential_chunk(T, TL, D, fifo, live, glen, flat, pbase, plen, olen, rowbas
             if maxc == 0:
                 continue
             _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat)
-            ng = 0
+            ng = I0
             for t in range(no):
                 T, ng = _append(T, GROOT, flat, ob, t, gact, ng, depth)
             live[r] = 1
@@ -237,17 +238,17 @@ def sequential_chunk(T, TL, D, fifo, live, glen, flat, pbase, plen, olen, rowbas
         pb = pbase[r]
         npr = plen[r]
         TL = reset_forest(TL, 2 * (npr + no) + 2)
-        lroot = new_node(TL, 0, 0, 0, 0, -1)
-        nl = 0
+        lroot = new_node(TL, I0, I0, I0, I0, NO_PARENT)
+        nl = I0
         for i in range(npr):
             TL, nl = _append(TL, lroot, flat, pb, i, lact, nl, depth)
         cached = maxc != 0
         if cached:
             _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat)
         TL, nl = _append(TL, lroot, flat, pb, npr, lact, nl, depth)
-        ng = 0
+        ng = I0
         if cached:
-            T, ng = _append(T, GROOT, flat, ob, 0, gact, ng, depth)
+            T, ng = _append(T, GROOT, flat, ob, I0, gact, ng, depth)
             live[r] = 1
             glen[r] = 1
             D[D_LIVE] += 1
@@ -299,18 +300,18 @@ def concurrent_all(T, D, fifo, live, glen, flat, pbase, plen, olen, rowbase, fir
             nxt += 1
             nfree -= 1
             s = free_slots[nfree]
-            T = ensure(T, 1, 0, 0)
-            lroot = new_node(T, 0, 0, 0, 0, -1)
+            T = ensure(T, I1, I0, I0)
+            lroot = new_node(T, I0, I0, I0, I0, NO_PARENT)
             pb = pbase[r]
-            nl = 0
+            nl = I0
             for i in range(plen[r]):
                 T, nl = _append(T, lroot, flat, pb, i, lact[s], nl, depth)
             if maxc != 0:
                 _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat)
             T, nl = _append(T, lroot, flat, pb, plen[r], lact[s], nl, depth)
-            ng = 0
+            ng = I0
             if live[r] == 0 and maxc != 0:
-                T, ng = _append(T, GROOT, flat, gbase[r], 0, gact[s], ng, depth)
+                T, ng = _append(T, GROOT, flat, gbase[r], I0, gact[s], ng, depth)
                 live[r] = 1
                 glen[r] = 1
                 D[D_LIVE] += 1

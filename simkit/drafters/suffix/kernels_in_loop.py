@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters.suffix.core import H_NEXT, ensure, free_tree, new_node, remove_seq
+from simkit.drafters.suffix.core import (H_NEXT, I0, I1, NO_PARENT, ensure, free_tree, new_node,
+                                         remove_seq)
 from simkit.drafters.suffix.kernels import D_LIVE, GROOT, _append, draft_row
 
 # columns of SG: prompt start in flat, prompt length, output start in flat (output position T0
@@ -28,9 +29,9 @@ NCOLS = 11
 @njit(cache=True)
 def start(T, flat, SG, LACT, s, depth):
     """A local tree over segment s's prompt (SuffixCache.start_request's local part)."""
-    T = ensure(T, 1, 0, 0)
-    root = new_node(T, 0, 0, 0, 0, -1)
-    nl = 0
+    T = ensure(T, I1, I0, I0)
+    root = new_node(T, I0, I0, I0, I0, NO_PARENT)
+    nl = I0
     for i in range(SG[s, PLEN]):
         T, nl = _append(T, root, flat, SG[s, BASE], i, LACT[s], nl, depth)
     SG[s, ROOT] = root
