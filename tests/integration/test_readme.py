@@ -35,6 +35,9 @@ QUOTED = {
     "tour_predict": r"\(one (H\d+), vLLM (\d+\.\d+)\)",
     "gpu_host": r"with vLLM (\d+\.\d+)\.\.(\d+\.\d+) and simkit installed",
     "plan": r"by default (\d+) engines of (\d+) runs each, about ([\d.]+) of (\d+) GPU-minutes",
+    "accuracy": (r"On the recorded vLLM (\d+\.\d+) runs \((H\d+)\) it misses a single held-out "
+                 r"run by ([\d.]+) % on average and the mean of a setting's repeated runs by "
+                 r"([\d.]+) %"),
 }
 
 
@@ -210,3 +213,14 @@ def test_calibrate_plan_refuses_a_corpus_that_is_not_there(capsys):
     assert code == 2 and len(err) == 1
     assert err[0].startswith("error: unknown corpus 'not-imported-yet'; known: chat")
     assert "simkit traces import FILE --name not-imported-yet" in err[0]
+
+
+def test_accuracy_figures_are_the_shipped_calibrations_held_out_block():
+    """The README's error figures are the 0.33 calibration's stored block (which the refresh
+    writes from validate's own predictions: tests/unit/test_refresh.py keeps it current)."""
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
+
+    version, gpu, per_run, vs_mean = quoted("accuracy")
+    block = read_calibration(default_calibration(gpu.lower(), version))["validation"]
+    assert per_run == f"{block['held_out_mape_pct']:.1f}"
+    assert vs_mean == f"{block['held_out_mape_vs_setting_mean_pct']:.1f}"
