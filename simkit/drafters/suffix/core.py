@@ -123,6 +123,16 @@ def h_del(T, key):
 
 # -- capacity ----------------------------------------------------------------------------------------
 @njit(cache=True)
+def _copy_rows(src, dst):
+    """dst[:len(src)] = src, element by element: a slice assignment between arrays compiles
+    numba's shape-checked broadcast and its error formatting, about 3 CPU-s of every first
+    compile, for a copy made only when the forest grows."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@njit(cache=True)
 def ensure(T, nodes, keys, depth):
     """T with room for `nodes` fresh nodes, `keys` new hash keys and `depth` child-slice growths."""
     H, N, pl, hk, fl = T
@@ -133,8 +143,8 @@ def ensure(T, nodes, keys, depth):
             n *= 2
         if n > LIMIT:
             raise ValueError("suffix forest: more than 2^31 nodes")
-        M = np.zeros((n, 8), np.int32)
-        M[:N.shape[0]] = N
+        M = np.zeros((n, N.shape[1]), np.int32)
+        _copy_rows(N, M)
         N = M
     needp = H[H_PUSED] + depth * 2 * (H[H_MAXCAP] + 2) + 4
     if needp > pl.shape[0]:
@@ -144,7 +154,8 @@ def ensure(T, nodes, keys, depth):
         if n > LIMIT:
             raise ValueError("suffix forest: child pool over 2^31 slots")
         q = np.zeros(n, np.int32)
-        q[:pl.shape[0]] = pl
+        for i in range(pl.shape[0]):
+            q[i] = pl[i]
         pl = q
     if 2 * (H[H_HCNT] + keys) > hk.shape[0]:
         n = hk.shape[0]
