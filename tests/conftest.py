@@ -27,9 +27,9 @@ golden/, data/); pytest puts this folder on sys.path.
   workers too (a file lock), so that two Ray instances never compete for the same cores.
 
 The suffix drafter's numba kernels are compiled once per run, in the background from the start
-(tests/jit_warmup.py, holding a file lock while it compiles): a test's first compiled replay waits
-for that lock instead of compiling the same kernels again in every xdist worker (on a fresh
-clone, about 35 CPU-s each).
+(simkit.drafters.suffix.warmup, as `simkit validate` does, holding a file lock while it
+compiles): a test's first compiled replay waits for that lock instead of compiling the same
+kernels again in every xdist worker (on a fresh clone, about 14 CPU-s each).
 """
 
 from __future__ import annotations
@@ -37,71 +37,32 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 TIERS = ("unit", "integration", "slow")
 HERE = Path(__file__).resolve().parent
-JIT_LOCK = "SIMKIT_TEST_JIT_LOCK"     # the warm-up's lock file, for the xdist workers too
-_WARMUP = pytest.StashKey[tuple]()    # (the warm-up process, its lock file), in the controller
+_WARMUP = pytest.StashKey[object]()   # the background compile's handle, in the controller
 
 
 @pytest.hookimpl(tryfirst=True)        # before pytest-xdist starts the workers (they inherit it)
 def pytest_sessionstart(session):
-    """The run's one process that is not an xdist worker starts the numba warm-up, locked; every
-    process of the run (the workers, or this one alone) makes its compiled replays wait for it."""
-    try:
-        import fcntl
-    except ImportError:                      # not a POSIX system: each process compiles, as before
-        return
+    """The run's one process that is not an xdist worker starts simkit's background compile of the
+    drafter's kernels (simkit.drafters.suffix.warmup, holding a file lock); every process of the
+    run (the workers, the commands tests start) makes its first compiled replay wait for it."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        import tempfile
+        from simkit.drafters.suffix import warmup
 
-        fd, path = tempfile.mkstemp(prefix="simkit-jit-", suffix=".lock")
-        fcntl.flock(fd, fcntl.LOCK_EX)       # held by the warm-up (the inherited fd) until it exits
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(HERE.parent), str(HERE))))
-        session.config.stash[_WARMUP] = (subprocess.Popen(
-            [sys.executable, str(HERE / "jit_warmup.py")], env=env, pass_fds=(fd,),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), path)
-        os.close(fd)
-        os.environ[JIT_LOCK] = path
-    _replays_wait_for_warmup()
+        session.config.stash[_WARMUP] = warmup.start()
 
 
 def pytest_sessionfinish(session):
-    """Reap the warm-up and remove its lock file (the controller's own). A run that ended before
-    the warm-up (a few tests that replay nothing) stops it instead of waiting: numba writes each
-    cache file whole, so the next run compiles what is missing."""
-    proc, path = session.config.stash.get(_WARMUP, (None, None))
-    if proc is not None:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait()
-        os.unlink(path)
+    """Stop the background compile if the run ended first (a few tests that replay nothing: numba
+    writes each cache file whole, so the next run compiles what is missing); remove its lock."""
+    from simkit.drafters.suffix import warmup
 
-
-def _replays_wait_for_warmup() -> None:
-    """Make simkit's compiled replays wait, once per process, for the warm-up's lock (numba then
-    reads the kernels from its cache). A failed warm-up releases it too: the replay compiles."""
-    import fcntl
-
-    from simkit.drafters.suffix import compiled
-
-    path, original = os.environ.get(JIT_LOCK), compiled._require_numba
-    if not path:
-        return
-    waited = []
-
-    def require_numba_after_the_warmup() -> None:
-        if not waited:
-            with open(path) as fh:
-                fcntl.flock(fh, fcntl.LOCK_SH)
-            waited.append(True)
-        original()
-
-    compiled._require_numba = require_numba_after_the_warmup
+    warmup.stop(session.config.stash.get(_WARMUP, None))
 
 
 def pytest_collection_modifyitems(items):

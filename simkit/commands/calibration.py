@@ -331,12 +331,7 @@ def validate(
                                                "that version's rules and calibration"),
 ) -> None:
     """Predicted vs measured tok/s for every measured vLLM run, under that run's conditions."""
-    import json
-    import sys
-
     from simkit.errors import InputError
-    from simkit.validation import report
-    from simkit.validation.measured import load_records
 
     if seeds < 1:
         raise InputError("must be >= 1", field="seeds")
@@ -353,11 +348,29 @@ def validate(
             raise InputError("warm needs a whole corpus served before; a measured run's "
                              "requests can be predicted cold, hot or repeat:P", field="history")
     from simkit.catalog.vllm_versions import get_vllm_version
-    from simkit.costmodel.step_records import select_version
     from simkit.paths import require_traces_src
 
     version = get_vllm_version(vllm_version)
     require_traces_src("simkit validate (it rebuilds each measured run's requests)")
+    from simkit.drafters.suffix import warmup
+
+    compiling = warmup.start()   # the drafter's kernels compile beside the work below (fresh install)
+    try:
+        _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version)
+    finally:
+        warmup.stop(compiling)
+
+
+def _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version) -> None:
+    """validate's work once its input is checked (the command above keeps the kernels' compile)."""
+    import json
+    import sys
+
+    from simkit.costmodel.step_records import select_version
+    from simkit.errors import InputError
+    from simkit.validation import report
+    from simkit.validation.measured import load_records
+
     steps, runs = load_records(records)
     if runs is None:
         raise InputError("no runs*.parquet / steps*.parquet records found",
