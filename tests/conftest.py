@@ -27,7 +27,7 @@ golden/, data/); pytest puts this folder on sys.path.
   workers too (a file lock), so that two Ray instances never compete for the same cores.
 
 The suffix drafter's numba kernels are compiled once per run, in the background from the start
-(simkit.drafters.suffix.warmup, as `simkit validate` does, holding a file lock while it
+(simkit.drafters.suffix.jit_lock, as `simkit validate` does, holding a file lock while it
 compiles): a test's first compiled replay waits for that lock instead of compiling the same
 kernels again in every xdist worker (on a fresh clone, about 14 CPU-s each).
 """
@@ -49,20 +49,20 @@ _WARMUP = pytest.StashKey[object]()   # the background compile's handle, in the 
 @pytest.hookimpl(tryfirst=True)        # before pytest-xdist starts the workers (they inherit it)
 def pytest_sessionstart(session):
     """The run's one process that is not an xdist worker starts simkit's background compile of the
-    drafter's kernels (simkit.drafters.suffix.warmup, holding a file lock); every process of the
-    run (the workers, the commands tests start) makes its first compiled replay wait for it."""
+    drafter's kernels (simkit.drafters.suffix.jit_lock, holding a file lock); every process of
+    the run (the workers, the commands tests start) makes its first compiled replay wait for it."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        from simkit.drafters.suffix import warmup
+        from simkit.drafters.suffix import jit_lock
 
-        session.config.stash[_WARMUP] = warmup.start()
+        session.config.stash[_WARMUP] = jit_lock.start()
 
 
 def pytest_sessionfinish(session):
     """Stop the background compile if the run ended first (a few tests that replay nothing: numba
     writes each cache file whole, so the next run compiles what is missing); remove its lock."""
-    from simkit.drafters.suffix import warmup
+    from simkit.drafters.suffix import jit_lock
 
-    warmup.stop(session.config.stash.get(_WARMUP, None))
+    jit_lock.stop(session.config.stash.get(_WARMUP, None))
 
 
 def pytest_collection_modifyitems(items):

@@ -352,13 +352,13 @@ def validate(
 
     version = get_vllm_version(vllm_version)
     require_traces_src("simkit validate (it rebuilds each measured run's requests)")
-    from simkit.drafters.suffix import warmup
+    from simkit.drafters.suffix import jit_lock
 
-    compiling = warmup.start()   # the drafter's kernels compile beside the work below (fresh install)
+    compiling = jit_lock.start()   # the drafter's kernels compile beside the work below (fresh install)
     try:
         _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version)
     finally:
-        warmup.stop(compiling)
+        jit_lock.stop(compiling)
 
 
 def _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version) -> None:

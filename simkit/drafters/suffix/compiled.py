@@ -77,9 +77,9 @@ def _require_numba() -> None:
         raise ImportError("the compiled suffix drafter needs numba (a dependency of simkit: "
                           "pip install -e . installs it); engine='python' or SIMKIT_PURE_DRAFTER=1 "
                           "uses the pure-Python drafter instead") from exc
-    from simkit.drafters.suffix.warmup import wait_once
+    from simkit.drafters.suffix.jit_lock import wait_once
 
-    wait_once()                  # a background compile (warmup.start) finishes first, if any
+    wait_once()                  # a background compile (jit_lock.start) finishes first, if any
 
 
 def _setup(requests: Sequence, params: SuffixParams, rowbase: np.ndarray):

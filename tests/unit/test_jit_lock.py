@@ -1,4 +1,4 @@
-"""The background compile of the drafter's kernels (simkit.drafters.suffix.warmup): one lock,
+"""The background compile of the drafter's kernels (simkit.drafters.suffix.jit_lock): one lock,
 held by the compiling process; a replay waits for it once per process; stopping it leaves no
 process and no lock file; nothing starts where a parent's compile or the pure drafter applies."""
 import fcntl
@@ -6,18 +6,18 @@ import os
 import threading
 import time
 
-from simkit.drafters.suffix import warmup
+from simkit.drafters.suffix import jit_lock
 
 
 def test_a_replay_waits_for_the_lock_once(monkeypatch, tmp_path):
     lock = tmp_path / "jit.lock"
     lock.write_text("")
-    monkeypatch.setenv(warmup.LOCK_ENV, str(lock))
-    monkeypatch.setattr(warmup, "_WAITED", [])
+    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
+    monkeypatch.setattr(jit_lock, "_WAITED", [])
     held = open(lock)
     fcntl.flock(held, fcntl.LOCK_EX)                 # the compiling process, still at work
     done = []
-    waiter = threading.Thread(target=lambda: (warmup.wait_once(), done.append(time.monotonic())))
+    waiter = threading.Thread(target=lambda: (jit_lock.wait_once(), done.append(time.monotonic())))
     waiter.start()
     time.sleep(0.3)
     assert not done                                   # blocked while the lock is held
@@ -28,26 +28,26 @@ def test_a_replay_waits_for_the_lock_once(monkeypatch, tmp_path):
     assert done and done[0] >= released
     with open(lock) as again:                        # held again: a second wait does not block
         fcntl.flock(again, fcntl.LOCK_EX)
-        warmup.wait_once()
+        jit_lock.wait_once()
 
 
 def test_stop_ends_the_compile_and_removes_its_lock(monkeypatch):
-    monkeypatch.delenv(warmup.LOCK_ENV, raising=False)
+    monkeypatch.delenv(jit_lock.LOCK_ENV, raising=False)
     monkeypatch.delenv("SIMKIT_PURE_DRAFTER", raising=False)
-    handle = warmup.start()
+    handle = jit_lock.start()
     assert handle is not None
     proc, path = handle
-    assert os.environ[warmup.LOCK_ENV] == path and os.path.exists(path)
-    warmup.stop(handle)
+    assert os.environ[jit_lock.LOCK_ENV] == path and os.path.exists(path)
+    jit_lock.stop(handle)
     assert proc.poll() is not None
-    assert warmup.LOCK_ENV not in os.environ and not os.path.exists(path)
+    assert jit_lock.LOCK_ENV not in os.environ and not os.path.exists(path)
 
 
 def test_nothing_starts_under_a_parents_compile_or_the_pure_drafter(monkeypatch):
-    monkeypatch.setenv(warmup.LOCK_ENV, "/nonexistent/lock")
-    assert warmup.start() is None
-    monkeypatch.delenv(warmup.LOCK_ENV)
+    monkeypatch.setenv(jit_lock.LOCK_ENV, "/nonexistent/lock")
+    assert jit_lock.start() is None
+    monkeypatch.delenv(jit_lock.LOCK_ENV)
     monkeypatch.setenv("SIMKIT_PURE_DRAFTER", "1")
-    assert warmup.start() is None
-    monkeypatch.setattr(warmup, "_WAITED", [])
-    warmup.wait_once()                                # no lock set: returns at once
+    assert jit_lock.start() is None
+    monkeypatch.setattr(jit_lock, "_WAITED", [])
+    jit_lock.wait_once()                                # no lock set: returns at once
