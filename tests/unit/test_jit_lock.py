@@ -51,3 +51,17 @@ def test_nothing_starts_under_a_parents_compile_or_the_pure_drafter(monkeypatch)
     assert jit_lock.start() is None
     monkeypatch.setattr(jit_lock, "_WAITED", [])
     jit_lock.wait_once()                                # no lock set: returns at once
+
+
+def test_a_compile_that_cannot_start_is_no_error(monkeypatch):
+    """No temporary folder or no process to spawn: nothing starts, the replays compile."""
+    import tempfile
+
+    monkeypatch.delenv(jit_lock.LOCK_ENV, raising=False)
+    monkeypatch.delenv("SIMKIT_PURE_DRAFTER", raising=False)
+
+    def no_tmp(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkstemp", no_tmp)
+    assert jit_lock.start() is None and jit_lock.LOCK_ENV not in os.environ

@@ -28,16 +28,23 @@ def start(env: dict[str, str] | None = None):
         return None
     if os.environ.get(LOCK_ENV) or os.environ.get("SIMKIT_PURE_DRAFTER") == "1":
         return None
-    fd, path = tempfile.mkstemp(prefix="simkit-jit-", suffix=".lock")
-    fcntl.flock(fd, fcntl.LOCK_EX)           # held by the child (the inherited fd) until it exits
     child_env = dict(os.environ if env is None else env)   # without LOCK_ENV: the child holds
     child_env.pop(LOCK_ENV, None)                            # the lock, it must not wait on it
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen([sys.executable, "-m", "simkit.drafters.suffix.warmup"],
-                            env=child_env, pass_fds=(fd,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fd = path = None
+    try:                         # an optimisation only: where it cannot start, replays compile
+        fd, path = tempfile.mkstemp(prefix="simkit-jit-", suffix=".lock")
+        fcntl.flock(fd, fcntl.LOCK_EX)       # held by the child (the inherited fd) until it exits
+        proc = subprocess.Popen([sys.executable, "-m", "simkit.drafters.suffix.warmup"],
+                                env=child_env, pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        if path is not None:
+            os.close(fd)
+            os.unlink(path)
+        return None
     os.close(fd)
     os.environ[LOCK_ENV] = path
     if env is not None:
