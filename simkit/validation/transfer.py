@@ -130,11 +130,15 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
     hot/repeat runs and on the held-out runs alone. 'not measured' with one day. `predicted`:
     run id -> the cell validate made with the shipped calibration (build_cells, this version's
     default), reused where the refit is that calibration (shipped_fit)."""
+    from simkit.costmodel.step_records import hardware_of
     from simkit.validation.measured import DEFAULT_DIR
     from simkit.validation.report import FLEET_PREFIX, build_cells
 
     sel = runs[runs["purpose"].isin(["calibration", "validation"])
                & ~runs["corpus"].astype(str).str.startswith(FLEET_PREFIX)]
+    # validate predicted each run with its own GPU's default calibration: reusable only for H200's
+    gpus = sel["gpu"].astype(str) if "gpu" in sel else [""] * len(sel)
+    on_h200 = {str(r) for r, g in zip(sel["run_id"], gpus) if (hardware_of(g) or "h200") == "h200"}
     days = run_days(sel)
     order = sorted(set(days.values()))
     if len(order) < 2:
@@ -152,7 +156,7 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
             ids = [r for r, d in days.items() if d == day]
             shipped = shipped_fit(cal, version)
             known = {} if shipped is None else {r: c for r, c in (predicted or {}).items()
-                                                if r in ids}
+                                                if r in ids and r in on_h200}
             if shipped is None:
                 _add_interval(cal, sel, steps, fit_runs, progress,
                               shipped_interval_by_runner(version))
