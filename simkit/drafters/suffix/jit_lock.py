@@ -15,10 +15,11 @@ LOCK_ENV = "SIMKIT_JIT_LOCK"        # the lock file; inherited by forked workers
 _WAITED: list[bool] = []            # this process has waited for the lock already
 
 
-def start(env: dict[str, str] | None = None):
-    """Start the background compile holding a new lock, and point LOCK_ENV at it (in os.environ
-    and in `env` when given); returns the handle for stop(), or None where there is nothing to
-    do (numba absent, SIMKIT_PURE_DRAFTER=1, a lock already set by a parent, no POSIX locks)."""
+def start():
+    """Start the background compile holding a new lock, and point LOCK_ENV at it in os.environ
+    (so forked workers and child commands wait on it too); returns the handle for stop(), or
+    None where there is nothing to do (numba absent, SIMKIT_PURE_DRAFTER=1, a lock already set
+    by a parent, no POSIX locks, no process or temporary file to be had)."""
     try:
         import fcntl
         import tempfile
@@ -28,8 +29,8 @@ def start(env: dict[str, str] | None = None):
         return None
     if os.environ.get(LOCK_ENV) or os.environ.get("SIMKIT_PURE_DRAFTER") == "1":
         return None
-    child_env = dict(os.environ if env is None else env)   # without LOCK_ENV: the child holds
-    child_env.pop(LOCK_ENV, None)                            # the lock, it must not wait on it
+    child_env = dict(os.environ)             # without LOCK_ENV (none is set, checked above): the
+                                             # child holds the lock, it must not wait on it
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH")) if p)
@@ -47,8 +48,6 @@ def start(env: dict[str, str] | None = None):
         return None
     os.close(fd)
     os.environ[LOCK_ENV] = path
-    if env is not None:
-        env[LOCK_ENV] = path
     _WAITED.clear()
     return proc, path
 

@@ -38,10 +38,12 @@ def compile_kernels() -> None:
     kmax, params = 8, SuffixParams()
     rows = np.array([0, len(tokens) - 8], np.int64)
     n_rows = int(rows[-1]) + len(tokens) - 4
-    for replay in (compiled.replay_sequential, compiled.replay_concurrent):
-        acc, dr = np.zeros((n_rows, kmax), np.uint8), np.zeros((n_rows, kmax), np.uint8)
-        args = (requests, params, kmax, rows, acc, dr)
-        replay(*args, None) if replay is compiled.replay_sequential else replay(*args, 2, None)
+
+    def table() -> tuple:
+        return np.zeros((n_rows, kmax), np.uint8), np.zeros((n_rows, kmax), np.uint8)
+
+    compiled.replay_sequential(requests, params, kmax, rows, *table(), None)
+    compiled.replay_concurrent(requests, params, kmax, rows, *table(), 2, None)
     d = CompiledInLoopSuffix(requests[:1], kmax, params)
     d.sampled("a", 0, 0, 2)
     d.draft("a", 0, 2)
