@@ -25,7 +25,13 @@ if [ -d .gpu/whl ] && ! python3 -c "import simpy, platformdirs" 2>/dev/null; the
   python3 -m pip install -q --no-index --no-deps --target /root/site .gpu/whl/*.whl
 fi
 export PYTHONPATH="$PWD:$PYTHONPATH" VLLM_ENABLE_V1_MULTIPROCESSING=0 PYTHONUNBUFFERED=1
-WORK=${WORK:-/root/work/$(date +%s%N)}; mkdir -p "$WORK"   # share WORK across calls of one $OUT
+# One WORK per $OUT: each merge below rewrites $OUT from WORK, so a second session.sh in the same
+# device command (same $OUT) must add to the first one's WORK, or the first's records are lost.
+if [ -z "${WORK:-}" ]; then
+  if [ -f "$OUT/work_dir.txt" ]; then WORK=$(cat "$OUT/work_dir.txt")
+  else WORK=/root/work/$(date +%s%N); echo "$WORK" > "$OUT/work_dir.txt"; fi
+fi
+mkdir -p "$WORK"
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm,clocks.max.sm,power.draw --format=csv >> "$OUT/env.txt" 2>&1
 for g in "$@"; do
   eng=${g%%@*}; runs=${g#*@}; cfg=${eng%%:*}; k=${eng#*:}
