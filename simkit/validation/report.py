@@ -55,10 +55,33 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         if key not in pools:
             pools[key] = request_pool(*key)
         sigma_of(run)
+    _refuse_unmatched(rows, pools)
     one = functools.partial(_cell, steps=steps, pools=pools, sigma_of=sigma_of, seeds=seeds,
                             ordering=ordering, compare_orderings=compare_orderings,
                             calibration=calibration, history=history)
     return map_runs(one, rows, progress)
+
+
+def _refuse_unmatched(rows: list[dict[str, Any]], pools: dict[tuple, list]) -> None:
+    """One error, before any simulation, naming every run whose requests rebuilt from the traces
+    here differ in number or output tokens from its records: its prediction would replay other
+    requests than the GPU served, a figure simkit cannot stand behind."""
+    from simkit.errors import InputError
+
+    bad = []
+    for run in rows:
+        reqs, _ = run_requests(pools[(run["model"], run["corpus"])], run)
+        check = check_against_run(reqs, run)
+        if not check["ok"]:
+            bad.append(f"{run['run_id']} ({check['num_requests']} requests and "
+                       f"{check['output_tokens']} output tokens rebuilt, "
+                       f"{check['expected_requests']} and {check['expected_output_tokens']} "
+                       f"recorded)")
+    if bad:
+        raise InputError("the requests rebuilt from your traces do not match the records of "
+                         f"{len(bad)} run(s): " + "; ".join(bad) + ". Are the traces the ones "
+                         "the runs were made from (SIMKIT_TRACES_SRC)?", path="runs.parquet",
+                         field="num_requests, total_output_tokens")
 
 
 def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: str,

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 SEED = 0                   # calibrate.make_requests default seed (the README's runs used it)
-POOL = 400                 # calibrate.make_requests default -n
 
 
 @dataclass(frozen=True)
@@ -20,9 +19,12 @@ class RunRequest:
     output_ids: np.ndarray
 
 
-def request_pool(model: str, corpus: str, n: int = POOL, seed: int = SEED) -> list[RunRequest]:
+def request_pool(model: str, corpus: str, n: int | None = None,
+                 seed: int = SEED) -> list[RunRequest]:
     """The request file calibrate.make_requests writes, in memory: the model's own non-empty
-    outputs of the corpus, permuted with `seed`, the first n (same arithmetic, not a copy)."""
+    outputs of the corpus, permuted with `seed`, the first n (same arithmetic, not a copy).
+    n None: the whole permutation, whose head is every file's whatever its -n (400 by default,
+    600 for the 512-request runs), so a run of any length is rebuilt from one pool."""
     from traces.model_outputs import model_outputs
     from traces.corpora import load_corpus
 

@@ -23,8 +23,8 @@ def records():
     from simkit.costmodel.step_records import select_version
 
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 199 + 170         # vLLM 0.26 and 0.33 records
-    assert len(select_version(runs, "0.33")) == 170
+    assert runs is not None and len(runs) == 199 + 179         # vLLM 0.26 and 0.33 records
+    assert len(select_version(runs, "0.33")) == 179
     return steps, runs
 
 
@@ -32,7 +32,7 @@ def records():
 def test_requests_rebuilt_match_every_run(records):
     """Same requests as the GPU runs: count and total output tokens of every run (runs.
     total_output_tokens and the sum of the steps' emitted tokens): the 199 vLLM 0.26 runs (70B
-    at TP=2, hot, repeat and dynamic-K runs included) and the 50 vLLM 0.33 runs of a corpus
+    at TP=2, hot, repeat and dynamic-K runs included) and the 155 vLLM 0.33 runs of a corpus
     (the fleet streams are rebuilt by tests/integration/test_fleet_validation.py)."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests
 
@@ -55,7 +55,7 @@ def test_requests_rebuilt_match_every_run(records):
         assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
         # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
         assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
-    assert checked == 199 + 146         # 0.33: 50 day-1 and 96 later runs outside the fleet streams
+    assert checked == 199 + 155         # 0.33: 50 day-1 and 105 later runs outside the fleet streams
 
 
 @needs_traces
@@ -211,3 +211,20 @@ def test_run_conditions_cost_on_recorded_steps(records):
                 assert ck.step_s == pytest.approx(cs.step_s)
             gained += cs.step_s > ck.step_s * 1.01
         assert (gained > 0) == (run["config"] == "vanilla")   # overlap removed only there
+
+
+@needs_traces
+def test_a_run_whose_rebuilt_requests_differ_is_refused_before_any_simulation(records):
+    """A run the traces here cannot rebuild (one output token more on record) is one error that
+    names it and both counts; no prediction of other requests is printed as if it were its own."""
+    from simkit.errors import InputError
+    from simkit.validation.report import build_cells
+
+    steps, runs = records
+    one = runs[runs["run_id"] == SUBSET[0]].copy()
+    one["total_output_tokens"] += 1
+    with pytest.raises(InputError) as e:
+        build_cells(one, steps, purpose="all", calibration="h200-vllm026")
+    msg = str(e.value)
+    assert SUBSET[0] in msg and "do not match the records of 1 run(s)" in msg
+    assert f"{int(one['total_output_tokens'].iloc[0])} recorded" in msg
