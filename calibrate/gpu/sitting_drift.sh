@@ -10,12 +10,17 @@
 #   B  the same in a second engine, x2: a per-engine constant shows as A's mean against B's
 #   C  Llama-3.1-8B K-pad 12, same requests, x2: FULL-graph decode steps, whose floor is ~4 % at
 #      today's windows (the control: it must stay low)
+#   D  Qwen2.5-7B suffix 24, math c32, 512 requests, x2: a second model's synchronous spread
+#      (its 128-request runs spread 3,072-4,983 tok/s)
+#   E  Llama-3.1-8B vanilla, A's requests, x2: the async runner's long-window figure, and with
+#      A and C the best configuration of this group measured on long windows
 # Before the sitting, on the CPU host (the first 512 of 600 are the same requests as the first
 # 64 of the recorded runs' files: one seeded permutation):
 #   python -m calibrate.make_requests --model llama-3.1-8b --corpus chat -n 600 --out .gpu/requests
+#   python -m calibrate.make_requests --model qwen2.5-7b --corpus math -n 600 --out .gpu/requests
 # After: merge into calibrate/data/vllm-0.33, then `python -m simkit.validation.drift` and
 # `python -m simkit.validation.refresh`.
-# usage: bash calibrate/gpu/sitting_drift.sh A|B|C [BUDGET_S]     (records land in $OUT)
+# usage: bash calibrate/gpu/sitting_drift.sh A|B|C|D|E [BUDGET_S]     (records land in $OUT)
 set -uo pipefail
 PART=$1; BUDGET=${2:-560}
 . calibrate/gpu/sitting_start.sh v033-drift A
@@ -24,6 +29,8 @@ case "$PART" in
   A)  bash calibrate/gpu/session.sh "$BUDGET" llama-3.1-8b "suffix:24@$LONG*3" ;;
   B)  ARGS="$ARGS-b" bash calibrate/gpu/session.sh "$BUDGET" llama-3.1-8b "suffix:24@$LONG*2" ;;
   C)  bash calibrate/gpu/session.sh "$BUDGET" llama-3.1-8b "kpad:12@$LONG*2" ;;
-  *)  echo "usage: $0 A|B|C [BUDGET_S]"; exit 2 ;;
+  D)  bash calibrate/gpu/session.sh "$BUDGET" qwen2.5-7b "suffix:24@math:32:512:validation*2" ;;
+  E)  bash calibrate/gpu/session.sh "$BUDGET" llama-3.1-8b "vanilla:0@$LONG*2" ;;
+  *)  echo "usage: $0 A|B|C|D|E [BUDGET_S]"; exit 2 ;;
 esac
 ls -la "$OUT"
