@@ -2,7 +2,7 @@
 # A vLLM 0.33 GPU sitting prepared to test what docs/validation.md ("The drift's time scale")
 # concludes from the records: that the synchronous runner's run-to-run spread (12.6 % at today's
 # 4.5 s steady windows) comes from host states lasting a few seconds, so that steady windows of
-# >= 60 s bring it near 5 %, unless a per-run constant exists. Not yet run. Every run is a
+# >= 60 s bring it near 5 %, unless a per-run constant exists. Ran 2026-12-04 (calibrate/data/README.md). Every run is a
 # validation run (never in a fit). Parts in the order of their worth, one device call each, after
 # the 24 chunk transfers (../shared/gpu/v033/README.md):
 #   A  Llama-3.1-8B suffix 24, chat c32, 512 requests (a ~60 s steady window), x3 in one engine
