@@ -42,7 +42,9 @@ class Workload:
     name: str = ""
     proxy_note: str = ""
     origin: str = ""
-    provenance: dict = field(default_factory=dict)   # the profile's provenance (tree mode, sample, sources)
+    # the profile's provenance (sample, sources, output caps); the request history is the
+    # `history` field below, never read from here
+    provenance: dict = field(default_factory=dict)
     # prompt block hashes (simkit.block_hash, CSR: flat uint64 + int64 offsets, n+1);
     # None when the source has none (old shipped profiles): prefix caching cannot be modelled
     block_hashes: tuple[np.ndarray, np.ndarray] | None = None

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from simkit.app.cells import run_history
 from simkit.block_hash import prompt_block_hashes
 from simkit.engine.prefix_cache import history_prefixes
-from simkit.history import parse_history
 from simkit.validation.measured import DEFAULT_DIR
 
 __all__ = ["check_runs", "history_prefixes", "prefill_check", "summary", "throughput_effect"]
@@ -27,7 +27,7 @@ def prefill_check(run: dict[str, Any], steps, reqs: list, *,
     from simkit.validation.run_prediction import predict_run
 
     chains = [prompt_block_hashes(r.prompt_ids).tolist() for r in reqs]
-    history = parse_history(str(run.get("history") or "cold"))
+    history = run_history(run)
     pred = predict_run(reqs, run, prefix_caching=prefix_caching,
                        cached_prefixes=history_prefixes(chains, history) if prefix_caching else None)
     prompt = int(sum(len(r.prompt_ids) for r in reqs))
