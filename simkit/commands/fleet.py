@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import (DEFAULT, Calibration, Format, Wide, comma_list, run_command,
-                                     run_options)
+from simkit.commands.options import (DEFAULT, Calibration, ExecutorOption, Format, RayAddress,
+                                     Wide, comma_list, run_command, run_options)
 from simkit.choices import Executor, FleetOrdering, OutputFormat
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
@@ -59,10 +59,8 @@ def plan_cmd(
                                  "does; slower)"),
     in_flight: int = typer.Option(8, "--in-flight", help="requests in flight for --ordering "
                                   "concurrent"),
-    executor: Executor = typer.Option(Executor.LOCAL, "--executor", metavar="EXECUTOR", help="local or ray (load-independent "
-                                 "policies: one Ray task per replica group of --workers)"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join "
-                                              "(default: a local Ray instance)"),
+    executor: ExecutorOption = Executor.LOCAL,
+    ray_address: RayAddress = None,
     fmt: Format = OutputFormat.TABLE,
     plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of replicas vs policy "
                                        "(default: no plot)"),

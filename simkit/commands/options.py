@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, List, Optional, get_args, get_origi
 
 import typer
 
-from simkit.choices import CappedMode, OutputFormat, ProfileSource
+from simkit.choices import CappedMode, Executor, OutputFormat, ProfileSource
 from simkit.app.options import RunOptions
 from simkit.errors import InputError
 
@@ -132,6 +132,14 @@ PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_
 Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
                                                 rich_help_panel=RUN)]
 Configs = comma_list("--configs", CONFIGS_HELP, rich_help_panel=MAIN)
+# where a sweep's or a fleet plan's simulations run: one spelling for both (sweep's old
+# --address is a hidden deprecated alias of --ray-address)
+ExecutorOption = Annotated[Executor, typer.Option(
+    "--executor", metavar="EXECUTOR", rich_help_panel=RUN,
+    help="local (forked processes) or ray (a Ray cluster; needs the ray extra)")]
+RayAddress = Annotated[Optional[str], typer.Option(
+    "--ray-address", rich_help_panel=RUN,
+    help="Ray cluster to join (--executor ray; default: a local Ray instance)")]
 
 
 def format_option(*short: str, **kwargs: Any) -> Any:
@@ -290,7 +298,7 @@ def _is_list(annotation: Any) -> bool:
     return any(get_origin(a) is list for a in args)
 
 
-__all__ = ["DEFAULT", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
+__all__ = ["DEFAULT", "ExecutorOption", "RayAddress", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
            "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
            "CostProfile", "Format", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
            "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers",

@@ -8,8 +8,9 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, Wide, comma_list,
-                                     deprecated_alias, pick_alias, run_command, run_options)
+from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, ExecutorOption,
+                                     RayAddress, Wide, comma_list, deprecated_alias, pick_alias,
+                                     run_command, run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
 from simkit.choices import Executor, PredictFormat
 
@@ -117,12 +118,11 @@ def register(app: typer.Typer) -> None:
         corpus: Corpora = None,
         models: deprecated_alias("--models", "--model") = None,
         corpora: deprecated_alias("--corpora", "--corpus") = None,
-        executor: Executor = typer.Option(Executor.LOCAL, "--executor", metavar="EXECUTOR",
-                                     help="local (processes) or ray (a Ray cluster; needs the "
-                                          "ray extra)"),
-        address: Optional[str] = typer.Option(None, "--address",
-                                              help="Ray cluster address (ray executor; "
-                                                   "default: a local Ray instance)"),
+        executor: ExecutorOption = Executor.LOCAL,
+        ray_address: RayAddress = None,
+        address: Optional[str] = typer.Option(None, "--address", hidden=True,
+                                              help="deprecated alias of --ray-address (removed "
+                                                   "in the next release)"),
         **run,
     ) -> None:
         """Predict every model x corpus; write sweep.parquet, sweep.csv and speedup_per_k.png."""
@@ -138,6 +138,7 @@ def register(app: typer.Typer) -> None:
         output_dir(out, "out")
         if executor is Executor.RAY:                        # simkit.executors.ray_sweep
             from simkit.executors.ray_sweep import sweep_ray as run_sweep
+        address = pick_alias(ray_address, address, "--ray-address", "--address")
         models = pick_alias(model, models, "--model", "--models")
         corpora = pick_alias(corpus, corpora, "--corpus", "--corpora")
         model_list = _split(models if models is not None else "all", list_models())

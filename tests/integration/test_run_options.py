@@ -144,3 +144,19 @@ def test_sweeps_old_list_flags_are_deprecated_aliases(capsys, tmp_path):
     assert code == 2 and "--models is deprecated" in err and "unknown model 'nope'" in err
     code, _, err = run(capsys, "sweep", "--out", out, "--model", "a", "--models", "b")
     assert code == 2 and "give --model only" in err
+
+
+def test_sweep_and_fleet_plan_share_the_executor_options(capsys, tmp_path):
+    """--executor and --ray-address: one definition for both commands; sweep's old --address is
+    a deprecated alias."""
+    from cli_helpers import run
+
+    sweep, fleet = _params(("sweep",)), _params(("fleet", "plan"))
+    for name in ("executor", "ray_address"):
+        assert sweep[name].opts == fleet[name].opts and sweep[name].help == fleet[name].help
+        assert sweep[name].default == fleet[name].default
+    out = str(tmp_path / "sw")
+    code, _, err = run(capsys, "sweep", "--out", out, "--address", "ray://x:1", "--model", "nope")
+    assert code == 2 and "--address is deprecated" in err and "unknown model 'nope'" in err
+    code, _, err = run(capsys, "sweep", "--out", out, "--address", "a", "--ray-address", "b")
+    assert code == 2 and "give --ray-address only" in err
