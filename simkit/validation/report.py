@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simkit.app.cells import run_history
+from simkit.choices import Ordering
 from simkit.history import History
 from simkit.costmodel.step_records import forcing_regime, forcing_synchronised, version_of
 from simkit.validation.run_prediction import (ORDERINGS, measured_figures, predict_run,
@@ -25,7 +26,7 @@ PURPOSES = ("validation", "calibration", "all")
 
 
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
-                ordering: str = "concurrent", run_ids: list[str] | None = None,
+                ordering: Ordering = Ordering.CONCURRENT, run_ids: list[str] | None = None,
                 compare_orderings: bool = True, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
                 history: History | None = None) -> list[dict[str, Any]]:
@@ -84,7 +85,7 @@ def _refuse_unmatched(rows: list[dict[str, Any]], pools: dict[tuple, list]) -> N
                          field="num_requests, total_output_tokens")
 
 
-def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: str,
+def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: Ordering,
           compare_orderings: bool, calibration: str | None,
           history: History | None) -> dict[str, Any]:
     """The cell of one measured run (build_cells)."""
@@ -371,7 +372,7 @@ def mape_by_history(cells: list[dict[str, Any]], purpose: str = "validation") ->
             for h in sorted({c.get("history", "cold") for c in cells})}
 
 
-def document(cells: list[dict[str, Any]], ordering: str) -> dict[str, Any]:
+def document(cells: list[dict[str, Any]], ordering: Ordering) -> dict[str, Any]:
     """The JSON document of `simkit validate --format json`."""
     return {"cells": [_clean(c) for c in cells], "mape": mape(cells, "validation"),
             "mape_calibration": mape(cells, "calibration"),
