@@ -3,7 +3,7 @@
 numba re-compiles a cached function when its own file changes, but not when a function it calls
 from another file changes: the kernels (kernels.py) inline core.py, so an edit or a
 `git checkout` of core.py alone would leave stale machine code. `install()` puts locators in
-front of numba's that stamp our functions with a hash of both files.
+front of numba's that stamp our functions with a hash of the KERNEL_FILES.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 import hashlib
 import os
 
-SOURCES = ("core.py", "kernels.py", "kernels_in_loop.py")
+KERNEL_FILES = ("core.py", "kernels.py", "kernels_in_loop.py")
 _DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -20,7 +20,7 @@ _DIR = os.path.dirname(os.path.abspath(__file__))
 def source_stamp() -> str:
     """sha256 over the compiled drafter's source files."""
     h = hashlib.sha256()
-    for name in SOURCES:
+    for name in KERNEL_FILES:
         with open(os.path.join(_DIR, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -28,7 +28,7 @@ def source_stamp() -> str:
 
 def _ours(py_file: str) -> bool:
     p = os.path.abspath(py_file)
-    return os.path.dirname(p) == _DIR and os.path.basename(p) in SOURCES
+    return os.path.dirname(p) == _DIR and os.path.basename(p) in KERNEL_FILES
 
 
 def _wrap(base: type) -> type:
