@@ -129,6 +129,16 @@ Seeds = Annotated[int, typer.Option("--seeds", help=SEEDS_HELP, rich_help_panel=
 PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_HELP,
                                              callback=turned_off, show_default=False,
                                              rich_help_panel=ENGINE)]
+# vLLM's server limits: every run command's engine honours them (whatif.common.server_of,
+# fleet.run), so every run command takes them
+MaxNumSeqs = Annotated[int, typer.Option("--max-num-seqs", rich_help_panel=ENGINE,
+                                         help="vLLM max_num_seqs: sequences in one step at most")]
+MaxNumBatchedTokens = Annotated[int, typer.Option(
+    "--max-num-batched-tokens", rich_help_panel=ENGINE,
+    help="vLLM max_num_batched_tokens: tokens in one step at most")]
+CudagraphModeOption = Annotated[str, typer.Option(
+    "--cudagraph-mode", rich_help_panel=ENGINE,
+    help="vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE")]
 Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
                                                 rich_help_panel=RUN)]
 Configs = comma_list("--configs", CONFIGS_HELP, rich_help_panel=MAIN)
@@ -164,7 +174,8 @@ SHARED: dict[str, Any] = {
     "concurrency": Concurrency, "num_requests": NumRequests, "seeds": Seeds,
     "max_tokens": MaxTokens, "source": Source, "history": History,
     "capped_outputs": CappedOutputs, "prefix_caching": PrefixCaching,
-    "vllm_version": VllmVersion, "calibration": Calibration, "cost_profile": CostProfile,
+    "max_num_seqs": MaxNumSeqs, "max_num_batched_tokens": MaxNumBatchedTokens,
+    "cudagraph_mode": CudagraphModeOption, "vllm_version": VllmVersion, "calibration": Calibration, "cost_profile": CostProfile,
     "workers": Workers}
 # what a command must give itself: the subject of its question has no common default
 OWN_DEFAULT = ("model", "corpus", "hardware", "configs")
@@ -275,6 +286,10 @@ def run_options(params: dict[str, Any]) -> RunOptions:
                                             params.get("cost_profile"))
     given["vllm_version"] = pick_vllm_version(params.get("vllm_version"))
     given["history"] = pick_history(params.get("history"))
+    if "cudagraph_mode" in given:                # a misspelt mode: refused before any work
+        from simkit.engine.cudagraph import CudagraphMode
+
+        given["cudagraph_mode"] = CudagraphMode.parse(given["cudagraph_mode"]).value
     opts = RunOptions(**given)
     limits = {n: params[n] for n in ("max_tokens", "max_num_seqs", "max_num_batched_tokens")
               if n in params}

@@ -8,13 +8,12 @@ from typing import Optional
 
 import typer
 
-from simkit.commands.options import (DEFAULT, ENGINE, OUTPUT, REQUIRED, TRAFFIC, ExecutorOption,
+from simkit.commands.options import (DEFAULT, OUTPUT, REQUIRED, TRAFFIC, ExecutorOption,
                                      RayAddress, Wide, comma_list, deprecated_alias, pick_alias,
                                      run_command, run_options)
 from simkit.engine.config import DEFAULT_CONFIGS
 from simkit.choices import Executor, PredictFormat
 
-CUDAGRAPH_HELP = "vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE"
 
 
 @contextlib.contextmanager
@@ -59,15 +58,6 @@ def register(app: typer.Typer) -> None:
         wide: Wide = False,
         no_legend: bool = typer.Option(False, "--no-legend", help="no column legend under the "
                                        "table", rich_help_panel=OUTPUT),
-        max_num_seqs: int = typer.Option(DEFAULT.max_num_seqs, "--max-num-seqs",
-                                         help="vLLM max_num_seqs: sequences in one step at most",
-                                         rich_help_panel=ENGINE),
-        max_num_batched_tokens: int = typer.Option(DEFAULT.max_num_batched_tokens,
-                                                   "--max-num-batched-tokens",
-                                                   help="vLLM max_num_batched_tokens: tokens in "
-                                                   "one step at most", rich_help_panel=ENGINE),
-        cudagraph_mode: str = typer.Option(DEFAULT.cudagraph_mode, "--cudagraph-mode",
-                                           help=CUDAGRAPH_HELP, rich_help_panel=ENGINE),
         request_rate: Optional[float] = typer.Option(
             None, "--request-rate", help="open loop: Poisson arrivals at this many req/s "
             "(default: closed loop)", rich_help_panel=TRAFFIC),
@@ -77,8 +67,7 @@ def register(app: typer.Typer) -> None:
         from simkit.app.predict import predict as run_predict
         from simkit.checks import output_file, positive_rate
 
-        opts = run_options({**run, "max_num_seqs": max_num_seqs, "cudagraph_mode": cudagraph_mode,
-                            "max_num_batched_tokens": max_num_batched_tokens})
+        opts = run_options(run)
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
         output_file(html, "html", (".html", ".htm"))

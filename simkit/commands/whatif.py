@@ -279,7 +279,9 @@ def prefix_cmd(
 
 
 @whatif_command("reference", without=("corpus", "tp", "configs", "concurrency",
-                                      "max_tokens", "capped_outputs", "prefix_caching"),
+                                      "max_tokens", "capped_outputs", "prefix_caching",
+                                      "max_num_seqs", "max_num_batched_tokens",
+                                      "cudagraph_mode"),
                 hardware="b200")
 def reference_cmd(
     model: StudyModels = None,

@@ -99,7 +99,10 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     workers = run.workers or os.cpu_count() or 1
     cost = load_cost_model(model, run.hardware, tp=run.tp, calibration=run.calibration,
                            vllm_version=run.vllm_version)
-    eng = engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching)
+    eng = engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching,
+                        max_num_seqs=run.max_num_seqs,
+                        max_num_batched_tokens=run.max_num_batched_tokens,
+                        cudagraph_mode=run.cudagraph_mode)
     pool, ids, skipped, proxy = load_pool(model, corpus, max_tokens=eng.max_tokens,
                                           max_model_len=eng.max_model_len,
                                           kv_capacity_tokens=eng.kv_capacity_tokens)

@@ -96,8 +96,12 @@ def cost_of(run: RunOptions, hardware: str | None = None, tp: int | None = None)
 
 
 def server_of(cost: Any, run: RunOptions) -> EngineConfig:
-    """vLLM's server settings for `cost` under the run's max_tokens and prefix caching."""
-    return engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching)
+    """vLLM's server settings for `cost` under the run's max_tokens, prefix caching and server
+    limits (max_num_seqs, max_num_batched_tokens, cudagraph_mode)."""
+    return engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching,
+                         max_num_seqs=run.max_num_seqs,
+                         max_num_batched_tokens=run.max_num_batched_tokens,
+                         cudagraph_mode=run.cudagraph_mode)
 
 
 def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,

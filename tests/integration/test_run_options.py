@@ -35,7 +35,8 @@ WITHOUT = {
     ("whatif", "history"): {"history": "varied: --shares, --no-warm"},
     ("whatif", "reference"): {n: "the study's own conditions" for n in
                               ("corpus", "tp", "configs", "concurrency", "max_tokens",
-                               "capped_outputs", "prefix_caching")},
+                               "capped_outputs", "prefix_caching", "max_num_seqs",
+                               "max_num_batched_tokens", "cudagraph_mode")},
 }
 
 # a shared option a command defines its own way, and why
@@ -110,6 +111,28 @@ def test_the_new_whatif_options_change_what_is_simulated(capsys):
     assert short["rows"][0]["output_tok_s"] != base["rows"][0]["output_tok_s"]
     off = _whatif_json(capsys, *HOST, "--no-prefix-caching")
     assert off["rows"][0]["output_tok_s"] != base["rows"][0]["output_tok_s"]
+
+
+def test_the_server_limits_reach_every_what_ifs_engine(capsys):
+    """--max-num-seqs and --cudagraph-mode, once predict's alone, change what a what-if simulates:
+    8 sequences a step at most hold back the default 32 in flight, and eager steps (NONE) are
+    slower than captured graphs; their defaults are the old fixed settings (same figures)."""
+    base = _whatif_json(capsys, *HOST)
+    assert _whatif_json(capsys, *HOST, "--max-num-seqs", "1024",
+                        "--cudagraph-mode", "FULL_AND_PIECEWISE") == base
+    few = _whatif_json(capsys, *HOST, "--max-num-seqs", "8")
+    assert few["rows"][0]["output_tok_s"] < base["rows"][0]["output_tok_s"]
+    eager = _whatif_json(capsys, *HOST, "--cudagraph-mode", "none")
+    assert eager["rows"][0]["output_tok_s"] < base["rows"][0]["output_tok_s"]
+
+
+def test_a_misspelt_cudagraph_mode_is_one_error_before_any_work(capsys):
+    from cli_helpers import one_line_error, run
+
+    for argv in (("whatif", "host"), ("predict", "--model", "llama-3.1-8b", "--corpus", "mix")):
+        code, out, err = run(capsys, *argv, "--cudagraph-mode", "FULLEST")
+        assert code == 2 and out == ""
+        one_line_error(err, "FULLEST", "PIECEWISE")
 
 
 def test_a_bad_source_is_one_error_line_before_any_work(capsys):
