@@ -64,3 +64,12 @@ class RunOptions:
 
 
 __all__ = ["RunOptions"]
+
+
+@dataclass(frozen=True)
+class Goals:
+    """Latency goals (ms) at p99 that a served rate must meet: one replica's (whatif capacity)
+    or the whole fleet's (fleet plan). The defaults are the command line's."""
+
+    ttft_ms_p99: float = 2000.0
+    tpot_ms_p99: float = 50.0

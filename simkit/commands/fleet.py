@@ -7,9 +7,13 @@ from typing import Optional
 
 import typer
 
+from simkit.app.options import Goals
 from simkit.commands.options import (DEFAULT, Calibration, ExecutorOption, Format, RayAddress,
-                                     Wide, comma_list, run_command, run_options)
+                                     TpotGoal, TtftGoal, Wide, comma_list, run_command,
+                                     run_options)
 from simkit.choices import Executor, FleetOrdering, OutputFormat
+
+GOALS = Goals()                 # the fleet's latency goals' defaults
 
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
@@ -45,8 +49,8 @@ def plan_cmd(
                                          "a request and its repeat (geometric)"),
     zipf_s: float = typer.Option(1.0, "--zipf-s", help="Zipf exponent (popularity zipf)"),
     seed: int = typer.Option(0, "--seed", help="traffic seed"),
-    ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="fleet p99 TTFT goal (ms)"),
-    tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="fleet p99 TPOT goal (ms)"),
+    ttft: TtftGoal = GOALS.ttft_ms_p99,
+    tpot: TpotGoal = GOALS.tpot_ms_p99,
     max_replicas: int = typer.Option(64, "--max-replicas", help="largest fleet searched"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="evaluate this many replicas "
                                            "instead of searching (default: search)"),
@@ -71,7 +75,7 @@ def plan_cmd(
     corpus's raw traces are needed (the replicas replay its token ids)."""
     from simkit.checks import output_file, positive_int, positive_rate
     from simkit.errors import InputError
-    from simkit.fleet.plan import Goals, check_policies
+    from simkit.fleet.plan import check_policies
     from simkit.fleet.traffic import TrafficSpec
 
     output_file(plot, "plot")

@@ -139,6 +139,9 @@ MaxNumBatchedTokens = Annotated[int, typer.Option(
 CudagraphModeOption = Annotated[str, typer.Option(
     "--cudagraph-mode", rich_help_panel=ENGINE,
     help="vLLM cudagraph_mode: FULL_AND_PIECEWISE, PIECEWISE, FULL or NONE")]
+# the latency goals of the commands that search a rate or a fleet (whatif capacity, fleet plan)
+TtftGoal = Annotated[float, typer.Option("--ttft-p99-ms", help="p99 TTFT goal (ms)")]
+TpotGoal = Annotated[float, typer.Option("--tpot-p99-ms", help="p99 TPOT goal (ms)")]
 Workers = Annotated[Optional[int], typer.Option("--workers", help=WORKERS_HELP,
                                                 rich_help_panel=RUN)]
 Configs = comma_list("--configs", CONFIGS_HELP, rich_help_panel=MAIN)

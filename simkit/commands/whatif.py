@@ -11,11 +11,14 @@ from typing import Annotated, NamedTuple, Optional
 import typer
 
 from simkit.commands.options import OUTPUT as OUTPUT_PANEL
-from simkit.app.options import RunOptions
+from simkit.app.options import Goals, RunOptions
 from simkit.choices import OutputFormat
-from simkit.commands.options import (Wide, comma_list, deprecated_alias, format_option,
-                                     pick_alias, run_command, run_options, turned_off)
+from simkit.commands.options import (TpotGoal, TtftGoal, Wide, comma_list, deprecated_alias,
+                                     format_option, pick_alias, run_command, run_options,
+                                     turned_off)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
+
+GOALS = Goals()                 # the latency goals' defaults
 
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
@@ -185,8 +188,8 @@ def capacity_cmd(
     target_tok_s: Optional[float] = typer.Option(
         None, "--target-tok-s", help="output tok/s to serve instead of a request rate "
         "(default: unset)"),
-    ttft: float = typer.Option(2000.0, "--ttft-p99-ms", help="p99 TTFT goal (ms)"),
-    tpot: float = typer.Option(50.0, "--tpot-p99-ms", help="p99 TPOT goal (ms)"),
+    ttft: TtftGoal = GOALS.ttft_ms_p99,
+    tpot: TpotGoal = GOALS.tpot_ms_p99,
     min_requests: int = typer.Option(128, "--min-requests",
                                      help="requests per open-loop run at least"),
     max_requests: int = typer.Option(5000, "--max-requests",
@@ -200,7 +203,7 @@ def capacity_cmd(
     run, kwargs, out = whatif_options(locals())
     from simkit.whatif import capacity as C
 
-    goals = C.Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
+    goals = Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
         kwargs["target_rate"] = 20.0
     emit(C.capacity(run, goals=goals, **kwargs), out, C.plot)

@@ -22,11 +22,11 @@ n: more replicas, less load each; a non-monotone point between two evaluations i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
+from simkit.app.options import Goals
 from simkit.choices import Executor, FleetOrdering
 from simkit.errors import InputError
 from simkit.fleet.replica import ReplicaJob, run_group, tree_history
@@ -35,14 +35,6 @@ from simkit.fleet.router import LEAST_OUTSTANDING, LOAD_INDEPENDENT, SESSION_AFF
 from simkit.fleet.traffic import Traffic
 
 MAX_LOR_ITERATIONS = 3
-
-
-@dataclass(frozen=True)
-class Goals:
-    """Fleet-wide latency goals (ms) at p99."""
-
-    ttft_ms_p99: float = 2000.0
-    tpot_ms_p99: float = 50.0
 
 
 def _pct(v: np.ndarray, q: float) -> float:

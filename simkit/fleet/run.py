@@ -18,7 +18,8 @@ import numpy as np
 from simkit.app.options import RunOptions
 from simkit.choices import Executor, FleetOrdering
 from simkit.errors import InputError
-from simkit.fleet.plan import Fleet, Goals, check_policies, cost_per_million, search
+from simkit.app.options import Goals
+from simkit.fleet.plan import Fleet, check_policies, cost_per_million, search
 from simkit.fleet.traffic import Traffic, TrafficSpec, make_traffic
 
 

@@ -22,13 +22,12 @@ The search starts at the request throughput of a closed-loop pilot at concurrenc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
 from simkit.engine.runner import Cell, Job, engine_config, prepare, run_jobs
-from simkit.app.options import RunOptions
+from simkit.app.options import Goals, RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
@@ -37,14 +36,6 @@ from simkit.whatif.common import WhatIfResult, cost_of, mean_output_tokens, serv
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
-
-
-@dataclass(frozen=True)
-class Goals:
-    """Latency goals (ms) a rate must meet at p99."""
-
-    ttft_ms_p99: float = 2000.0
-    tpot_ms_p99: float = 50.0
 
 
 def _check(runs: list[RunResult], goals: Goals) -> tuple[bool, float, float, str]:
