@@ -16,7 +16,8 @@ def test_a_pause_longer_than_a_machine_idles_starts_a_new_sitting():
                                               "2026-12-03T18:32", "2026-12-03T18:32"]
 
 
-def test_the_recorded_033_machines_are_seven_sittings():
-    """The vLLM 0.33 records come from seven machine sittings (day 1 and six on 2026-12-03)."""
+def test_the_recorded_033_machines_are_eight_sittings():
+    """The vLLM 0.33 records come from eight machine sittings (day 1, six on 2026-12-03 and the
+    long runs of 2026-12-04)."""
     runs = pd.read_parquet(Path(__file__).parents[2] / "calibrate/data/vllm-0.33/runs.parquet")
-    assert assign_sittings(runs).nunique() == 7
+    assert assign_sittings(runs).nunique() == 8
