@@ -76,15 +76,14 @@ def shipped_step_terms(version: str) -> bool:
     return "async_runner" in coefs or any(k in coefs for k in OPTIONAL_TERMS)
 
 
-def _fit_on(records: Path, version: str, run_ids: set[str], out: Path) -> int:
+def _fit_on(fittable, version: str, run_ids: set[str], out: Path) -> int:
     """The version's calibration refitted on these runs only, the way its shipped calibration
-    was fitted (with or without the step terms); returns its step count."""
+    was fitted (with or without the step terms); returns its step count. `fittable`: the
+    version's H200 fit frame (costmodel.fit.load_record_dir), read once for every day."""
     from simkit.costmodel.calibrations import write_calibration
     from simkit.costmodel.estimator import StepTimeEstimator
-    from simkit.costmodel.fit import load_record_dir
 
-    X, _ = load_record_dir(records, "h200", version)
-    X = X[X["run_id"].astype(str).isin(run_ids)].reset_index(drop=True)
+    X = fittable[fittable["run_id"].astype(str).isin(run_ids)].reset_index(drop=True)
     est = StepTimeEstimator(hardware="h200", step_terms=shipped_step_terms(version)).fit(X)
     doc = est.to_calibration(out.stem)
     doc["vllm_version"] = version
@@ -144,7 +143,10 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
     if len(order) < 2:
         return {"status": "not measured", "days": order,
                 "why": f"every run of vLLM {version} was measured on one day ({', '.join(order)})"}
+    from simkit.costmodel.fit import load_record_dir
+
     out = []
+    fittable = None                       # read once (about 2 s), fitted once per day
     with tempfile.TemporaryDirectory() as tmp:
         for i, day in enumerate(order[1:], start=1):
             fit_runs = {r for r, d in days.items() if d < day} & set(
@@ -152,7 +154,9 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
             if not fit_runs:
                 continue
             cal = Path(tmp) / f"fit-before-{day}.json"
-            n_steps = _fit_on(Path(records or DEFAULT_DIR), version, fit_runs, cal)
+            if fittable is None:
+                fittable, _ = load_record_dir(Path(records or DEFAULT_DIR), "h200", version)
+            n_steps = _fit_on(fittable, version, fit_runs, cal)
             ids = [r for r, d in days.items() if d == day]
             shipped = shipped_fit(cal, version)
             known = {} if shipped is None else {r: c for r, c in (predicted or {}).items()
