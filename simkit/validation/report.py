@@ -56,23 +56,24 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         if key not in pools:
             pools[key] = request_pool(*key)
         sigma_of(run)
-    _refuse_unmatched(rows, pools)
-    one = functools.partial(_cell, steps=steps, pools=pools, sigma_of=sigma_of, seeds=seeds,
+    rebuilt = {r["run_id"]: run_requests(pools[(r["model"], r["corpus"])], r) for r in rows}
+    _refuse_unmatched(rows, rebuilt)
+    one = functools.partial(_cell, steps=steps, rebuilt=rebuilt, sigma_of=sigma_of, seeds=seeds,
                             ordering=ordering, compare_orderings=compare_orderings,
                             calibration=calibration, history=history)
     return map_runs(one, rows, progress)
 
 
-def _refuse_unmatched(rows: list[dict[str, Any]], pools: dict[tuple, list]) -> None:
+def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> None:
     """One error, before any simulation, naming every run whose requests rebuilt from the traces
-    here differ in number or output tokens from its records: its prediction would replay other
-    requests than the GPU served, a figure simkit cannot stand behind."""
+    here (`rebuilt`: run id -> run_requests) differ in number or output tokens from its records:
+    its prediction would replay other requests than the GPU served, a figure simkit cannot stand
+    behind."""
     from simkit.errors import InputError
 
     bad = []
     for run in rows:
-        reqs, _ = run_requests(pools[(run["model"], run["corpus"])], run)
-        check = check_against_run(reqs, run)
+        check = check_against_run(rebuilt[run["run_id"]][0], run)
         if not check["ok"]:
             bad.append(f"{run['run_id']} ({check['num_requests']} requests and "
                        f"{check['output_tokens']} output tokens rebuilt, "
@@ -85,11 +86,11 @@ def _refuse_unmatched(rows: list[dict[str, Any]], pools: dict[tuple, list]) -> N
                          field="num_requests, total_output_tokens")
 
 
-def _cell(run: dict[str, Any], *, steps, pools, sigma_of, seeds: int, ordering: Ordering,
+def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering: Ordering,
           compare_orderings: bool, calibration: str | None,
           history: History | None) -> dict[str, Any]:
     """The cell of one measured run (build_cells)."""
-    reqs, skipped = run_requests(pools[(run["model"], run["corpus"])], run)
+    reqs, skipped = rebuilt[run["run_id"]]
     st = steps[steps["run_id"] == run["run_id"]]
     check = check_against_run(reqs, run, st)
     meas = measured_figures(run, st)
