@@ -62,8 +62,17 @@ class RunOptions:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
+    def server(self, cost: Any):
+        """vLLM's server settings (an EngineConfig) for the cost model `cost` under these
+        options: max_tokens, max_model_len, the server limits and prefix caching. Every run
+        command's engine takes its settings from here, so an option reaches each one."""
+        from simkit.engine.runner import engine_config
 
-__all__ = ["RunOptions"]
+        return engine_config(cost, max_tokens=self.max_tokens, max_model_len=self.max_model_len,
+                             max_num_seqs=self.max_num_seqs,
+                             max_num_batched_tokens=self.max_num_batched_tokens,
+                             cudagraph_mode=self.cudagraph_mode,
+                             prefix_caching=self.prefix_caching)
 
 
 @dataclass(frozen=True)
@@ -73,3 +82,6 @@ class Goals:
 
     ttft_ms_p99: float = 2000.0
     tpot_ms_p99: float = 50.0
+
+
+__all__ = ["Goals", "RunOptions"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from simkit.app.capped import describe as capped_describe
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
-from simkit.engine.runner import (Cell, ProgressFactory, default_num_requests, engine_config, run_ladder)
+from simkit.engine.runner import Cell, ProgressFactory, default_num_requests, run_ladder
 from simkit.app.cells import load_cell
 from simkit.app.options import RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
@@ -130,7 +130,7 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
     run = run.but(model=model, hardware=hardware)
     tp, seeds, concurrency = run.tp, run.seeds, run.concurrency
     max_tokens, max_model_len = run.max_tokens, run.max_model_len
-    num_requests, prefix_caching = run.num_requests, run.prefix_caching
+    num_requests = run.num_requests
     for value, name in ((seeds, "seeds"), (concurrency, "concurrency"),
                         (num_requests, "num-requests")):
         positive_int(value, name)
@@ -144,10 +144,7 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
         raise InputError("give both a workload and a cost model, or neither", field="workload")
     if workload is None:
         workload, cost = load_cell(run)
-    cfg = engine_config(cost, max_tokens=max_tokens, max_model_len=max_model_len,
-                        max_num_seqs=run.max_num_seqs,
-                        max_num_batched_tokens=run.max_num_batched_tokens,
-                        cudagraph_mode=run.cudagraph_mode, prefix_caching=prefix_caching)
+    cfg = run.server(cost)
     n_req = num_requests or default_num_requests(workload, concurrency)
     load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
     ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n_req,

@@ -129,8 +129,8 @@ Seeds = Annotated[int, typer.Option("--seeds", help=SEEDS_HELP, rich_help_panel=
 PrefixCaching = Annotated[bool, typer.Option("--no-prefix-caching", help=PREFIX_HELP,
                                              callback=turned_off, show_default=False,
                                              rich_help_panel=ENGINE)]
-# vLLM's server limits: every run command's engine honours them (whatif.common.server_of,
-# fleet.run), so every run command takes them
+# vLLM's server limits: every run command's engine takes them (RunOptions.server), so every
+# run command offers them
 MaxNumSeqs = Annotated[int, typer.Option("--max-num-seqs", rich_help_panel=ENGINE,
                                          help="vLLM max_num_seqs: sequences in one step at most")]
 MaxNumBatchedTokens = Annotated[int, typer.Option(
@@ -178,8 +178,8 @@ SHARED: dict[str, Any] = {
     "max_tokens": MaxTokens, "source": Source, "history": History,
     "capped_outputs": CappedOutputs, "prefix_caching": PrefixCaching,
     "max_num_seqs": MaxNumSeqs, "max_num_batched_tokens": MaxNumBatchedTokens,
-    "cudagraph_mode": CudagraphModeOption, "vllm_version": VllmVersion, "calibration": Calibration, "cost_profile": CostProfile,
-    "workers": Workers}
+    "cudagraph_mode": CudagraphModeOption, "vllm_version": VllmVersion,
+    "calibration": Calibration, "cost_profile": CostProfile, "workers": Workers}
 # what a command must give itself: the subject of its question has no common default
 OWN_DEFAULT = ("model", "corpus", "hardware", "configs")
 REQUIRED = ...                # a default that makes the option required (predict's --model)
@@ -316,7 +316,8 @@ def _is_list(annotation: Any) -> bool:
     return any(get_origin(a) is list for a in args)
 
 
-__all__ = ["DEFAULT", "ExecutorOption", "RayAddress", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
+__all__ = ["DEFAULT", "ExecutorOption", "RayAddress", "MaxNumSeqs", "MaxNumBatchedTokens",
+           "CudagraphModeOption", "TtftGoal", "TpotGoal", "LIST_NOTE", "comma_list", "deprecated_alias", "pick_alias", "ENGINE", "MAIN", "NEGATED", "OUTPUT", "OWN_DEFAULT", "REQUIRED", "RUN", "SHARED",
            "TRAFFIC", "turned_off", "run_command", "Calibration", "CappedOutputs", "Concurrency", "Configs", "Corpus",
            "CostProfile", "Format", "Hardware", "History", "MaxTokens", "Model", "NumRequests",
            "PrefixCaching", "Seeds", "Source", "Tp", "VllmVersion", "Wide", "Workers",

@@ -15,7 +15,6 @@ from simkit.engine.config import DEFAULT_CONFIGS
 from simkit.choices import Executor, PredictFormat
 
 
-
 @contextlib.contextmanager
 def _progress(label: str):
     """A rich progress bar on stderr; yields a factory total -> advance(n) callback."""

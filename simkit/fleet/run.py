@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from simkit.app.options import RunOptions
+from simkit.app.options import Goals, RunOptions
 from simkit.choices import Executor, FleetOrdering
 from simkit.errors import InputError
-from simkit.app.options import Goals
 from simkit.fleet.plan import Fleet, check_policies, cost_per_million, search
 from simkit.fleet.traffic import Traffic, TrafficSpec, make_traffic
 
@@ -75,7 +74,6 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     or not. `in_flight`: requests in flight for the concurrent ordering."""
     from simkit.costmodel import load_cost_model
     from simkit.engine.config import parse_configs
-    from simkit.engine.runner import engine_config
 
     pols = check_policies(policies)
     specs = parse_configs(configs)
@@ -100,10 +98,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     workers = run.workers or os.cpu_count() or 1
     cost = load_cost_model(model, run.hardware, tp=run.tp, calibration=run.calibration,
                            vllm_version=run.vllm_version)
-    eng = engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching,
-                        max_num_seqs=run.max_num_seqs,
-                        max_num_batched_tokens=run.max_num_batched_tokens,
-                        cudagraph_mode=run.cudagraph_mode)
+    eng = run.server(cost)
     pool, ids, skipped, proxy = load_pool(model, corpus, max_tokens=eng.max_tokens,
                                           max_model_len=eng.max_model_len,
                                           kv_capacity_tokens=eng.kv_capacity_tokens)

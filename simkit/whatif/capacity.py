@@ -32,7 +32,7 @@ from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, mean_output_tokens, server_of, workload_of
+from simkit.whatif.common import WhatIfResult, cost_of, mean_output_tokens, workload_of
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -142,7 +142,7 @@ def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None
         raise InputError("target must be > 0", field="target")
     workload = workload_of(run, workload)
     cost = cost or cost_of(run)
-    cfg = server_of(cost, run)
+    cfg = run.server(cost)
     mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
     rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,

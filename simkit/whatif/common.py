@@ -13,7 +13,7 @@ import numpy as np
 
 from simkit.app.options import RunOptions
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.runner import Cell, Ladder, default_num_requests, engine_config, run_ladder
+from simkit.engine.runner import Cell, Ladder, default_num_requests, run_ladder
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 
@@ -95,23 +95,14 @@ def cost_of(run: RunOptions, hardware: str | None = None, tp: int | None = None)
                            calibration=run.calibration, vllm_version=run.vllm_version)
 
 
-def server_of(cost: Any, run: RunOptions) -> EngineConfig:
-    """vLLM's server settings for `cost` under the run's max_tokens, prefix caching and server
-    limits (max_num_seqs, max_num_batched_tokens, cudagraph_mode)."""
-    return engine_config(cost, max_tokens=run.max_tokens, prefix_caching=run.prefix_caching,
-                         max_num_seqs=run.max_num_seqs,
-                         max_num_batched_tokens=run.max_num_batched_tokens,
-                         cudagraph_mode=run.cudagraph_mode)
-
-
 def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,
               server: EngineConfig | None = None, num_requests: int | None = None,
               concurrency: int | None = None) -> Ladder:
     """The ladder of `specs` on (workload, cost): closed loop at `concurrency` (default: the
     run's), the run's seeds and workers, `num_requests` per run (default: requests_per_run of
-    the run's), on `server` (default: server_of)."""
+    the run's), on `server` (default: RunOptions.server)."""
     clients = concurrency or run.concurrency
     n = num_requests or requests_per_run(run.num_requests, workload, clients)
-    return run_ladder(Cell(workload, cost, server or server_of(cost, run)), specs,
+    return run_ladder(Cell(workload, cost, server or run.server(cost)), specs,
                       seeds=run.seeds, num_requests=n, load=ClosedLoop(clients),
                       workers=run.workers)

@@ -11,7 +11,7 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, server_of, workload_of
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, workload_of
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -52,7 +52,7 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
                          field="configs")
     workload = workload_of(run, workload)
     cost = cost_of(run)
-    server = server_of(cost, run)
+    server = run.server(cost)
     rows, unavailable = [], {}
     for c in cs:
         n = max(min_requests, 4 * c)

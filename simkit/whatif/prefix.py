@@ -21,7 +21,7 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, server_of
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -74,7 +74,7 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
     num_requests = requests_per_run(run.num_requests, base, concurrency)
     prompts = sampled_prompts(prof)
     cost = cost_of(run)
-    on = server_of(cost, run.but(prefix_caching=True))
+    on = run.but(prefix_caching=True).server(cost)
     off = dataclasses.replace(on, prefix_caching=False)
     rows, first = [], {}
     for n in levels:
