@@ -251,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = drift_summary(get_vllm_version(args.vllm_version).key, args.records)
     except SimkitError as exc:
-        print(f"error: {exc}")
+        import sys
+
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(doc, indent=1, sort_keys=True) if args.format == "json" else render(doc))
     return 0
