@@ -317,8 +317,11 @@ def validate(
     run_id: Optional[list[str]] = typer.Option(None, "--run-id", help="only these runs; repeat the option "
                                                   "for several (default: every run of --purpose)"),
     ordering: Ordering = typer.Option(Ordering.CONCURRENT, metavar="ORDER",
-                                      help="acceptance-table ordering: concurrent | "
-                                 "sequential (the other is also replayed for comparison)"),
+                                      help="acceptance-table ordering: concurrent | sequential"),
+    compare_orderings: bool = typer.Option(
+        False, "--compare-orderings", help="also replay each speculative run under the other "
+        "table ordering and print that ordering's acceptance error (a second simulation of "
+        "each: about 40 % more time)"),
     records: Optional[Path] = typer.Option(None, help="folder of runs/steps parquet "
                                            "(default calibrate/data)"),
     history: Optional[str] = typer.Option(None, "--history", help="predict every selected run "
@@ -356,12 +359,14 @@ def validate(
 
     compiling = jit_lock.start()   # the drafter's kernels compile beside the work below (fresh install)
     try:
-        _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version)
+        _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records,
+                  history, version)
     finally:
         jit_lock.stop(compiling)
 
 
-def _validate(format, plot, purpose, seeds, run_id, ordering, records, history, version) -> None:
+def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records, history,
+              version) -> None:
     """validate's work once its input is checked (the command above keeps the kernels' compile)."""
     import json
     import sys
@@ -388,6 +393,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, records, history, 
                          path=str(records or "calibrate/data"), field=missing[0])
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
+                               compare_orderings=compare_orderings,
                                progress=lambda r: print(f"predicted {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")

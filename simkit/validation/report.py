@@ -27,7 +27,7 @@ PURPOSES = ("validation", "calibration", "all")
 
 def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 ordering: Ordering = Ordering.CONCURRENT, run_ids: list[str] | None = None,
-                compare_orderings: bool = True, calibration: str | None = None,
+                compare_orderings: bool = False, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
                 history: History | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own

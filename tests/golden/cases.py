@@ -68,7 +68,7 @@ class Case:
 
 
 def _validate_args() -> tuple[str, ...]:
-    out: list[str] = ["validate"]
+    out: list[str] = ["validate", "--compare-orderings"]      # both orderings' acceptance lines
     for run in VALIDATE_RUNS:
         out += ["--run-id", run]
     return tuple(out)
