@@ -5,7 +5,8 @@ its own conditions (about a hundred and more per version), one after the other i
 what the parent built: request pools, records, calibrations) and returns the results in `rows`
 order, so the output is the same bytes whatever the number of cores. The runs are handed to the
 workers longest first (by the steps the run recorded, `num_steps`: a simulation's cost follows
-its step count), so that a long run started last does not leave the other cores idle at the end.
+its step count), so that a long run started last does not leave the other cores idle at the end;
+while the drafter's kernels compile in the background, the vanilla runs go first.
 Ctrl-C ends the workers at once (simkit.engine.runner.stop_pool); the command's progress tracker
 counts the runs.
 """
@@ -33,9 +34,12 @@ def _apply(row: Any) -> Any:
     return _FN[-1](row)
 
 
-def longest_first(rows: Sequence[Any]) -> list[int]:
+def longest_first(rows: Sequence[Any], drafting_last: bool = False) -> list[int]:
     """Indices of `rows` by decreasing recorded step count (`num_steps`; rows without one count
-    as 0), ties in row order: the order the workers take them."""
+    as 0), ties in row order: the order the workers take them. `drafting_last`: the vanilla runs
+    (config 'vanilla', which draft nothing) go first, each group longest first, so that the
+    workers simulate them while the drafter's kernels still compile (jit_lock) instead of
+    waiting for it."""
     def steps(i: int) -> float:
         n = rows[i].get("num_steps") if hasattr(rows[i], "get") else None
         try:
@@ -43,7 +47,9 @@ def longest_first(rows: Sequence[Any]) -> list[int]:
         except (TypeError, ValueError):
             return 0.0
         return n if n == n else 0.0
-    return sorted(range(len(rows)), key=lambda i: (-steps(i), i))
+    def drafts(i: int) -> bool:
+        return not (hasattr(rows[i], "get") and rows[i].get("config") == "vanilla")
+    return sorted(range(len(rows)), key=lambda i: (drafting_last and drafts(i), -steps(i), i))
 
 
 def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
@@ -79,7 +85,9 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
                                  initializer=_worker_init) as pool:
             futures: list[Any] = [None] * len(rows)
-            for i in longest_first(rows):
+            from simkit.drafters.suffix.jit_lock import compiling
+
+            for i in longest_first(rows, drafting_last=compiling()):
                 futures[i] = pool.submit(_apply, rows[i])
             out = []
             try:

@@ -65,3 +65,18 @@ def test_a_compile_that_cannot_start_is_no_error(monkeypatch):
 
     monkeypatch.setattr(tempfile, "mkstemp", no_tmp)
     assert jit_lock.start() is None and jit_lock.LOCK_ENV not in os.environ
+
+
+def test_compiling_is_true_only_while_the_lock_is_held(monkeypatch, tmp_path):
+    lock = tmp_path / "jit.lock"
+    lock.write_text("")
+    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
+    monkeypatch.setattr(jit_lock, "_WAITED", [])
+    held = open(lock)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    assert jit_lock.compiling()
+    fcntl.flock(held, fcntl.LOCK_UN)
+    held.close()
+    assert not jit_lock.compiling()
+    monkeypatch.delenv(jit_lock.LOCK_ENV)
+    assert not jit_lock.compiling()                   # no background compile at all

@@ -50,3 +50,17 @@ def test_longest_first_submission_still_returns_run_order():
     out = map_runs(_slow_square, rows, seen.append, workers=2)
     assert [r["square"] for r in out] == [i * i for i in range(6)]
     assert seen == [f"r{i}" for i in range(6)]
+
+
+def test_while_the_kernels_compile_the_vanilla_runs_go_first():
+    """drafting_last: the runs that draft nothing (vanilla) are handed out first, each group
+    longest first, so the workers do not wait for the drafter's compile."""
+    from simkit.validation.parallel import longest_first
+
+    rows = [{"run_id": "a", "config": "suffix", "num_steps": 900},
+            {"run_id": "b", "config": "vanilla", "num_steps": 100},
+            {"run_id": "c", "config": "kpad", "num_steps": 2000},
+            {"run_id": "d", "config": "vanilla", "num_steps": 300}]
+    order = [rows[i]["run_id"] for i in longest_first(rows, drafting_last=True)]
+    assert order == ["d", "b", "c", "a"]
+    assert [rows[i]["run_id"] for i in longest_first(rows)] == ["c", "a", "d", "b"]

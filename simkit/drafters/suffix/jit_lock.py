@@ -1,7 +1,8 @@
 """The lock of a background compile of the drafter's kernels (warmup.py): `start()` runs
 `python -m simkit.drafters.suffix.warmup` holding an exclusive file lock named by LOCK_ENV, and
 the first compiled replay of any process that inherits LOCK_ENV waits for it (`wait_once`,
-called by compiled._require_numba), then reads the kernels from numba's cache. Imports nothing
+called by compiled._require_numba), then reads the kernels from numba's cache; `compiling()`
+tells work that drafts nothing to go first meanwhile. Imports nothing
 of the drafter, so that the replays can wait on it.
 """
 
@@ -67,6 +68,23 @@ def wait_once() -> None:
     except (ImportError, OSError):           # no lock file (removed) or no POSIX locks
         pass
     _WAITED.append(True)
+
+
+def compiling() -> bool:
+    """A background compile holds LOCK_ENV's lock right now (a replay would wait for it)."""
+    path = os.environ.get(LOCK_ENV)
+    if not path or _WAITED:
+        return False
+    try:
+        import fcntl
+
+        with open(path) as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except (ImportError, OSError):
+        pass
+    return False
 
 
 def stop(handle) -> None:
