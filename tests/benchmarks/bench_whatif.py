@@ -31,10 +31,10 @@ def main() -> None:
              ("quantization", lambda: quantization.quantization(
                  RunOptions("llama-3.1-70b", hardware="b200", workers=w)))]
     if not args.skip_reference:
-        from simkit.reference.reproduce import reproduce
+        from simkit.reference.reproduce import STUDY, reproduce
 
         cases.append(("reference (11 models, 1 seed)",
-                      lambda: reproduce(workers=args.workers)))
+                      lambda: reproduce(STUDY.but(workers=args.workers))))
     for name, fn in cases:
         t0, c0 = time.perf_counter(), time.process_time()
         res = fn()
