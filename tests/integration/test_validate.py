@@ -23,8 +23,8 @@ def records():
     from simkit.costmodel.step_records import select_version
 
     steps, runs = load_records(DEFAULT_DIR)
-    assert runs is not None and len(runs) == 199 + 179         # vLLM 0.26 and 0.33 records
-    assert len(select_version(runs, "0.33")) == 179
+    assert runs is not None and len(runs) == 199 + 191         # vLLM 0.26 and 0.33 records
+    assert len(select_version(runs, "0.33")) == 191
     return steps, runs
 
 
@@ -32,7 +32,7 @@ def records():
 def test_requests_rebuilt_match_every_run(records):
     """Same requests as the GPU runs: count and total output tokens of every run (runs.
     total_output_tokens and the sum of the steps' emitted tokens): the 199 vLLM 0.26 runs (70B
-    at TP=2, hot, repeat and dynamic-K runs included) and the 155 vLLM 0.33 runs of a corpus
+    at TP=2, hot, repeat and dynamic-K runs included) and the 167 vLLM 0.33 runs of a corpus
     (the fleet streams are rebuilt by tests/integration/test_fleet_validation.py)."""
     from simkit.validation.requests import check_against_run, request_pool, run_requests
 
@@ -55,7 +55,7 @@ def test_requests_rebuilt_match_every_run(records):
         assert max(len(r.output_ids) for r in reqs) <= run["max_tokens_cap"]
         # prefill scheduled can only be less than the prompts (prefix-cache hits), never more
         assert check["steps_prefill_tokens"] <= check["prompt_tokens"]
-    assert checked == 199 + 155         # 0.33: 50 day-1 and 105 later runs outside the fleet streams
+    assert checked == 199 + 167         # 0.33: 50 day-1 and 117 later runs outside the fleet streams
 
 
 @needs_traces
