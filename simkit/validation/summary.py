@@ -39,13 +39,16 @@ def _widths(held: list[dict[str, Any]]) -> str:
 
 
 def machines_note(fitted_sittings: set[str], held_sittings: set[str]) -> str:
-    """Whether the held-out error was measured on GPU sittings the fit never saw."""
+    """Whether the held-out error was measured on GPU machines the fit never saw (a sitting: one
+    machine started, its runs back to back; named by its first run's start)."""
     unseen = sorted(held_sittings - fitted_sittings)
     if not unseen:
         return ("its held-out runs were measured on the same machine and day as the fitted ones "
                 "(error on another machine not measured yet)")
-    return (f"its held-out runs come from {len(held_sittings)} GPU sitting(s), "
-            f"{len(unseen)} of them ({', '.join(unseen)} UTC) not in the fit")
+    machines = "1 GPU machine" if len(held_sittings) == 1 else \
+        f"{len(held_sittings)} separately started GPU machines"
+    return (f"its held-out runs were measured on {machines}, {len(unseen)} of them (started "
+            f"{', '.join(unseen)} UTC) unseen by the fit")
 
 
 def validation_block(cells: list[dict[str, Any]], version: str,

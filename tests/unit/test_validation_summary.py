@@ -11,6 +11,8 @@ def test_machines_note_names_the_sittings_the_fit_never_saw():
     assert "not measured yet" in machines_note({"d1"}, {"d1"})
     note = machines_note({"d1"}, {"d1", "d2"})
     assert "d2" in note and "d1 " not in note and "not measured" not in note
+    assert "2 separately started GPU machines, 1 of them" in note
+    assert "sitting" not in note        # the user reads machines, not our word for a GPU session
 
 
 def test_shipped_033_block_counts_its_fitted_runs_and_its_unseen_day():
