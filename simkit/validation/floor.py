@@ -135,9 +135,9 @@ def floor_line(floor: dict[str, Any]) -> str | None:
             f"{floor['runs']} runs of "
             f"{floor['settings']} settings measured >= 2 times; "
             + ", ".join(f"{CLASS_LABELS[c]} {part(by[c])}" for c in classes)
-            + "; repeats in the same GPU sitting: "
+            + "; repeats on the same GPU machine, back to back: "
             + ", ".join(f"{c} {part(floor['within_sitting'][c])}" for c in classes)
-            + "; in other sittings: "
+            + "; on other machines or days: "
             + ", ".join(f"{c} {part(floor['across_sittings'][c])}" for c in classes)
             + f"; a model exact on every setting's mean would still miss by about "
             f"{floor['true_mean_mape_pct']:.1f} %")

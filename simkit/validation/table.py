@@ -183,11 +183,11 @@ def _pct(v: Any) -> str:
 
 
 def _day_lines(doc: dict[str, Any]) -> list[str]:
-    """The error per GPU sitting (UTC day) and on a day the fit never saw."""
+    """The error per UTC day of the runs and on a day the fit never saw."""
     lines = []
     days = doc.get("by_day") or {}
     if days:
-        lines.append("MAPE by GPU sitting (UTC day of the run): " + "; ".join(
+        lines.append("MAPE by UTC day of the run: " + "; ".join(
             f"{day} " + ", ".join(f"{p.replace('validation', 'held-out')} {_pct(f['mape'])} "
                                   f"({f['runs']} runs)" for p, f in parts.items())
             for day, parts in days.items()))
