@@ -391,6 +391,12 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
     if missing:
         raise InputError(f"run records lack column(s) {', '.join(missing)} needed to predict a run",
                          path=str(records or "calibrate/data"), field=missing[0])
+    refits = None
+    if not run_id and purpose in ("validation", "all"):
+        from simkit.validation.transfer import Refits
+
+        # the unseen-day refits need no prediction: fitted in a forked process beside the runs
+        refits = Refits.start(runs, version.key, records)
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                compare_orderings=compare_orderings,
@@ -419,7 +425,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
             runs, steps, version.key, records,
             progress=lambda r: print(f"predicted {r}", file=sys.stderr),
             predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
-            else {c["run_id"]: c for c in cells}))
+            else {c["run_id"]: c for c in cells}, refits=refits))
     if plot:
         from simkit.outfiles import wrote
 
