@@ -397,9 +397,10 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
 
         # the unseen-day refits need no prediction: fitted in a forked process beside the runs
         refits = Refits.start(runs, version.key, records)
+    pools: dict = {}                     # the request pools, read once for every prediction below
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
-                               compare_orderings=compare_orderings,
+                               compare_orderings=compare_orderings, pools=pools,
                                progress=lambda r: print(f"predicted {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
@@ -425,7 +426,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
             runs, steps, version.key, records,
             progress=lambda r: print(f"predicted {r}", file=sys.stderr),
             predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
-            else {c["run_id"]: c for c in cells}, refits=refits))
+            else {c["run_id"]: c for c in cells}, refits=refits, pools=pools))
     if plot:
         from simkit.outfiles import wrote
 

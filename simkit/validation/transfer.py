@@ -99,7 +99,7 @@ def _fit_on(fittable, version: str, run_ids: set[str], out: Path) -> int:
 
 
 def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = None,
-                  by_runner: bool = False) -> None:
+                  by_runner: bool = False, pools: dict | None = None) -> None:
     """Write into the refit `cal` the interval of its own fitted runs (each predicted with it),
     its drift per runner class where `by_runner` (as the shipped calibration's is)."""
     from simkit.costmodel.calibrations import read_calibration, write_calibration
@@ -107,7 +107,8 @@ def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = No
     from simkit.validation.spread import rerun_interval
 
     cells = build_cells(runs, steps, purpose="calibration", run_ids=sorted(fit_runs),
-                        compare_orderings=False, calibration=str(cal), progress=progress)
+                        compare_orderings=False, calibration=str(cal), progress=progress,
+                        pools=pools)
     doc = read_calibration(cal)
     doc["interval"] = rerun_interval(cells, runs, fit_runs, by_runner=by_runner)
     write_calibration(doc, cal)
@@ -220,13 +221,14 @@ class Refits:
 def unseen_days(runs, steps, version: str, records: Path | None = None,
                 progress: Any = None,
                 predicted: dict[str, dict[str, Any]] | None = None,
-                refits: Refits | None = None) -> dict[str, Any]:
+                refits: Refits | None = None, pools: dict | None = None) -> dict[str, Any]:
     """For each day after the first: fit on the earlier days' calibration runs, predict every
     calibration and validation run of that day (fleet replica streams aside); MAPE overall, on
     hot/repeat runs and on the held-out runs alone. 'not measured' with one day. `predicted`:
     run id -> the cell validate made with the shipped calibration (build_cells, this version's
     default), reused where the refit is that calibration (shipped_fit). `refits`: the same
-    runs' Refits, started ahead (Refits.start; closed here)."""
+    runs' Refits, started ahead (Refits.start; closed here). `pools`: build_cells' request
+    pools, shared with the caller's predictions."""
     from simkit.costmodel.step_records import hardware_of
     from simkit.validation.report import build_cells
 
@@ -255,11 +257,11 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
                                                 if r in ids and r in on_h200}
             if shipped is None:
                 _add_interval(cal, sel, steps, fit_runs, progress,
-                              shipped_interval_by_runner(version))
+                              shipped_interval_by_runner(version), pools)
             rest = [r for r in ids if r not in known]
             cells = [] if not rest else build_cells(
                 sel, steps, purpose="all", run_ids=rest, compare_orderings=False,
-                calibration=shipped or str(cal), progress=progress)
+                calibration=shipped or str(cal), progress=progress, pools=pools)
             cells = sorted([*known.values(), *cells], key=lambda c: c["run_id"])
             held = [c for c in cells if c["purpose"] == "validation"]
             out.append({"day": day, "fitted_on_days": order[:i], "fitted_runs": len(fit_runs),
