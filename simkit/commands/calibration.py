@@ -391,9 +391,16 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
     if missing:
         raise InputError(f"run records lack column(s) {', '.join(missing)} needed to predict a run",
                          path=str(records or "calibrate/data"), field=missing[0])
+    refits = None
+    if not run_id and purpose in ("validation", "all"):
+        from simkit.validation.transfer import Refits
+
+        # the unseen-day refits need no prediction: fitted in a forked process beside the runs
+        refits = Refits.start(runs, version.key, records)
+    pools: dict = {}                     # the request pools, read once for every prediction below
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
-                               compare_orderings=compare_orderings,
+                               compare_orderings=compare_orderings, pools=pools,
                                progress=lambda r: print(f"predicted {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
@@ -419,7 +426,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
             runs, steps, version.key, records,
             progress=lambda r: print(f"predicted {r}", file=sys.stderr),
             predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
-            else {c["run_id"]: c for c in cells}))
+            else {c["run_id"]: c for c in cells}, refits=refits, pools=pools))
     if plot:
         from simkit.outfiles import wrote
 

@@ -29,11 +29,14 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 ordering: Ordering = Ordering.CONCURRENT, run_ids: list[str] | None = None,
                 compare_orderings: bool = False, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
-                history: History | None = None) -> list[dict[str, Any]]:
+                history: History | None = None,
+                pools: dict[tuple, list] | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
     conditions (its request history included, unless `history` overrides it for every run),
     the stock-async prediction for runs whose overlap the harness removed, the engine's
-    default-window prediction (diagnosis), and accepted tokens per decode step."""
+    default-window prediction (diagnosis), and accepted tokens per decode step. `pools`:
+    (model, corpus) -> its request_pool, filled here and shared by the calls of one command
+    (validate's unseen-day predictions read the corpora its first call read)."""
     from simkit.errors import InputError
 
     if purpose not in PURPOSES:
@@ -50,7 +53,7 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
             raise InputError(f"unknown run id(s) {bad}", field="run-id")
         rows = [r for r in rows if r["run_id"] in run_ids]
     sigma_of = _sigma_lookup(runs, calibration)
-    pools: dict[tuple, list] = {}
+    pools = {} if pools is None else pools
     for run in rows:               # in this process, before any worker forks (they inherit)
         key = (run["model"], run["corpus"])
         if key not in pools:
@@ -58,7 +61,10 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
         sigma_of(run)
     rebuilt = {r["run_id"]: run_requests(pools[(r["model"], r["corpus"])], r) for r in rows}
     _refuse_unmatched(rows, rebuilt)
-    one = functools.partial(_cell, steps=steps, rebuilt=rebuilt, sigma_of=sigma_of, seeds=seeds,
+    # each run's steps, found once here (a filter of every step per run took ~4 ms each)
+    rows_of = steps.groupby("run_id", sort=False).indices
+    own = {r["run_id"]: steps.iloc[rows_of.get(r["run_id"], [])] for r in rows}
+    one = functools.partial(_cell, steps=own, rebuilt=rebuilt, sigma_of=sigma_of, seeds=seeds,
                             ordering=ordering, compare_orderings=compare_orderings,
                             calibration=calibration, history=history)
     return map_runs(one, rows, progress)
@@ -89,9 +95,9 @@ def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> 
 def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering: Ordering,
           compare_orderings: bool, calibration: str | None,
           history: History | None) -> dict[str, Any]:
-    """The cell of one measured run (build_cells)."""
+    """The cell of one measured run (build_cells); `steps`: run id -> its step records."""
     reqs, skipped = rebuilt[run["run_id"]]
-    st = steps[steps["run_id"] == run["run_id"]]
+    st = steps[run["run_id"]]
     check = check_against_run(reqs, run, st)
     meas = measured_figures(run, st)
     hist = history or run_history(run)

@@ -14,10 +14,17 @@ coefficients, its interval made from those runs the same way: vLLM 0.33, fitted 
 day), its predictions are the ones `simkit validate` has already made: those are reused instead
 of simulating every run of the day a second time (the same figures, about a third of validate's
 CPU time).
+
+The refits themselves (reading the fit frame, one fit per day: about 4 s on one core) need no
+prediction, so `simkit validate` starts them in a forked process (`Refits.start`) before it
+predicts the runs and reads them here: on a fresh install they fit while the drafter's kernels
+compile and a core would otherwise wait.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -92,7 +99,7 @@ def _fit_on(fittable, version: str, run_ids: set[str], out: Path) -> int:
 
 
 def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = None,
-                  by_runner: bool = False) -> None:
+                  by_runner: bool = False, pools: dict | None = None) -> None:
     """Write into the refit `cal` the interval of its own fitted runs (each predicted with it),
     its drift per runner class where `by_runner` (as the shipped calibration's is)."""
     from simkit.costmodel.calibrations import read_calibration, write_calibration
@@ -100,7 +107,8 @@ def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = No
     from simkit.validation.spread import rerun_interval
 
     cells = build_cells(runs, steps, purpose="calibration", run_ids=sorted(fit_runs),
-                        compare_orderings=False, calibration=str(cal), progress=progress)
+                        compare_orderings=False, calibration=str(cal), progress=progress,
+                        pools=pools)
     doc = read_calibration(cal)
     doc["interval"] = rerun_interval(cells, runs, fit_runs, by_runner=by_runner)
     write_calibration(doc, cal)
@@ -121,60 +129,148 @@ def shipped_fit(refit: Path, version: str) -> str | None:
     return name if same and "interval" in shipped else None
 
 
+def _selection(runs):
+    """(the runs a day's figure predicts, run id -> day, the days in order)."""
+    from simkit.validation.report import FLEET_PREFIX
+
+    sel = runs[runs["purpose"].isin(["calibration", "validation"])
+               & ~runs["corpus"].astype(str).str.startswith(FLEET_PREFIX)]
+    days = run_days(sel)
+    return sel, days, sorted(set(days.values()))
+
+
+def _fit_runs(sel, days: dict[str, str], day: str) -> set[str]:
+    """The calibration runs of the days before `day` (what its refit is fitted on)."""
+    return {r for r, d in days.items() if d < day} & set(
+        sel.loc[sel["purpose"] == "calibration", "run_id"].astype(str))
+
+
+class Refits:
+    """The refit of every day after the first (fit-before-DAY.json in a temporary folder, with
+    its step count), fitted here or in a forked process started ahead (`start`)."""
+
+    def __init__(self, runs, version: str, records: Path | None) -> None:
+        self.sel, self.days, self.order = _selection(runs)
+        self.version, self.records = version, records
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self._tmp.name)
+        self._proc = None
+
+    @classmethod
+    def start(cls, runs, version: str, records: Path | None = None) -> "Refits":
+        """Begin fitting in a forked process (where fork exists; else the fits wait for
+        `fitted`). Its failure is no error here: `fitted` then fits in this process and raises
+        what the fit raises."""
+        import multiprocessing as mp
+
+        refits = cls(runs, version, records)
+        if len(refits.order) > 1 and "fork" in mp.get_all_start_methods():
+            refits._proc = mp.get_context("fork").Process(target=refits._child, daemon=True)
+            refits._proc.start()
+        return refits
+
+    def _child(self) -> None:
+        from simkit.engine.runner import ignore_sigint
+
+        ignore_sigint()                           # the parent ends it (daemon) on Ctrl-C
+        try:
+            self._fit_all()
+        except BaseException:                     # fitted() fits again here and reports it
+            os._exit(1)
+
+    def _fit_all(self) -> dict[str, int]:
+        """Fit each day that has earlier calibration runs; write the step counts beside them."""
+        from simkit.costmodel.fit import load_record_dir
+        from simkit.validation.measured import DEFAULT_DIR
+
+        steps: dict[str, int] = {}
+        fittable = None                       # read once (about 2 s), fitted once per day
+        for day in self.order[1:]:
+            fit_runs = _fit_runs(self.sel, self.days, day)
+            if not fit_runs:
+                continue
+            if fittable is None:
+                fittable, _ = load_record_dir(Path(self.records or DEFAULT_DIR), "h200",
+                                              self.version)
+            steps[day] = int(_fit_on(fittable, self.version, fit_runs, self.path(day)))
+        (self.dir / "steps.json").write_text(json.dumps(steps))
+        return steps
+
+    def path(self, day: str) -> Path:
+        """The refit of `day` (fitted on the earlier days' calibration runs)."""
+        return self.dir / f"fit-before-{day}.json"
+
+    def fitted(self) -> dict[str, int]:
+        """day -> fitted steps, every refit written (waiting for the forked fit, if any)."""
+        if self._proc is not None:
+            self._proc.join()
+            ok, self._proc = self._proc.exitcode == 0, None
+            if ok and (self.dir / "steps.json").is_file():
+                return json.loads((self.dir / "steps.json").read_text())
+        return self._fit_all()
+
+    def close(self) -> None:
+        """End a fit still running and remove the refits."""
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.join()
+            self._proc = None
+        self._tmp.cleanup()
+
+
 def unseen_days(runs, steps, version: str, records: Path | None = None,
                 progress: Any = None,
-                predicted: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                predicted: dict[str, dict[str, Any]] | None = None,
+                refits: Refits | None = None, pools: dict | None = None) -> dict[str, Any]:
     """For each day after the first: fit on the earlier days' calibration runs, predict every
     calibration and validation run of that day (fleet replica streams aside); MAPE overall, on
     hot/repeat runs and on the held-out runs alone. 'not measured' with one day. `predicted`:
     run id -> the cell validate made with the shipped calibration (build_cells, this version's
-    default), reused where the refit is that calibration (shipped_fit)."""
+    default), reused where the refit is that calibration (shipped_fit). `refits`: the same
+    runs' Refits, started ahead (Refits.start; closed here). `pools`: build_cells' request
+    pools, shared with the caller's predictions."""
     from simkit.costmodel.step_records import hardware_of
-    from simkit.validation.measured import DEFAULT_DIR
-    from simkit.validation.report import FLEET_PREFIX, build_cells
+    from simkit.validation.report import build_cells
 
-    sel = runs[runs["purpose"].isin(["calibration", "validation"])
-               & ~runs["corpus"].astype(str).str.startswith(FLEET_PREFIX)]
-    # validate predicted each run with its own GPU's default calibration: reusable only for H200's
-    gpus = sel["gpu"].astype(str) if "gpu" in sel else [""] * len(sel)
-    on_h200 = {str(r) for r, g in zip(sel["run_id"], gpus) if (hardware_of(g) or "h200") == "h200"}
-    days = run_days(sel)
-    order = sorted(set(days.values()))
-    if len(order) < 2:
-        return {"status": "not measured", "days": order,
-                "why": f"every run of vLLM {version} was measured on one day ({', '.join(order)})"}
-    from simkit.costmodel.fit import load_record_dir
-
-    out = []
-    fittable = None                       # read once (about 2 s), fitted once per day
-    with tempfile.TemporaryDirectory() as tmp:
+    refits = refits or Refits(runs, version, records)
+    try:
+        sel, days, order = refits.sel, refits.days, refits.order
+        if len(order) < 2:
+            return {"status": "not measured", "days": order,
+                    "why": f"every run of vLLM {version} was measured on one day "
+                           f"({', '.join(order)})"}
+        # validate predicted each run with its own GPU's default calibration: reusable only for
+        # H200's
+        gpus = sel["gpu"].astype(str) if "gpu" in sel else [""] * len(sel)
+        on_h200 = {str(r) for r, g in zip(sel["run_id"], gpus)
+                   if (hardware_of(g) or "h200") == "h200"}
+        fitted = refits.fitted()
+        out = []
         for i, day in enumerate(order[1:], start=1):
-            fit_runs = {r for r, d in days.items() if d < day} & set(
-                sel.loc[sel["purpose"] == "calibration", "run_id"].astype(str))
-            if not fit_runs:
+            if day not in fitted:             # no calibration run before that day
                 continue
-            cal = Path(tmp) / f"fit-before-{day}.json"
-            if fittable is None:
-                fittable, _ = load_record_dir(Path(records or DEFAULT_DIR), "h200", version)
-            n_steps = _fit_on(fittable, version, fit_runs, cal)
+            fit_runs = _fit_runs(sel, days, day)
+            cal, n_steps = refits.path(day), fitted[day]
             ids = [r for r, d in days.items() if d == day]
             shipped = shipped_fit(cal, version)
             known = {} if shipped is None else {r: c for r, c in (predicted or {}).items()
                                                 if r in ids and r in on_h200}
             if shipped is None:
                 _add_interval(cal, sel, steps, fit_runs, progress,
-                              shipped_interval_by_runner(version))
+                              shipped_interval_by_runner(version), pools)
             rest = [r for r in ids if r not in known]
             cells = [] if not rest else build_cells(
                 sel, steps, purpose="all", run_ids=rest, compare_orderings=False,
-                calibration=shipped or str(cal), progress=progress)
+                calibration=shipped or str(cal), progress=progress, pools=pools)
             cells = sorted([*known.values(), *cells], key=lambda c: c["run_id"])
             held = [c for c in cells if c["purpose"] == "validation"]
             out.append({"day": day, "fitted_on_days": order[:i], "fitted_runs": len(fit_runs),
                         "fitted_steps": n_steps, **_figures(cells),
                         "held_out_runs": len(held), "mape_held_out": _mape(held)})
+    finally:
+        refits.close()
     return {"status": "measured", "rule": "fit on the calibration runs of the earlier days only "
             "(as the shipped calibration is fitted), predict every run of the day", "days": out}
 
 
-__all__ = ["by_day", "run_days", "shipped_fit", "shipped_step_terms", "unseen_days"]
+__all__ = ["Refits", "by_day", "run_days", "shipped_fit", "shipped_step_terms", "unseen_days"]

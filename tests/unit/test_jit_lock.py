@@ -1,6 +1,8 @@
 """The background compile of the drafter's kernels (simkit.drafters.suffix.jit_lock): one lock,
 held by the compiling process; a replay waits for it once per process; stopping it leaves no
-process and no lock file; nothing starts where a parent's compile or the pure drafter applies."""
+process and no lock file; nothing starts where a parent's compile or the pure drafter applies;
+a stage's lock, released before the whole compile ends, lets the replays that need only that
+stage go on."""
 import fcntl
 import os
 import threading
@@ -80,3 +82,57 @@ def test_compiling_is_true_only_while_the_lock_is_held(monkeypatch, tmp_path):
     assert not jit_lock.compiling()
     monkeypatch.delenv(jit_lock.LOCK_ENV)
     assert not jit_lock.compiling()                   # no background compile at all
+
+
+def test_a_stage_released_early_lets_its_replays_go(monkeypatch, tmp_path):
+    lock = tmp_path / "jit.lock"
+    stage = tmp_path / "jit.lock.concurrent"
+    lock.write_text("")
+    stage.write_text("")
+    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
+    monkeypatch.setattr(jit_lock, "_WAITED", [])
+    held = open(lock)
+    fcntl.flock(held, fcntl.LOCK_EX)                 # the in-loop kernels still compile
+    jit_lock.wait_once("concurrent")                  # its stage lock is free: no wait
+    assert jit_lock.compiling()
+    done = []
+    waiter = threading.Thread(target=lambda: (jit_lock.wait_once(), done.append(True)))
+    waiter.start()
+    time.sleep(0.3)
+    assert not done                                   # every stage: waits for the whole compile
+    fcntl.flock(held, fcntl.LOCK_UN)
+    held.close()
+    waiter.join(5)
+    assert done and not jit_lock.compiling()
+
+
+def test_the_compile_holds_a_lock_per_stage_and_releases_each(monkeypatch, tmp_path):
+    """A started compile holds a lock per stage but the last, and stop() removes them all; the
+    compile's done(stage) (warmup._release_stages) releases that stage's inherited lock."""
+    from simkit.drafters.suffix import warmup
+
+    monkeypatch.delenv(jit_lock.LOCK_ENV, raising=False)
+    monkeypatch.delenv("SIMKIT_PURE_DRAFTER", raising=False)
+    handle = jit_lock.start()
+    assert handle is not None
+    path = handle[1]
+    stages = [f"{path}.{s}" for s in jit_lock.STAGES[:-1]]
+    assert all(os.path.exists(p) for p in stages)
+    jit_lock.stop(handle)
+    assert not any(os.path.exists(p) for p in [path, *stages])
+
+    lock = tmp_path / "jit.lock.concurrent"
+    lock.write_text("")
+    fd = os.open(lock, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    monkeypatch.setenv(jit_lock.STAGE_FDS_ENV, f"concurrent={fd}")
+    done = warmup._release_stages()
+    done("sequential")                                # not a stage it holds: nothing happens
+    with open(lock) as other:
+        try:
+            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            raise AssertionError("the stage lock was free before done()")
+        except BlockingIOError:
+            pass
+        done("concurrent")
+        fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)   # released

@@ -1,5 +1,9 @@
 """The per-day split of `simkit validate` (simkit.validation.transfer): days from started_utc,
-figures per day and purpose, and the one-day case said as not measured."""
+figures per day and purpose, the one-day case said as not measured, and the refits fitted ahead
+in a forked process the same as in place."""
+
+import json
+import os
 
 import pandas as pd
 import pytest
@@ -76,3 +80,37 @@ def test_a_refit_that_is_the_shipped_calibration_reuses_its_predictions(tmp_path
     coefs[name] = coefs[name] * 1.01 + 1e-9
     path.write_text(json.dumps(dict(refit, coefficients=coefs)))
     assert shipped_fit(path, "0.33") is None
+
+
+def test_refits_fitted_ahead_are_the_refits_fitted_in_place(monkeypatch):
+    """Refits.start fits every day after the first in a forked process; fitted() reads the same
+    files and step counts a fit in this process writes, and falls back to that fit when the
+    forked one failed."""
+    from simkit.validation import transfer
+
+    def fake_fit(fittable, version, run_ids, out):
+        out.write_text(json.dumps(sorted(run_ids)))
+        return len(run_ids) * 10
+
+    monkeypatch.setattr(transfer, "_fit_on", fake_fit)
+    monkeypatch.setattr("simkit.costmodel.fit.load_record_dir", lambda *a: (None, None))
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"],
+                         "purpose": ["calibration", "validation", "calibration", "validation"],
+                         "corpus": ["chat", "math", "chat", "math"],
+                         "started_utc": ["2026-12-02T05:00:00+00:00", "2026-12-02T06:00:00+00:00",
+                                         "2026-12-03T05:00:00+00:00", "2026-12-04T06:00:00+00:00"]})
+    ahead, here = transfer.Refits.start(runs, "0.33"), transfer.Refits(runs, "0.33", None)
+    try:
+        assert ahead.fitted() == here.fitted() == {"2026-12-03": 10, "2026-12-04": 20}
+        for day in ("2026-12-03", "2026-12-04"):
+            assert ahead.path(day).read_text() == here.path(day).read_text()
+    finally:
+        ahead.close()
+        here.close()
+    monkeypatch.setattr(transfer.Refits, "_child", lambda self: os._exit(1))
+    failed = transfer.Refits.start(runs, "0.33")
+    try:
+        assert failed.fitted() == {"2026-12-03": 10, "2026-12-04": 20}
+    finally:
+        failed.close()
+    assert not failed.dir.exists()

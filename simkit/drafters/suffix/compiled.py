@@ -70,7 +70,9 @@ def pack(requests: Sequence, with_prompt: np.ndarray) -> tuple[np.ndarray, np.nd
     return flat, pbase, plen, olen
 
 
-def _require_numba() -> None:
+def _require_numba(*stages: str) -> None:
+    """numba present, and the background compile (jit_lock.start) done with these of its
+    jit_lock.STAGES (none named: all of them), if one runs."""
     try:
         import numba  # noqa: F401
     except ImportError as exc:
@@ -79,11 +81,12 @@ def _require_numba() -> None:
                           "uses the pure-Python drafter instead") from exc
     from simkit.drafters.suffix.jit_lock import wait_once
 
-    wait_once()                  # a background compile (jit_lock.start) finishes first, if any
+    for stage in stages or (None,):
+        wait_once(stage)
 
 
-def _setup(requests: Sequence, params: SuffixParams, rowbase: np.ndarray):
-    _require_numba()
+def _setup(requests: Sequence, params: SuffixParams, rowbase: np.ndarray, *stages: str):
+    _require_numba(*stages)
     from simkit.drafters.suffix.core import new_forest
     from simkit.drafters.suffix.kernels import GROOT
 
@@ -109,7 +112,8 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int, rowba
     from simkit.drafters.suffix.kernels import sequential_chunk
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
-    T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
+    T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase,
+                                                                           "sequential")
     from simkit.drafters.suffix.core import new_forest
     TL = new_forest(*FOREST_SIZES)           # local trees, one at a time
     lo, n = 0, len(requests)
@@ -140,7 +144,8 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowba
     first = len(prelude)
     if first:
         requests, rowbase = with_prelude(prelude, requests, rowbase)
-    T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(requests, params, rowbase)
+    T, (D, fifo, live, glen), flat, pbase, plen, olen, caps, minp = _setup(
+        requests, params, rowbase, "concurrent", *(("sequential",) if first else ()))
     if first:
         from simkit.drafters.suffix.core import new_forest
 

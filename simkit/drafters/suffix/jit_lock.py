@@ -1,9 +1,15 @@
-"""The lock of a background compile of the drafter's kernels (warmup.py): `start()` runs
+"""The locks of a background compile of the drafter's kernels (warmup.py): `start()` runs
 `python -m simkit.drafters.suffix.warmup` holding an exclusive file lock named by LOCK_ENV, and
 the first compiled replay of any process that inherits LOCK_ENV waits for it (`wait_once`,
 called by compiled._require_numba), then reads the kernels from numba's cache; `compiling()`
-tells work that drafts nothing to go first meanwhile. Imports nothing
-of the drafter, so that the replays can wait on it.
+tells work that drafts nothing to go first meanwhile. Imports nothing of the drafter, so that
+the replays can wait on it.
+
+The compile goes in STAGES (each kernel family about 2 to 10 CPU-s), and each stage but the last
+has a lock of its own (LOCK_ENV's path + "." + stage) that the compile releases as soon as that
+stage's kernels are cached: a replay that needs only the concurrent kernel starts while the
+others still compile. The last stage (the in-loop drafter) has LOCK_ENV's lock, held until the
+compile ends, which waiting for no stage in particular (`wait_once()`) waits on.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import subprocess
 import sys
 
 LOCK_ENV = "SIMKIT_JIT_LOCK"        # the lock file; inherited by forked workers and children
-_WAITED: list[bool] = []            # this process has waited for the lock already
+STAGE_FDS_ENV = "SIMKIT_JIT_STAGE_FDS"   # to the compile: "stage=fd,..." of the stages' locks
+STAGES = ("concurrent", "sequential", "in_loop")   # compile order; the last has LOCK_ENV's lock
+_WAITED: list[str | None] = []      # the stages this process has waited for (None: all)
 
 
 def start():
@@ -36,44 +44,64 @@ def start():
         os.path.abspath(__file__)))))
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, child_env.get("PYTHONPATH")) if p)
     fd = path = None
+    stage_fds: dict[str, int] = {}
     try:                         # an optimisation only: where it cannot start, replays compile
         fd, path = tempfile.mkstemp(prefix="simkit-jit-", suffix=".lock")
         fcntl.flock(fd, fcntl.LOCK_EX)       # held by the child (the inherited fd) until it exits
+        for stage in STAGES[:-1]:            # released by the child as each stage is cached
+            stage_fds[stage] = os.open(_stage_path(path, stage),
+                                       os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            fcntl.flock(stage_fds[stage], fcntl.LOCK_EX)
+        child_env[STAGE_FDS_ENV] = ",".join(f"{k}={v}" for k, v in stage_fds.items())
         proc = subprocess.Popen([sys.executable, "-m", "simkit.drafters.suffix.warmup"],
-                                env=child_env, pass_fds=(fd,), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                env=child_env, pass_fds=(fd, *stage_fds.values()),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
     except OSError:
         if path is not None:
             os.close(fd)
-            os.unlink(path)
+            _remove(path)
+        for sfd in stage_fds.values():
+            os.close(sfd)
         return None
     os.close(fd)
+    for sfd in stage_fds.values():
+        os.close(sfd)
     os.environ[LOCK_ENV] = path
     _WAITED.clear()
     return proc, path
 
 
-def wait_once() -> None:
-    """Block until the background compile (if one holds LOCK_ENV's lock) has finished, once per
-    process: numba then loads the kernels from its cache. A failed compile releases the lock
-    too, and the caller compiles what is missing."""
+def _stage_path(path: str, stage: str | None) -> str:
+    """The lock file of a stage (None or the last stage: LOCK_ENV's own)."""
+    return path if stage is None or stage == STAGES[-1] else f"{path}.{stage}"
+
+
+def wait_once(stage: str | None = None) -> None:
+    """Block until the background compile (if one holds LOCK_ENV's lock) has cached the kernels
+    of `stage` (one of STAGES; None: every stage), once per process and stage: numba then loads
+    them from its cache. A failed compile releases its locks too, and the caller compiles what
+    is missing. A lock set without stage locks (an older parent's) is waited on whole."""
     path = os.environ.get(LOCK_ENV)
-    if not path or _WAITED:
+    if not path or None in _WAITED or stage in _WAITED:
         return
+    target = _stage_path(path, stage)
+    if not os.path.exists(target):
+        target = path
     try:
         import fcntl
 
-        with open(path) as fh:
+        with open(target) as fh:
             fcntl.flock(fh, fcntl.LOCK_SH)
     except (ImportError, OSError):           # no lock file (removed) or no POSIX locks
         pass
-    _WAITED.append(True)
+    _WAITED.append(None if target == path else stage)
 
 
 def compiling() -> bool:
-    """A background compile holds LOCK_ENV's lock right now (a replay would wait for it)."""
+    """A background compile holds LOCK_ENV's lock right now (some replay would wait for it)."""
     path = os.environ.get(LOCK_ENV)
-    if not path or _WAITED:
+    if not path or None in _WAITED:
         return False
     try:
         import fcntl
@@ -89,7 +117,7 @@ def compiling() -> bool:
 
 def stop(handle) -> None:
     """End the background compile if it still runs (numba writes each cache file whole, so the
-    next command compiles what is missing), reap it and remove its lock."""
+    next command compiles what is missing), reap it and remove its locks."""
     if handle is None:
         return
     proc, path = handle
@@ -98,7 +126,13 @@ def stop(handle) -> None:
     proc.wait()
     if os.environ.get(LOCK_ENV) == path:
         del os.environ[LOCK_ENV]
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    _remove(path)
+
+
+def _remove(path: str) -> None:
+    """Remove a compile's lock files (LOCK_ENV's and the stages'), those that exist."""
+    for stage in STAGES:
+        try:
+            os.unlink(_stage_path(path, stage))
+        except OSError:
+            pass

@@ -13,6 +13,7 @@ validate` and the test suite use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,13 @@ class _Request:
     output_ids: object
 
 
-def compile_kernels() -> None:
+def compile_kernels(done: Callable[[str], None] = lambda stage: None) -> None:
     """Drive every compiled entry point once on two made-up requests with the argument types of
     every real call (int32 token ids, int64 row bases, uint8 tables, the default SuffixParams),
-    so numba compiles and caches exactly the signatures simkit uses: the sequential and
-    concurrent replays (acceptance tables) and each call of the in-loop drafter (start, sampled
-    tokens, draft, stop, a restart that evicts)."""
+    so numba compiles and caches exactly the signatures simkit uses: the concurrent and
+    sequential replays (acceptance tables) and each call of the in-loop drafter (start, sampled
+    tokens, draft, stop, a restart that evicts). done(stage) after each of jit_lock.STAGES, in
+    that order (the concurrent replay first: every speculative table of validate needs it)."""
     import numpy as np
 
     from simkit.drafters.suffix import compiled
@@ -42,14 +44,35 @@ def compile_kernels() -> None:
     def table() -> tuple:
         return np.zeros((n_rows, kmax), np.uint8), np.zeros((n_rows, kmax), np.uint8)
 
-    compiled.replay_sequential(requests, params, kmax, rows, *table(), None)
     compiled.replay_concurrent(requests, params, kmax, rows, *table(), 2, None)
+    done("concurrent")
+    compiled.replay_sequential(requests, params, kmax, rows, *table(), None)
+    done("sequential")
     d = CompiledInLoopSuffix(requests[:1], kmax, params)
     d.sampled("a", 0, 0, 2)
     d.draft("a", 0, 2)
     d.stop("a")
     d.sampled("a", 0, 2, 3)
+    done("in_loop")
+
+
+def _release_stages() -> Callable[[str], None]:
+    """done() for compile_kernels under jit_lock.start(): releases each stage's lock (the fds
+    jit_lock.STAGE_FDS_ENV names) once that stage is cached; LOCK_ENV's goes when this exits."""
+    import fcntl
+    import os
+
+    from simkit.drafters.suffix.jit_lock import STAGE_FDS_ENV
+
+    fds = dict(item.split("=") for item in os.environ.get(STAGE_FDS_ENV, "").split(",") if item)
+
+    def done(stage: str) -> None:
+        fd = fds.pop(stage, None)
+        if fd is not None:
+            fcntl.flock(int(fd), fcntl.LOCK_UN)
+            os.close(int(fd))
+    return done
 
 
 if __name__ == "__main__":
-    compile_kernels()
+    compile_kernels(_release_stages())
