@@ -11,7 +11,8 @@ options before loading anything. The rules, as vLLM 0.26 and 0.33 state them:
 - scheduler (SchedulerConfig._verify_args): "max_num_batched_tokens (B) must be greater than
   or equal to max_num_seqs (S)" (every running sequence needs a token of the step's budget).
 - a request's max_tokens (the OpenAI server's input validation): more than max_model_len minus
-  the prompt is refused, so a max_tokens above max_model_len refuses every request.
+  the prompt is refused, so a max_tokens of max_model_len or more refuses every request (a
+  prompt holds at least one token).
 - gpu_memory_utilization (CacheConfig): a fraction in (0, 1].
 
 Imports only the model catalogue and errors (a leaf above catalog/)."""
@@ -52,10 +53,10 @@ def check_serving(model=None, tp: int | None = None, *,
     would refuse (module docstring); None means not given (the default, which vLLM accepts)."""
     if model is not None:
         check_tp(model, tp)
-    if max_tokens is not None and max_tokens > max_model_len:
+    if max_tokens is not None and max_tokens >= max_model_len:    # a prompt has >= 1 token
         raise InputError(f"vLLM refuses every request whose max_tokens ({max_tokens:,}) is "
-                         f"more than max_model_len ({max_model_len:,}) minus its prompt",
-                         field="max-tokens")
+                         f"more than max_model_len ({max_model_len:,}) minus its prompt (at "
+                         "least one token)", field="max-tokens")
     if (max_num_seqs is not None and max_num_batched_tokens is not None
             and max_num_batched_tokens < max_num_seqs):
         raise InputError(f"vLLM refuses max_num_batched_tokens ({max_num_batched_tokens:,}): it "

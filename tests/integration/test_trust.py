@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine_doubles import LinearCost, make_table
@@ -181,8 +181,10 @@ def test_fewer_batched_tokens_than_max_num_seqs_is_refused(capsys, seqs, data):
 
 
 @FAST
-@given(tokens=st.integers(16385, 10**9))
-def test_max_tokens_above_max_model_len_is_refused(capsys, tokens):
+@given(tokens=st.integers(16384, 10**9))
+@example(tokens=16384)
+def test_max_tokens_of_max_model_len_or_more_is_refused(capsys, tokens):
+    """16,384 too: a prompt holds at least one token, so vLLM would refuse every request."""
     for argv in (PREDICT, ("sweep", "--out", "never-written")):
         code, out, err = run(capsys, *argv, "--max-tokens", str(tokens))
         assert code == 2 and out == ""
