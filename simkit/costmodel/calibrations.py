@@ -46,6 +46,10 @@ def read_calibration(ref: str | Path) -> dict[str, Any]:
     path = Path(ref)
     if path.suffix == ".json" and path.is_file():
         text, where = path.read_text(), str(path)
+    elif path.suffix == ".json" and str(ref) not in _embedded():
+        raise InputError("no such calibration file (a calibration is a .json file that "
+                         "`simkit calibrate fit` wrote, or an embedded name: "
+                         f"{', '.join(sorted(_embedded()))}, analytic)", path=str(path))
     else:
         emb = _embedded()
         if str(ref) not in emb:
@@ -63,6 +67,15 @@ def read_calibration(ref: str | Path) -> dict[str, Any]:
             raise InputError("required key missing", path=where, field=key)
     if not isinstance(doc["coefficients"], dict):
         raise InputError("expected an object", path=where, field="coefficients")
+    if doc.get("vllm_version") is not None:
+        try:
+            get_vllm_version(str(doc["vllm_version"]))
+        except UnknownNameError:
+            from simkit.catalog.vllm_versions import VERSIONS
+
+            raise InputError(f"vLLM version {doc['vllm_version']!r} has no engine rules in "
+                             f"simkit; known: {', '.join(VERSIONS)}", path=where,
+                             field="vllm_version") from None
     doc["_coefs"] = Coefficients.from_dict(doc["coefficients"], path=where)
     doc["_path"] = where
     return doc

@@ -273,6 +273,22 @@ def test_bad_calibrations_are_clear_errors(tmp_path):
         load_cost_model("llama-3.1-8b", calibration=str(bad))
 
 
+def test_a_calibration_file_is_blamed_for_its_own_faults(tmp_path):
+    """A missing .json is named as a missing file, and a file's unknown vLLM version is the
+    file's field, not the --vllm-version the user never gave."""
+    missing = tmp_path / "gone.json"
+    with pytest.raises(InputError, match="no such calibration file") as exc:
+        load_cost_model("llama-3.1-8b", calibration=str(missing))
+    assert str(missing) in str(exc.value)
+    bad = tmp_path / "ver.json"
+    bad.write_text(json.dumps({"kind": CALIBRATION_KIND, "name": "x", "hardware": "h200",
+                               "vllm_version": "0.99", "coefficients": {}}))
+    with pytest.raises(InputError) as exc:
+        load_cost_model("llama-3.1-8b", calibration=str(bad))
+    assert str(bad) in str(exc.value) and "'vllm_version'" in str(exc.value)
+    assert "--vllm-version" not in str(exc.value)
+
+
 def test_calibrations_written_before_the_rename_still_load():
     """A file of the old kind (cost-model "profile", tests/data/h200-vllm026-410e447.json) is
     read as a calibration; new files carry the new kind."""
