@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from pathlib import Path
 
 from simkit.errors import InputError
@@ -54,6 +55,12 @@ def _writable_dir(folder: Path, field: str, what: str) -> None:
         raise InputError(f"{folder} is not a folder (for {what})", field=field)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"folder {folder} is not writable (for {what})", field=field)
+    try:                         # access() trusts root and mode bits; a real file tells the truth
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".simkit-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write in folder {folder} ({exc.strerror or exc}; for {what})",
+                         field=field) from None
 
 
 def output_file(path: str | Path | None, field: str,

@@ -104,6 +104,16 @@ def test_bad_plot_paths_fail_before_the_work(capsys, tmp_path, plot, why):
         one_line_error(err, "plot", why)
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_no_file_can_be_made_in_fails_before_the_work(capsys):
+    """/proc passes os.access for root (as CI runs) yet holds no new file: the check makes
+    one, so the run never starts."""
+    for argv in (PREDICT, ("validate",)):
+        code, out, err = run(capsys, *argv, "--plot", "/proc/p.png")
+        assert code == 2 and out == "", argv
+        one_line_error(err, "plot", "cannot write in folder /proc")
+
+
 def test_bad_out_folder_fails_before_the_work(capsys, tmp_path):
     afile = tmp_path / "f"
     afile.write_text("x")
