@@ -238,8 +238,8 @@ def host_cmd(
 def concurrency_cmd(
     levels: Levels = "1,2,4,8,16,32,64,128,256",
     min_requests: int = typer.Option(32, "--min-requests",
-                                     help="requests per run at least (runs use 4 x the level "
-                                          "when that is more)"),
+                                     help="requests per run at least (each level runs what "
+                                          "simkit predict runs there when that is more)"),
     **run,
 ) -> None:
     """Throughput and latency vs concurrency; where speculative decoding stops paying."""

@@ -220,6 +220,20 @@ def test_concurrency_throughput_rises_and_speculation_pays_less_at_high_load(wor
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
+def test_concurrency_at_a_level_prints_what_predict_prints_there(workload):
+    """At C=32 the what-if runs the requests predict runs at 32, so the two commands give
+    the same figures and cannot name opposite configurations (with 4 x C the what-if drew 128
+    requests of the mix and contradicted predict)."""
+    from simkit.app.predict import predict
+    from simkit.whatif.concurrency import concurrency
+
+    res = concurrency(run(workers=2), levels="32", configs="vanilla,suffix", workload=workload)
+    pred = predict(run(workers=2, concurrency=32), configs="vanilla,suffix")
+    what = {r["config"]: r["output_tok_s"] for r in res.rows}
+    said = {r.config: r.output_tok_s for r in pred.rows}
+    assert what == said
+
+
 # -- hardware --------------------------------------------------------------------------------
 def test_hardware_bandwidth_order_at_fixed_tp(workload, tmp_path):
     from simkit.whatif.hardware import hardware, plot
