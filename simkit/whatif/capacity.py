@@ -32,7 +32,8 @@ from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, mean_output_tokens, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, mean_output_tokens, workload_note, workload_of)
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -159,7 +160,7 @@ def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None
     target = (f"{target_rate:g} req/s" if target_rate is not None else
               f"{target_tok_s:g} output tok/s (= {rate:.3g} req/s at {mean_out:.0f} tokens/request)")
     notes = [cost.describe(),
-             f"workload {workload.name} ({workload.origin or 'origin unknown'}); "
+             workload_note(workload.name, workload.origin) + "; "
              f"mean output {mean_out:.0f} tokens/request",
              f"goals: p99 TTFT <= {goals.ttft_ms_p99:g} ms, p99 TPOT <= {goals.tpot_ms_p99:g} ms "
              f"(worst p99 over {seeds} seed(s) of Poisson arrivals)",

@@ -76,6 +76,12 @@ def requests_per_run(num_requests: int | None, workload: Workload, concurrency: 
     return num_requests or default_num_requests(workload, concurrency)
 
 
+def workload_note(name: str, origin: str | None) -> str:
+    """The notes' words for the workload a what-if replayed: its name and its profile's origin,
+    as predict's assumptions say it ("profile shipped (source files verified ...)")."""
+    return f"workload {name}, profile {origin or 'of unknown origin'}"
+
+
 def workload_of(run: RunOptions, workload: Workload | None = None, corpus: str | None = None
                 ) -> Workload:
     """`workload`, or the one of `run` (its model, `corpus` or its corpus, profile source,

@@ -12,7 +12,7 @@ from simkit.engine.runner import default_num_requests
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, workload_of
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, workload_note, workload_of
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -86,8 +86,7 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
             overall = None
     notes = [cost.describe(),
              f"closed loop; at each level the requests simkit predict runs there (at least "
-             f"{min_requests}), {seeds} seed(s); "
-             f"workload {workload.name} ({workload.origin or 'origin unknown'})"]
+             f"{min_requests}), {seeds} seed(s); " + workload_note(workload.name, workload.origin)]
     for name, c in verdicts.items():
         notes.append(f"{name}: " + (f"stops paying from concurrency {c}" if c else
                                     f"pays at every concurrency measured (up to {cs[-1]})"))

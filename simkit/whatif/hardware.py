@@ -11,7 +11,8 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
@@ -61,7 +62,7 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
                              "tpot_ms_p50": r.tpot_ms_p50, "host_frac": r.host_frac,
                              "kv_capacity_tokens": cost.kv_capacity_tokens})
     notes.append(f"closed loop, concurrency {run.concurrency}, {num_requests} requests, {seeds} "
-                 f"seed(s); workload {workload.name} ({workload.origin or 'origin unknown'}); "
+                 f"seed(s); {workload_note(workload.name, workload.origin)}; "
                  "vs_first_hardware = throughput / the first (hardware, TP) row of that config")
     if workload.proxy_note:
         notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"

@@ -13,7 +13,8 @@ from simkit.app.verdict import best_kpad, fastest
 from simkit.errors import InputError
 from simkit.history import WARM, parse_history
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
@@ -94,7 +95,7 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
               f"from P = {cross:.2f} (interpolated)" if cross is not None else
               f"at no measured share (up to {ps[-1]:g})"),
              "best K per history: " + ", ".join(f"{h} K={v['best_k']}" for h, v in best_by.items()),
-             f"workload {model}/{corpus} ({origin or 'origin unknown'}); a repeated request's "
+             workload_note(f"{model}/{corpus}", origin) + "; a repeated request's "
              "prompt is also in the prefix cache (vanilla gains through that alone)"]
     return WhatIfResult("history", f"throughput vs request history for {model}/{corpus} on "
                         f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,

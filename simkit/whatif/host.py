@@ -14,7 +14,8 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -79,7 +80,7 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
              f"host-bound = throughput elasticity to host speed between x1 and x2 >= "
              f"{HOST_BOUND_ELASTICITY} (our threshold)",
              f"closed loop, concurrency {concurrency}, {num_requests} requests, {seeds} seed(s); "
-             f"workload {workload.name} ({workload.origin or 'origin unknown'})"]
+             + workload_note(workload.name, workload.origin)]
     notes += [f"{s['config']}: elasticity {s['elasticity_1_to_2']:.2f}, host share "
               f"{s['host_frac_at_1']:.0%} -> {'HOST-BOUND' if s['host_bound'] else 'device-bound'}"
               for s in summary]

@@ -21,7 +21,7 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run
+from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -91,7 +91,7 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
                          "ttft_ms_p50": r.ttft_ms_p50, "no_cache_ttft_ms_p50": p.ttft_ms_p50})
     notes = [cost.describe(),
              f"closed loop, concurrency {concurrency}; {num_requests} requests per run, {seeds} "
-             f"seed(s); workload {base.name} ({base.origin or 'origin unknown'})",
+             f"seed(s); {workload_note(base.name, base.origin)}",
              "preamble: the same fixed N tokens in front of every prompt; prompts over "
              "max_model_len after it are skipped",
              "vs_first: tok/s against the first preamble length, caching on; cache_gain: caching "

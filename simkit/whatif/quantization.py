@@ -28,7 +28,8 @@ from simkit.app.verdict import fastest
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -147,7 +148,7 @@ def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b
              f"{best_q.config} {best_q.output_tok_s:,.0f} tok/s "
              f"({best_q.output_tok_s / best_base.output_tok_s - 1:+.1%})",
              f"closed loop, concurrency {concurrency}, {num_requests} requests, {seeds} seed(s); "
-             f"workload {workload.name} ({workload.origin or 'origin unknown'})"]
+             + workload_note(workload.name, workload.origin)]
     if quant_corpus and len(qwork.prompt_len) != len(workload.prompt_len):
         notes.append("the quantized corpus has other requests than the base corpus: the "
                      "comparison mixes a traffic change with the quantization")
