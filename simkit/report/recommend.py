@@ -54,34 +54,30 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
                      f"{_pct(nxt.output_tok_s, van.output_tok_s)} ({nxt.output_tok_s:,.0f} vs "
                      f"{van.output_tok_s:,.0f} tok/s)")
     reasons = []
+    other = top if best is not top else (ranked[1] if len(ranked) > 1 else None)
     if best is not top:
         spread = max(top.output_tok_s_std, best.output_tok_s_std)
         reasons.append(f"near-tie: {top.config} is {_pct(top.output_tok_s, best.output_tok_s)} "
                        f"higher ({top.output_tok_s - best.output_tok_s:,.0f} tok/s), within the "
                        f"seed spread (±{spread:,.0f}), and {best.config} is simpler to deploy")
-    elif len(ranked) > 1:
-        second = ranked[1]
-        margin = best.output_tok_s / second.output_tok_s - 1 if second.output_tok_s > 0 else 0.0
-        spread = max(best.output_tok_s_std, second.output_tok_s_std)
-        if best.output_tok_s - second.output_tok_s <= spread:
-            reasons.append(f"near-tie: {best.config} leads {second.config} by {margin:.1%} "
-                           f"({best.output_tok_s - second.output_tok_s:,.0f} tok/s), within the "
+    elif other is not None:
+        margin = best.output_tok_s / other.output_tok_s - 1 if other.output_tok_s > 0 else 0.0
+        spread = max(best.output_tok_s_std, other.output_tok_s_std)
+        if best.output_tok_s - other.output_tok_s <= spread:
+            reasons.append(f"near-tie: {best.config} leads {other.config} by {margin:.1%} "
+                           f"({best.output_tok_s - other.output_tok_s:,.0f} tok/s), within the "
                            f"seed spread (±{spread:,.0f})")
-        elif interval_pct is not None and margin * 100 < interval_pct:
-            inside = [r for r in ranked[1:] if r.output_tok_s > 0
-                      and 100 * (best.output_tok_s / r.output_tok_s - 1) < interval_pct]
-            more = ""
-            if len(inside) > 1:
-                van_in = ", vanilla among them" if van is not None and van in inside else ""
-                more = f"; {len(inside)} of the {len(ranked) - 1} other configs are inside it{van_in}"
-            parts.append(f"tie within the error with {second.config} ({100 * margin:.1f} % apart, "
-                         f"inside the ±{interval_pct:.1f} % interval{more})")
-            reasons.append(f"the calibration's 90 % interval for a rerun is ±{interval_pct:.1f} % "
-                           "of the prediction (run-to-run drift and the fit's residuals on the "
-                           f"calibration runs), so {best.config} and {second.config} are not told "
-                           "apart; measure both on your GPU before choosing")
-        elif model_error_pct is not None and margin * 100 < model_error_pct:
-            reasons.append(f"{best.config} leads {second.config} by {margin:.1%}, less than the "
+    # the rerun interval, whatever the seed spread said: it is the wider of the two
+    tie = _interval_tie(best, other, ranked, van, interval_pct)
+    if tie is not None:
+        parts.append(tie[0])
+        reasons.append(tie[1])
+    elif best is top and other is not None and model_error_pct is not None \
+            and best.output_tok_s - other.output_tok_s > max(best.output_tok_s_std,
+                                                            other.output_tok_s_std):
+        margin = best.output_tok_s / other.output_tok_s - 1 if other.output_tok_s > 0 else 0.0
+        if margin * 100 < model_error_pct:
+            reasons.append(f"{best.config} leads {other.config} by {margin:.1%}, less than the "
                            f"cost model's held-out error ({model_error_pct:.1f} %)")
     reasons.append(_why(best, van, ranked))
     bk = best_kpad(rows)
@@ -99,6 +95,30 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
                      "drain included), so this call may not hold"
                      + (f"; --num-requests {more} gives one" if more else ""))
     return {"config": best.config, "line": "; ".join(parts), "reasons": reasons}
+
+
+def _interval_tie(best, other, ranked: list, van, interval_pct: float | None
+                  ) -> tuple[str, str] | None:
+    """(the line's part, the reason) when `other` (the runner-up, or the faster config a
+    simpler `best` was preferred to) lies inside the calibration's rerun interval of `best`."""
+    if interval_pct is None or other is None or other.output_tok_s <= 0:
+        return None
+    lo, hi = sorted((best.output_tok_s, other.output_tok_s))
+    margin = hi / lo - 1 if lo > 0 else float("inf")
+    if margin * 100 >= interval_pct:
+        return None
+    inside = [r for r in ranked if r is not best and r.output_tok_s > 0
+              and 100 * abs(best.output_tok_s / r.output_tok_s - 1) < interval_pct]
+    more = ""
+    if len(inside) > 1:
+        van_in = ", vanilla among them" if van is not None and van in inside else ""
+        more = f"; {len(inside)} of the {len(ranked) - 1} other configs are inside it{van_in}"
+    return (f"tie within the error with {other.config} ({100 * margin:.1f} % apart, inside the "
+            f"±{interval_pct:.1f} % interval{more})",
+            f"the calibration's 90 % interval for a rerun is ±{interval_pct:.1f} % of the "
+            "prediction (run-to-run drift and the fit's residuals on the calibration runs), so "
+            f"{best.config} and {other.config} are not told apart; measure both on your GPU "
+            "before choosing")
 
 
 def _simplicity(config: str) -> int:

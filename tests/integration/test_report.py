@@ -162,6 +162,22 @@ def test_a_lead_inside_the_rerun_interval_is_a_tie_within_the_error():
     assert "tie within" not in recommendation(pred, model_error_pct=5.14)["line"]
 
 
+def test_a_seed_spread_near_tie_still_states_the_rerun_interval():
+    """The seed spread is the narrower test: a lead inside it is inside the interval too, and
+    the line says so (it used to drop the interval whenever the seed spread had spoken)."""
+    pred = _pred([_row("vanilla", 0, 4000, 5), _row("kpad-4", 4, 4550, 80, acc=0.8, step_ms=7),
+                  _row("suffix", 24, 4600, 80, acc=0.9, step_ms=9, mean_k=24)])
+    rec = recommendation(pred, interval_pct=17.5)
+    assert any(r.startswith("near-tie: suffix leads kpad-4") for r in rec["reasons"])
+    assert "tie within the error with kpad-4 (1.1 % apart, inside the ±17.5 % interval; " \
+           "2 of the 2 other configs are inside it, vanilla among them)" in rec["line"]
+    # a simpler config preferred inside the seed spread is tied with the faster one as well
+    simpler = _pred([_row("vanilla", 0, 4550, 80), _row("suffix", 24, 4600, 80, acc=0.9,
+                                                          step_ms=9, mean_k=24)])
+    rec = recommendation(simpler, interval_pct=17.5)
+    assert rec["config"] == "vanilla" and "tie within the error with suffix" in rec["line"]
+
+
 # -- renderings -------------------------------------------------------------------------------
 def _header(out: str) -> list[str]:
     """The table's column headers as printed (a header wrapped over lines joined again)."""
