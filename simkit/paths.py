@@ -48,8 +48,9 @@ def require_traces_src(what: str) -> Path:
     src = traces_src_dir()
     env = os.environ.get("SIMKIT_TRACES_SRC")
     where = f"SIMKIT_TRACES_SRC={env}" if env else "../shared/traces-src beside simkit"
-    need = (f"{what} needs the raw traces (the public prompt/output files and tokenizer files "
-            "of a traces-src folder, listed in its SOURCES.md; not shipped with simkit)")
+    need = (f"{what} needs the raw traces (public prompt/output files of open benchmarks and "
+            "the Llama-3 and Qwen tokenizer files, not shipped with simkit; docs/guide.md, "
+            "'Getting the raw traces', says which files and where they come from)")
     if src is None:
         raise InputError(f"{need}: none found at {where}; set SIMKIT_TRACES_SRC to that folder")
     if not (src / "tokenizers").is_dir():

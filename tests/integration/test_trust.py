@@ -474,8 +474,10 @@ def test_commands_that_need_raw_traces_say_so_first(capsys, monkeypatch, tmp_pat
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert "predicted" not in err                    # validate: nothing started
-    one_line_error(err, f"simkit {argv[0]}", "needs the raw traces", "SOURCES.md",
-                   "SIMKIT_TRACES_SRC")
+    # where they come from is a page the user has (the folder's SOURCES.md is what is missing)
+    one_line_error(err, f"simkit {argv[0]}", "needs the raw traces",
+                   "docs/guide.md, 'Getting the raw traces'", "SIMKIT_TRACES_SRC")
+    assert "**Getting the raw traces.**" in (ROOT / "docs" / "guide.md").read_text()
 
 
 def test_traces_list_says_which_corpora_mix_holds(capsys):
