@@ -149,7 +149,7 @@ def plan_cmd(
     output_file(out, "out", (".sh",))
     spec = get_model(model)
     _known_corpus(corpus)
-    mean_out = _mean_output_tokens(model, corpus)
+    mean_out, mean_from = _mean_output_tokens(model, corpus)
     plan = make_plan(spec.name, corpus, budget_min=budget_min,
                      configs=[c for c in configs.split(",") if c.strip()],
                      vllm_version=vllm_version, mean_output_tokens=mean_out,
@@ -164,18 +164,20 @@ def plan_cmd(
     if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(plan.to_dict(), indent=1))
         return
-    typer.echo("\n".join(_plan_text(plan, spec.name, corpus, budget_min, mean_out, lines)))
+    typer.echo("\n".join(_plan_text(plan, spec.name, corpus, budget_min, mean_out, mean_from,
+                                      lines)))
 
 
 def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float,
-               commands: list[str]) -> list[str]:
+               mean_from: str, commands: list[str]) -> list[str]:
     """The plan as text lines of at most 100 characters, except each `simkit calibrate run` line:
     a shell command to paste whole on the GPU host, so it is never wrapped."""
     from simkit.report.fit import wrap_prose
 
     out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
                      f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
-                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens)")
+                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens, from "
+                     f"{mean_from})")
     for e, line in zip(plan.engines, commands):
         out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
                           f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
@@ -198,15 +200,30 @@ def _known_corpus(corpus: str) -> None:
                                f"(simkit traces import FILE --name {corpus})")
 
 
-def _mean_output_tokens(model: str, corpus: str) -> float:
-    """Mean output tokens of the corpus's requests (400 when the traces are not here)."""
-    try:
-        from traces.corpora import load_corpus
+def _mean_output_tokens(model: str, corpus: str) -> tuple[float, str]:
+    """(mean output tokens per request at the runs' 1,024-token cap, where that figure comes
+    from): the corpus's own requests where the raw traces (or your imported traffic) are here,
+    else the shipped profile's weighted sample of them."""
+    import numpy as np
 
+    from simkit.app.cells import load_workload
+    from simkit.errors import InputError
+    from simkit.paths import traces_src_dir
+    from traces.corpora import load_corpus
+
+    cap = 1024
+    try:
         reqs = load_corpus(corpus, model).requests
-    except Exception:  # noqa: BLE001 - a plan needs an estimate, not the traces
-        return 400.0
-    return float(sum(min(len(r.output_ids), 1024) for r in reqs) / max(1, len(reqs)))
+    except InputError:
+        if traces_src_dir() is not None:
+            raise                            # the traces are here and something else is wrong
+        w = load_workload(model, corpus)     # the shipped profile (its error if there is none)
+        eff = np.minimum(w.output_len, cap).astype(float)
+        weights = np.ones_like(eff) if w.weights is None else w.weights
+        return (float((eff * weights).sum() / weights.sum()),
+                f"the shipped profile's {w.num_requests}-request sample")
+    return (float(sum(min(len(r.output_ids), cap) for r in reqs) / max(1, len(reqs))),
+            f"its {len(reqs):,} requests")
 
 
 @calibrate_app.command("requests")

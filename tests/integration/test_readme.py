@@ -179,6 +179,18 @@ def test_calibration_plan_figures_are_what_calibrate_plan_prints(corpus, tmp_pat
     assert f"{engines} engines, about {minutes} of {budget} GPU-minutes" in text
 
 
+def test_calibration_plan_without_the_raw_traces_estimates_from_the_shipped_profile(
+        monkeypatch, tmp_path):
+    """A fresh clone prints the README's figure too, and says where its mean output comes from
+    (it printed a fixed 400 tokens, 9.7 GPU-minutes, as if measured)."""
+    engines, _, minutes, budget = quoted("plan")
+    monkeypatch.setenv("SIMKIT_TRACES_SRC", str(tmp_path / "absent"))
+    text = CliRunner().invoke(app, ["calibrate", "plan", "--model", "llama-3.1-8b", "--corpus",
+                                    "chat"]).output
+    assert f"{engines} engines, about {minutes} of {budget} GPU-minutes" in text
+    assert "from the shipped profile's 128-request sample" in text
+
+
 def test_fleet_validation_figures_are_what_fleet_validate_prints(request, monkeypatch):
     """`fleet validate --format json` as the user runs it, its replay of the recorded runs
     (validate_fleet, the default calibration) the one the fleet validation tests check, computed
