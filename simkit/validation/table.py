@@ -82,7 +82,8 @@ def _lines(doc: dict[str, Any]) -> list[str]:
                      f"max {100 * rep['max_spread']:.1f} % over {len(rep['groups'])} settings")
         for g in rep["groups"]:
             lines.append(f"  {_setting(g)} {g['config']} "
-                         f"({g['forcing']}): " + ", ".join(f"{v:.0f}" for v in g["measured_tok_s"])
+                         f"({g['forcing']}, {g.get('history', 'cold')}): "
+                         + ", ".join(f"{v:.0f}" for v in g["measured_tok_s"])
                          + f" tok/s, spread {100 * g['spread']:.1f} %")
     for key in ("best_k_agreement", "best_k_agreement_calibration"):
         b = doc[key]
