@@ -168,6 +168,32 @@ def render_validation(rows: list[dict], summ: dict, wide: bool = False) -> str:
                     "proposer; table: the acceptance table simkit validate replays; tok/s on the "
                     "calibration of each run's vLLM version)"),
              *keyed_table(heads, cells, ("run_id", "policy", "config"), wide)]
-    for k, v in summ.items():
-        lines.extend(_wrap(f"- {k}: {v}", "  "))
+    for line in _validation_summary(summ):
+        lines.extend(_wrap(f"- {line}", "  "))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _validation_summary(s: dict) -> list[str]:
+    """The summary of `fleet validate` in words and rounded figures (--format json: every key
+    and figure as computed)."""
+    from simkit.fleet.validate import ACCEPT_GOAL
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.2f} %"
+
+    goal = f"{100 * ACCEPT_GOAL:g} %"
+    yes = {True: "yes", False: "no", None: "-"}
+    pols = s.get("accepted_by_policy") or {}
+    return [
+        f"runs: {s['runs']} ({s['spec_runs']} speculative)",
+        f"accepted tokens per step against vLLM's, drafter on the simulated steps: mean |error| "
+        f"{pct(s['accepted_mean_abs_error'])}, worst {pct(s['accepted_max_abs_error'])}; within "
+        f"{goal} in {s['accepted_within_goal']} of {s['spec_runs']} speculative runs",
+        f"the same from the acceptance table: mean |error| "
+        f"{pct(s['table_accepted_mean_abs_error'])}; within {goal} in "
+        f"{s['table_accepted_within_goal']} of {s['spec_runs']}",
+        f"output tok/s: mean |error| {pct(s['tok_s_mean_abs_error'])}",
+        "accepted tokens per step by router policy, measured / predicted: "
+        + (", ".join(f"{p} {v['measured']:.3f} / {v['predicted']:.3f}" for p, v in pols.items())
+           or "-") + f"; ranking agrees: {yes[s['ranking_agrees']]}",
+        f"every replica's rebuilt requests match its records: {yes[s['requests_match_records']]}"]
