@@ -94,10 +94,20 @@ def test_fleet_validate_table_fits_100_columns_and_wide_has_every_column():
            "accepted_error": 0.0049, "table_accepted_per_step": 1.5,
            "table_accepted_error": 0.21, "measured_tok_s": 3456.7, "predicted_tok_s": 3500.1,
            "tok_s_error": 0.0126}
-    summary = {"accepted_within_2pct": "16 of 16 speculative runs " * 5}
-    out = render_validation([row, dict(row, replica=2)], summary)
+    from simkit.fleet.validate import summary as summarise
+
+    rows = [dict(row, within_goal=True), dict(row, replica=2, within_goal=True,
+                                               policy="round-robin", accepted_error=-0.0146)]
+    summary = summarise(rows)
+    out = render_validation(rows, summary)
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "--wide shows" in out
+    said = " ".join(out.split())
+    assert "runs: 2 (2 speculative)" in said
+    mean = f"{100 * (0.0049 + 0.0146) / 2:.2f}"
+    assert f"mean |error| {mean} %, worst 1.46 %; within 2 % in 2 of 2 speculative runs" in said
+    assert "prefix-affinity 1.234 / 1.240, round-robin 1.234 / 1.240; ranking agrees" in said
+    assert "{" not in out and "0.0146" not in out      # words and rounded figures, not a dict
     wide = render_validation([row], summary, wide=True)
     header = next(ln for ln in wide.splitlines() if ln.startswith("run_id"))
     assert len(header.split("┃")) == 14 and "--wide shows" not in wide
