@@ -46,19 +46,25 @@ def test_the_whole_window_floor_from_the_steps_is_floor_py_s(doc, loaded):
     assert w["mape_pct"] > 8                      # the synchronous floor is large today
 
 
-def test_the_drift_forgets_itself_within_10_s(doc):
+def test_the_drift_decays_but_a_part_lasts_the_whole_run(doc):
+    """A quarter second's deviation is strongly correlated a second later and less so after 10 s,
+    but not gone: since the long-window runs of two machines joined the repeated settings
+    (calibrate/data/README.md, -v033-drift and -v033-long), a run keeps part of its host state
+    for its whole window (docs/validation.md, "The drift's time scale")."""
     acf = [x["acf"] for x in doc["autocorrelation"]["lags"]]
     assert [x["lag_s"] for x in doc["autocorrelation"]["lags"]] == [1, 2, 5, 10]
     assert all(a > b for a, b in zip(acf, acf[1:]))
-    assert acf[0] > 0.5 and acf[-1] < 0.2
+    assert acf[0] > 0.5 and acf[-1] > 0.2
+    assert doc["extrapolation"]["run_constant_pct"] > 5       # a per-run part of 5 % or more
 
 
-def test_a_longer_window_has_a_lower_floor(doc):
+def test_a_longer_window_has_a_lower_floor_but_not_5_pct(doc):
     sub = doc["sub_windows"]
     floors = [w["mape_pct"] for w in sub["windows"]]
     assert [w["length_s"] for w in sub["windows"]] == [1, 2, 4, 8, 16]
-    assert floors[-1] < floors[0] - 3 and all(a >= b for a, b in zip(floors, floors[1:]))
+    assert floors[-1] < floors[0] - 1.5 and all(a >= b for a, b in zip(floors, floors[1:]))
     assert sub["runs"] >= 10 and sub["settings"] >= 3
+    assert doc["extrapolation"]["window_s"] is None        # no window length reaches 5 %
 
 
 def test_full_graph_settings_drift_less(doc):
