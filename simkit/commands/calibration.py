@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from simkit.choices import Ordering, OutputFormat
-from simkit.commands.options import Format
+from simkit.commands.options import Format, Wide
 
 calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs, make them, fit "
                                  "the cost model.", no_args_is_help=True)
@@ -327,6 +327,7 @@ def fit_cmd(
 
 def validate(
     format: Format = OutputFormat.TABLE,
+    wide: Wide = False,
     plot: Optional[Path] = typer.Option(None, "--plot", help="write a predicted-vs-measured PNG "
                                         "(default: no plot)"),
     purpose: str = typer.Option("validation", help="validation (held out) | calibration | all"),
@@ -377,13 +378,13 @@ def validate(
     compiling = jit_lock.start()   # the drafter's kernels compile beside the work below (fresh install)
     try:
         _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records,
-                  history, version)
+                  history, version, wide)
     finally:
         jit_lock.stop(compiling)
 
 
 def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records, history,
-              version) -> None:
+              version, wide: bool = False) -> None:
     """validate's work once its input is checked (the command above keeps the kernels' compile)."""
     import json
     import sys
@@ -454,7 +455,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         return
     from simkit.validation.table import render
 
-    typer.echo(render(doc))
+    typer.echo(render(doc, wide))
 
 
 def register(app: typer.Typer) -> None:

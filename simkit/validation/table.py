@@ -18,10 +18,12 @@ def _f(v: Any, fmt: str) -> str:
 WIDTH = 100      # prose lines wrap here (a table row is never wrapped)
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], wide: bool = False) -> str:
     """Cells table, then MAPE, best-K agreement, acceptance replay and the dynamic-K line; every
-    line but a table row wrapped at WIDTH."""
-    lines = _lines(doc)
+    line but a table row wrapped at WIDTH. The table fits WIDTH unless `wide` (or a run id alone
+    is too long): the step-time columns, then the stock-async one, go first, and a line names
+    them."""
+    lines = _lines(doc, wide)
     top = 1 if doc.get("vllm_versions") else 0          # the header, rule and rows follow it
     rows = range(top, top + 2 + len(doc["cells"]))
     return "\n".join(ln for i, line in enumerate(lines)
@@ -37,14 +39,30 @@ def _wrap(line: str) -> list[str]:
                          break_on_hyphens=False, break_long_words=False) or [line]
 
 
-def _lines(doc: dict[str, Any]) -> list[str]:
+def _columns(doc: dict[str, Any], w: int, wide: bool) -> tuple[list[str], list[str]]:
+    """(the optional columns shown, those left for --wide): stock (only where some run has the
+    figure: a column of '-' says nothing), stepM and stepP, dropped in the order stepM/stepP,
+    stock while a row is wider than WIDTH."""
+    shown = (["stock"] if any(c.get("predicted_tok_s_stock_async") is not None
+                              for c in doc["cells"]) else []) + ["stepM", "stepP"]
+    width = {"stock": 8, "stepM": 7, "stepP": 7}
+    left: list[str] = []
+    for drop in (["stepM", "stepP"], ["stock"]):
+        if wide or w + 37 + sum(width[c] for c in shown) <= WIDTH:
+            break
+        left += [c for c in drop if c in shown]
+        shown = [c for c in shown if c not in drop]
+    return shown, left
+
+
+def _lines(doc: dict[str, Any], wide: bool = False) -> list[str]:
     """The report's lines, unwrapped: the table's (title, header, rule, rows) first."""
     versions = doc.get("vllm_versions") or []
     w = max([len("run"), *(len(c["run_id"]) for c in doc["cells"])])   # never cut a run id
-    # the stock-async column only when some run has the figure (a column of '-' says nothing)
-    stock = any(c.get("predicted_tok_s_stock_async") is not None for c in doc["cells"])
+    shown, left = _columns(doc, w, wide)
+    stock, steps = "stock" in shown, "stepM" in shown
     head = (f"{'run':{w}} {'meas':>7} {'pred':>7} {'err%':>6}" + (f" {'stock':>7}" if stock else "")
-            + f" {'accM':>6} {'accP':>6} {'stepM':>6} {'stepP':>6}")
+            + f" {'accM':>6} {'accP':>6}" + (f" {'stepM':>6} {'stepP':>6}" if steps else ""))
     lines = ([f"vLLM {', '.join(versions)}: runs measured with it, each predicted with its "
               "engine rules and calibration"] if versions else []) + [head, "-" * len(head)]
     for c in doc["cells"]:
@@ -54,13 +72,20 @@ def _lines(doc: dict[str, Any]) -> list[str]:
             f"{_f(c['predicted_tok_s'], '7.0f')} {_f(err, '+6.1f')} "
             + (f"{_f(c.get('predicted_tok_s_stock_async'), '7.0f')} " if stock else "")
             + f"{_f(c['measured_accepted_per_step'], '6.3f')} "
-            f"{_f(c['predicted_accepted_per_step'], '6.3f')} "
-            f"{_f(c['measured_step_ms'], '6.2f')} {_f(c['predicted_step_ms'], '6.2f')}")
+            f"{_f(c['predicted_accepted_per_step'], '6.3f')}"
+            + (f" {_f(c['measured_step_ms'], '6.2f')} {_f(c['predicted_step_ms'], '6.2f')}"
+               if steps else ""))
     lines.append("meas/pred: steady output tok/s; "
                  + ("stock: vanilla predicted with async overlap (runs were synchronised by the "
                     "forcing; predicted synchronous); " if stock else "")
-                 + "acc: accepted drafts per decode request-step; step: mean step+gap ms in the "
-                 "window")
+                 + "acc: accepted drafts per decode request-step"
+                 + ("; step: mean step+gap ms in the window" if steps else ""))
+    if left:
+        lines.append(f"--wide shows {len(left)} more column(s): {', '.join(left)} ("
+                     + ", ".join(({"stock": "vanilla predicted with async overlap",
+                                   "stepM": "mean step+gap ms measured",
+                                   "stepP": "predicted"})[c] for c in left)
+                     + "; --format json: every figure)")
     for key, name in (("mape", "held-out (validation)"), ("mape_calibration", "calibration")):
         if doc[key] is not None:
             lines.append(f"MAPE {name}: {doc[key]:.1f} %")

@@ -18,7 +18,7 @@ def test_run_ids_are_not_cut_and_missing_values_keep_their_column():
            "table_ordering": "concurrent", "best_k_agreement": {"total": 0},
            "best_k_agreement_calibration": {"total": 0},
            "dynamic_k": {"status": "not measured", "why": "no run"}}
-    lines = render(doc).splitlines()
+    lines = render(doc, wide=True).splitlines()
     head, rows = lines[0], lines[2:4]
     assert rows[0].startswith(LONG + " ")
     assert all(len(r) == len(head) for r in rows)
@@ -26,6 +26,25 @@ def test_run_ids_are_not_cut_and_missing_values_keep_their_column():
     for name in ("stock", "accM", "stepP"):
         edge = head.index(name) + len(name)
         assert all(r[edge - 1] != " " and (edge == len(r) or r[edge] == " ") for r in rows), name
+
+
+def test_the_table_fits_100_columns_and_names_what_wide_adds():
+    """A 63-character run id (the longest of the vLLM 0.33 records) with the stock column: the
+    step columns, then stock, leave the default table, and one line says --wide has them."""
+    rid = "llama-3.1-8b_dynamic-feedback12-v033-1203c_math_c32_n128_rep0.5"[:63]
+    doc = {"cells": [_cell(rid, 5165.0, 0.264), _cell("short_run", None, 0.3)],
+           "mape": 5.1, "mape_calibration": None, "acceptance_replay": {},
+           "table_ordering": "concurrent", "best_k_agreement": {"total": 0},
+           "best_k_agreement_calibration": {"total": 0},
+           "dynamic_k": {"status": "not measured", "why": "no run"}}
+    out = render(doc)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    head = out.splitlines()[0]
+    assert "accP" in head and "stepM" not in head and "stock" not in head
+    assert "--wide shows 3 more column(s): stepM, stepP, stock" in " ".join(out.split())
+    wide = render(doc, wide=True)
+    assert all(c in wide.splitlines()[0] for c in ("stock", "stepM", "stepP"))
+    assert "--wide shows" not in wide
 
 
 def test_prose_wraps_at_100_and_a_column_of_dashes_is_left_out():
