@@ -80,3 +80,23 @@ def test_mape_against_the_setting_mean_averages_repeats_and_skips_single_runs():
     got = setting_mean_mape([run("a", 90.0, 120.0), run("b", 110.0, 120.0)])
     assert got["mape_pct"] == pytest.approx(20.0)
     assert setting_mean_mape([run("c", 50.0, 100.0)])["mape_pct"] is None
+
+
+def test_repeated_settings_that_differ_only_in_history_are_told_apart():
+    """A cold and a hot setting of the same runs are two lines with two labels (they were
+    printed under one)."""
+    group = {"model": "llama-3.1-8b", "corpus": "chat", "concurrency": 32, "num_requests": 64,
+             "max_tokens_cap": 1024, "forcing": "overlapped", "config": "suffix-24",
+             "measured_tok_s": [2485.0, 3860.0], "spread": 0.553}
+    doc = {"cells": [_cell("short_run", None, 0.3)], "mape": 5.1, "mape_calibration": None,
+           "acceptance_replay": {}, "table_ordering": "concurrent",
+           "best_k_agreement": {"total": 0}, "best_k_agreement_calibration": {"total": 0},
+           "dynamic_k": {"status": "not measured", "why": "no run"},
+           "repeatability": {"groups": [dict(group, history="cold"),
+                                        dict(group, history="hot", measured_tok_s=[17820.0,
+                                                                                   19563.0])],
+                             "mean_spread": 0.3, "max_spread": 0.553}}
+    labels = [ln.split(":")[0].strip() for ln in render(doc).splitlines()
+              if ln.startswith("  llama-3.1-8b chat c32 n64 suffix-24")]
+    assert labels == ["llama-3.1-8b chat c32 n64 suffix-24 (overlapped, cold)",
+                      "llama-3.1-8b chat c32 n64 suffix-24 (overlapped, hot)"]
