@@ -8,16 +8,27 @@ import os
 import threading
 import time
 
+import pytest
+
 from simkit.drafters.suffix import jit_lock
 
 
-def test_a_replay_waits_for_the_lock_once(monkeypatch, tmp_path):
+@pytest.fixture
+def held(monkeypatch, tmp_path):
+    """LOCK_ENV set to a lock file this test holds, as a compiling process would (the open
+    file: unlock it to end the 'compile'); this process has waited for nothing."""
     lock = tmp_path / "jit.lock"
     lock.write_text("")
     monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
     monkeypatch.setattr(jit_lock, "_WAITED", [])
-    held = open(lock)
-    fcntl.flock(held, fcntl.LOCK_EX)                 # the compiling process, still at work
+    fh = open(lock)
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    yield fh
+    fh.close()
+
+
+def test_a_replay_waits_for_the_lock_once(held):
+    lock = held.name                                  # the compiling process, still at work
     done = []
     waiter = threading.Thread(target=lambda: (jit_lock.wait_once(), done.append(time.monotonic())))
     waiter.start()
@@ -25,7 +36,6 @@ def test_a_replay_waits_for_the_lock_once(monkeypatch, tmp_path):
     assert not done                                   # blocked while the lock is held
     released = time.monotonic()
     fcntl.flock(held, fcntl.LOCK_UN)
-    held.close()
     waiter.join(5)
     assert done and done[0] >= released
     with open(lock) as again:                        # held again: a second wait does not block
@@ -69,30 +79,16 @@ def test_a_compile_that_cannot_start_is_no_error(monkeypatch):
     assert jit_lock.start() is None and jit_lock.LOCK_ENV not in os.environ
 
 
-def test_compiling_is_true_only_while_the_lock_is_held(monkeypatch, tmp_path):
-    lock = tmp_path / "jit.lock"
-    lock.write_text("")
-    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
-    monkeypatch.setattr(jit_lock, "_WAITED", [])
-    held = open(lock)
-    fcntl.flock(held, fcntl.LOCK_EX)
+def test_compiling_is_true_only_while_the_lock_is_held(monkeypatch, held):
     assert jit_lock.compiling()
     fcntl.flock(held, fcntl.LOCK_UN)
-    held.close()
     assert not jit_lock.compiling()
     monkeypatch.delenv(jit_lock.LOCK_ENV)
     assert not jit_lock.compiling()                   # no background compile at all
 
 
-def test_a_stage_released_early_lets_its_replays_go(monkeypatch, tmp_path):
-    lock = tmp_path / "jit.lock"
-    stage = tmp_path / "jit.lock.concurrent"
-    lock.write_text("")
-    stage.write_text("")
-    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
-    monkeypatch.setattr(jit_lock, "_WAITED", [])
-    held = open(lock)
-    fcntl.flock(held, fcntl.LOCK_EX)                 # the in-loop kernels still compile
+def test_a_stage_released_early_lets_its_replays_go(held, tmp_path):
+    (tmp_path / "jit.lock.concurrent").write_text("")  # the in-loop kernels still compile
     jit_lock.wait_once("concurrent")                  # its stage lock is free: no wait
     assert jit_lock.compiling()
     done = []
@@ -101,7 +97,6 @@ def test_a_stage_released_early_lets_its_replays_go(monkeypatch, tmp_path):
     time.sleep(0.3)
     assert not done                                   # every stage: waits for the whole compile
     fcntl.flock(held, fcntl.LOCK_UN)
-    held.close()
     waiter.join(5)
     assert done and not jit_lock.compiling()
 
