@@ -204,11 +204,10 @@ def _mean_output_tokens(model: str, corpus: str) -> tuple[float, str]:
     """(mean output tokens per request at the runs' 1,024-token cap, where that figure comes
     from): the corpus's own requests where the raw traces (or your imported traffic) are here,
     else the shipped profile's weighted sample of them."""
-    import numpy as np
-
     from simkit.app.cells import load_workload
     from simkit.errors import InputError
     from simkit.paths import traces_src_dir
+    from simkit.whatif.common import mean_output_tokens
     from traces.corpora import load_corpus
 
     cap = 1024
@@ -218,9 +217,7 @@ def _mean_output_tokens(model: str, corpus: str) -> tuple[float, str]:
         if traces_src_dir() is not None:
             raise                            # the traces are here and something else is wrong
         w = load_workload(model, corpus)     # the shipped profile (its error if there is none)
-        eff = np.minimum(w.output_len, cap).astype(float)
-        weights = np.ones_like(eff) if w.weights is None else w.weights
-        return (float((eff * weights).sum() / weights.sum()),
+        return (mean_output_tokens(w, max_tokens=cap),
                 f"the shipped profile's {w.num_requests}-request sample")
     return (float(sum(min(len(r.output_ids), cap) for r in reqs) / max(1, len(reqs))),
             f"its {len(reqs):,} requests")
