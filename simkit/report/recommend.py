@@ -60,25 +60,24 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
         reasons.append(f"near-tie: {top.config} is {_pct(top.output_tok_s, best.output_tok_s)} "
                        f"higher ({top.output_tok_s - best.output_tok_s:,.0f} tok/s), within the "
                        f"seed spread (±{spread:,.0f}), and {best.config} is simpler to deploy")
-    elif other is not None:
+    lead = None                       # the top config's margin over the runner-up, beyond seeds
+    if best is top and other is not None:
         margin = best.output_tok_s / other.output_tok_s - 1 if other.output_tok_s > 0 else 0.0
         spread = max(best.output_tok_s_std, other.output_tok_s_std)
         if best.output_tok_s - other.output_tok_s <= spread:
             reasons.append(f"near-tie: {best.config} leads {other.config} by {margin:.1%} "
                            f"({best.output_tok_s - other.output_tok_s:,.0f} tok/s), within the "
                            f"seed spread (±{spread:,.0f})")
+        else:
+            lead = margin
     # the rerun interval, whatever the seed spread said: it is the wider of the two
     tie = _interval_tie(best, other, ranked, van, interval_pct)
     if tie is not None:
         parts.append(tie[0])
         reasons.append(tie[1])
-    elif best is top and other is not None and model_error_pct is not None \
-            and best.output_tok_s - other.output_tok_s > max(best.output_tok_s_std,
-                                                            other.output_tok_s_std):
-        margin = best.output_tok_s / other.output_tok_s - 1 if other.output_tok_s > 0 else 0.0
-        if margin * 100 < model_error_pct:
-            reasons.append(f"{best.config} leads {other.config} by {margin:.1%}, less than the "
-                           f"cost model's held-out error ({model_error_pct:.1f} %)")
+    elif lead is not None and model_error_pct is not None and lead * 100 < model_error_pct:
+        reasons.append(f"{best.config} leads {other.config} by {lead:.1%}, less than the "
+                       f"cost model's held-out error ({model_error_pct:.1f} %)")
     reasons.append(_why(best, van, ranked))
     bk = best_kpad(rows)
     if bk is not None:
