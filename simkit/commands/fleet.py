@@ -13,8 +13,6 @@ from simkit.commands.options import (DEFAULT, Calibration, ExecutorOption, Forma
                                      run_options)
 from simkit.choices import Executor, FleetOrdering, OutputFormat
 
-GOALS = Goals()                 # the fleet's latency goals' defaults
-
 fleet_app = typer.Typer(help="A fleet of replicas behind a router: replicas per router policy "
                              "and configuration, with the history each replica ends up with.",
                         no_args_is_help=True)
@@ -49,8 +47,8 @@ def plan_cmd(
                                          "a request and its repeat (geometric)"),
     zipf_s: float = typer.Option(1.0, "--zipf-s", help="Zipf exponent (popularity zipf)"),
     seed: int = typer.Option(0, "--seed", help="traffic seed"),
-    ttft: TtftGoal = GOALS.ttft_ms_p99,
-    tpot: TpotGoal = GOALS.tpot_ms_p99,
+    ttft: TtftGoal = Goals.ttft_ms_p99,
+    tpot: TpotGoal = Goals.tpot_ms_p99,
     max_replicas: int = typer.Option(64, "--max-replicas", help="largest fleet searched"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="evaluate this many replicas "
                                            "instead of searching (default: search)"),

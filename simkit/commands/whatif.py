@@ -18,8 +18,6 @@ from simkit.commands.options import (TpotGoal, TtftGoal, Wide, comma_list, depre
                                      turned_off)
 from simkit.engine.config import FIXED_K_CONFIGS, WHATIF_CONFIGS
 
-GOALS = Goals()                 # the latency goals' defaults
-
 whatif_app = typer.Typer(help="Capacity-planning what-ifs on the simulator, and the reference "
                               "study reproduced.", no_args_is_help=True)
 
@@ -188,8 +186,8 @@ def capacity_cmd(
     target_tok_s: Optional[float] = typer.Option(
         None, "--target-tok-s", help="output tok/s to serve instead of a request rate "
         "(default: unset)"),
-    ttft: TtftGoal = GOALS.ttft_ms_p99,
-    tpot: TpotGoal = GOALS.tpot_ms_p99,
+    ttft: TtftGoal = Goals.ttft_ms_p99,
+    tpot: TpotGoal = Goals.tpot_ms_p99,
     min_requests: int = typer.Option(128, "--min-requests",
                                      help="requests per open-loop run at least"),
     max_requests: int = typer.Option(5000, "--max-requests",
