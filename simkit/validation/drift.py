@@ -15,6 +15,7 @@ Why: it says whether longer steady windows or more repeats would bring that floo
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -251,8 +252,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = drift_summary(get_vllm_version(args.vllm_version).key, args.records)
     except SimkitError as exc:
-        import sys
-
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(doc, indent=1, sort_keys=True) if args.format == "json" else render(doc))
