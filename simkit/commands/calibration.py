@@ -413,9 +413,18 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         # the unseen-day refits need no prediction: fitted in a forked process beside the runs
         refits = Refits.start(runs, version.key, records)
     pools: dict = {}                     # the request pools, read once for every prediction below
+    # the unseen-day refits predict these runs again under other coefficients only: their
+    # trajectories are kept here and priced again there (simkit.engine.trajectory)
+    kept: dict = {}
+    keep: frozenset[str] = frozenset()
+    if refits is not None and history is None and ordering == Ordering.CONCURRENT:
+        from simkit.validation.transfer import refit_runs
+
+        keep = refit_runs(runs, version.key)
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                compare_orderings=compare_orderings, pools=pools,
+                               keep=keep, kept=kept,
                                progress=lambda r: print(f"predicted {r}", file=sys.stderr))
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
@@ -441,7 +450,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
             runs, steps, version.key, records,
             progress=lambda r: print(f"predicted {r}", file=sys.stderr),
             predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
-            else {c["run_id"]: c for c in cells}, refits=refits, pools=pools))
+            else {c["run_id"]: c for c in cells}, refits=refits, pools=pools, kept=kept))
     if plot:
         from simkit.outfiles import wrote
 

@@ -23,6 +23,7 @@ from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult, simulate
 from simkit.engine.summary import Row, summarize_rows
+from simkit.engine.trajectory import Trajectory, reprice
 from simkit.engine.workload import DrafterUnavailable, Workload
 
 Progress = Callable[[int], None]                # advance by n finished jobs
@@ -47,7 +48,7 @@ class Job:
     """One simulation of a cell: configuration, seed, load and request count. `shuffle` False
     keeps the workload's request order (a measured run replayed request by request);
     `window_start_completion` and `other_window_starts` as simulate's (None: the
-    concurrency-th completion)."""
+    concurrency-th completion); `capture` as simulate's."""
 
     spec: SpecConfig
     seed: int
@@ -56,6 +57,7 @@ class Job:
     shuffle: bool = True
     window_start_completion: int | None = None
     other_window_starts: tuple[int, ...] = ()
+    capture: bool = False            # keep the run's trajectory (simulate's capture)
 
 
 @dataclass
@@ -119,7 +121,17 @@ def _simulate(cell: Cell, history: tuple, job: Job) -> RunResult:
                     num_requests=job.num_requests, shuffle=job.shuffle,
                     window_start_completion=job.window_start_completion,
                     cached_prefixes=prefixes, repeat_prompts=repeated,
-                    other_window_starts=job.other_window_starts)
+                    other_window_starts=job.other_window_starts, capture=job.capture)
+
+
+def repriced(trajectory: Trajectory, cost: Any) -> RunResult:
+    """The RunResult of a kept trajectory (RunResult.trajectory) under `cost`, a step-cost
+    model: what simulating that run again under it would return (simkit.engine.trajectory),
+    in a fraction of the time."""
+    metrics, others = reprice(trajectory, cost)
+    t = trajectory
+    return RunResult(t.config, t.k, t.seed, metrics, t.num_requests, dict(t.skipped), None,
+                     None if t.prefix is None else dict(t.prefix), others)
 
 
 def _run_registered(key: int, job: Job) -> RunResult:
@@ -254,4 +266,4 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
 
 __all__ = ["Cell", "Job", "Ladder", "WEIGHTED_RUN", "default_num_requests", "engine_config",
            "history_cached_prefixes", "history_repeated", "ignore_sigint", "prepare", "run_jobs",
-           "run_ladder", "stop_pool"]
+           "repriced", "run_ladder", "stop_pool"]

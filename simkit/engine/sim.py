@@ -6,7 +6,7 @@ One SimPy timeout per engine step and one event per request; tokens are never in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import simpy
@@ -14,9 +14,14 @@ import simpy
 from simkit.costmodel.batch import StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
 from simkit.engine.metrics import Recorder, RunMetrics, summarize
+from simkit.engine.policies import KPolicyName
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Req, Scheduler
 from simkit.engine.workload import Workload
+from simkit.engine import trajectory
+
+if TYPE_CHECKING:
+    from simkit.engine.trajectory import Trajectory
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class RunResult:
     # closed loop: completion count -> the run's metrics over the window opening there
     # (simulate's other_window_starts)
     other_windows: dict[int, RunMetrics] = field(default_factory=dict)
+    # simulate(capture=True): the run's steps, to price again under another cost model
+    # (simkit.engine.trajectory); None when not asked or the run's trajectory reads the clock
+    trajectory: "Trajectory | None" = None
 
 
 def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int,
@@ -130,7 +138,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
              window_start_completion: int | None = None,
              cached_prefixes: Sequence[Sequence[int]] | None = None,
              repeat_prompts: bool | frozenset[int] = False,
-             other_window_starts: Sequence[int] = ()) -> RunResult:
+             other_window_starts: Sequence[int] = (), capture: bool = False) -> RunResult:
     """Run one configuration over the workload and summarise it (deterministic for a seed).
 
     Closed loop: the steady window opens at the `window_start_completion`-th completion (default:
@@ -149,7 +157,11 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     the prefix its prompt shares with another request of the workload (Workload.shared_blocks:
     template header, common system prompt), unless `repeat_prompts` (the copy repeats the prompt
     exactly and hits it whole, as a repeated request would): True for every request, or the set
-    of request indices it holds for (a repeat history's repeated requests)."""
+    of request indices it holds for (a repeat history's repeated requests).
+
+    `capture`: also keep the trajectory (RunResult.trajectory) of a closed-loop run whose K
+    policy reads no step price, so simkit.engine.trajectory.reprice can price it again under
+    another cost model without simulating it."""
     order, skipped = request_order(workload, cfg, num_requests, seed, shuffle)
     offsets = workload.offsets()
     plen = workload.prompt_len.tolist()
@@ -162,6 +174,9 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     sched = Scheduler(cfg, spec, workload, cost_model, pc)
     rec = Recorder()
     log: list | None = [] if keep_steps else None
+    capture = capture and isinstance(load, ClosedLoop) and not prices_steps(spec)
+    descs: list | None = [] if capture else None
+    itl_per_step: list[int] = []
     env = simpy.Environment()
     state = _Progress()
     warm_count = None
@@ -217,6 +232,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             submit()
 
     prefill = [0]
+    itl_seen = [0]
 
     def engine():
         cm = cost_model
@@ -235,6 +251,10 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             prefill[0] += plan.desc.num_prefill_tokens
             if log is not None:
                 log.append((plan.desc, cost))
+            if descs is not None:
+                descs.append(plan.desc)
+                itl_per_step.append(len(rec.itl) - itl_seen[0])
+                itl_seen[0] = len(rec.itl)
 
     if isinstance(load, ClosedLoop):
         for _ in range(min(load.concurrency, len(order))):
@@ -252,14 +272,24 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
     metrics = summarize(rec, window, sched.preemptions)
-    others = {n: summarize(rec, None if n not in state.done_at else
-                           (state.done_at[n], state.last_arrival), sched.preemptions)
-              for n in sorted(marks)}
+    spans = {n: None if n not in state.done_at else (state.done_at[n], state.last_arrival)
+             for n in sorted(marks)}
+    others = {n: summarize(rec, w, sched.preemptions) for n, w in spans.items()}
     if pc is not None:
         prefix.update(hit_rate=sched.hit_tokens / sched.query_tokens if sched.query_tokens else 0.0,
                       hit_tokens=sched.hit_tokens, prompt_tokens=sched.query_tokens,
                       prefill_tokens=prefill[0], evicted_blocks=pc.evicted)
-    return RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix, others)
+    result = RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix, others)
+    if descs is not None:
+        result.trajectory = trajectory.capture(result, rec, descs, itl_per_step, window, spans,
+                                               sched.preemptions)
+    return result
+
+
+def prices_steps(spec: SpecConfig) -> bool:
+    """True when the spec's K policy prices steps (TABLE, GOODPUT): its trajectory then
+    depends on the cost model, and a run of it cannot be priced again (simkit.engine.trajectory)."""
+    return spec.policy in (KPolicyName.TABLE, KPolicyName.GOODPUT)
 
 
 def _prefix_setup(workload: Workload, cfg: EngineConfig,

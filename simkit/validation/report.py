@@ -30,13 +30,17 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 compare_orderings: bool = False, calibration: str | None = None,
                 progress: Callable[[str], None] | None = None,
                 history: History | None = None,
-                pools: dict[tuple, list] | None = None) -> list[dict[str, Any]]:
+                pools: dict[tuple, list] | None = None, keep: frozenset[str] = frozenset(),
+                kept: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
     conditions (its request history included, unless `history` overrides it for every run),
     the stock-async prediction for runs whose overlap the harness removed, the engine's
     default-window prediction (diagnosis), and accepted tokens per decode step. `pools`:
     (model, corpus) -> its request_pool, filled here and shared by the calls of one command
-    (validate's unseen-day predictions read the corpora its first call read)."""
+    (validate's unseen-day predictions read the corpora its first call read). `kept`: run id ->
+    its first prediction's trajectory (run_prediction.KeptRun), filled here for the runs in
+    `keep`, and priced again by the predictions of a later call whose conditions it matches
+    (validate's unseen-day refits: the same runs, another calibration)."""
     from simkit.errors import InputError
 
     if purpose not in PURPOSES:
@@ -66,8 +70,14 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
     own = {r["run_id"]: steps.iloc[rows_of.get(r["run_id"], [])] for r in rows}
     one = functools.partial(_cell, steps=own, rebuilt=rebuilt, sigma_of=sigma_of, seeds=seeds,
                             ordering=ordering, compare_orderings=compare_orderings,
-                            calibration=calibration, history=history)
-    return map_runs(one, rows, progress)
+                            calibration=calibration, history=history, keep=keep,
+                            kept={} if kept is None else kept)
+    cells = map_runs(one, rows, progress)
+    for cell in cells:             # a worker's kept trajectory comes back inside its cell
+        trajectory = cell.pop("kept", None)
+        if trajectory is not None and kept is not None:
+            kept[cell["run_id"]] = trajectory
+    return cells
 
 
 def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> None:
@@ -94,8 +104,9 @@ def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> 
 
 def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering: Ordering,
           compare_orderings: bool, calibration: str | None,
-          history: History | None) -> dict[str, Any]:
-    """The cell of one measured run (build_cells); `steps`: run id -> its step records."""
+          history: History | None, keep: frozenset[str], kept: dict[str, Any]) -> dict[str, Any]:
+    """The cell of one measured run (build_cells); `steps`: run id -> its step records; under
+    "kept" its seed-0 trajectory when the run is in `keep`."""
     reqs, skipped = rebuilt[run["run_id"]]
     st = steps[run["run_id"]]
     check = check_against_run(reqs, run, st)
@@ -104,8 +115,10 @@ def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering
     conc = int(run["concurrency"])
     # seed 0 also yields the engine's default window (from the concurrency-th completion): the
     # same simulation counted from a later completion, not a second simulation
+    run_id = run["run_id"]
     preds = [predict_run(reqs, run, ordering=ordering, seed=s, calibration=calibration, history=hist,
-                         other_window_starts=(conc,) if s == 0 else ())
+                         other_window_starts=(conc,) if s == 0 else (),
+                         keep=s == 0 and run_id in keep, reuse=kept.get(run_id) if s == 0 else None)
              for s in range(max(1, seeds))]
     tok = [p.output_tok_s for p in preds]
     pred = preds[0]
@@ -142,6 +155,8 @@ def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering
                             calibration=calibration, history=hist)
         cell["predicted_tok_s_stock_async"] = stock.output_tok_s
     cell["predicted_tok_s_engine_window"] = pred.other_window_tok_s[conc]
+    if pred.kept is not None:
+        cell["kept"] = pred.kept
     if spec and compare_orderings:
         other = next(o for o in ORDERINGS if o != ordering)
         cell[f"predicted_accepted_per_step_{other}"] = predict_run(

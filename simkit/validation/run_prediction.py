@@ -59,6 +59,16 @@ def window_mask(run: dict[str, Any], steps):
     return ((steps["t_end_s"] > w["t0"]) & (steps["t_end_s"] <= w["t1"])).to_numpy()
 
 
+@dataclass(frozen=True)
+class KeptRun:
+    """A predicted run's trajectory (simkit.engine.trajectory) with everything it was simulated
+    under except the step-cost model: a later prediction of that run under the same
+    `conditions` and another calibration prices it again instead of simulating it."""
+
+    conditions: tuple
+    trajectory: Any
+
+
 @dataclass
 class RunPrediction:
     """Predicted figures of one run under one set of conditions."""
@@ -72,6 +82,7 @@ class RunPrediction:
     # completion count -> output tok/s over the window opening there (predict_run's
     # other_window_starts: the same simulation, counted from a later completion)
     other_window_tok_s: dict[int, float] = dataclasses.field(default_factory=dict)
+    kept: KeptRun | None = None       # predict_run(keep=True): its trajectory, to reprice
 
 
 def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Ordering.CONCURRENT,
@@ -80,7 +91,8 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Orderin
                 history: History | None = None, prefix_caching: bool = True,
                 cached_prefixes: list | None = None, in_loop: bool = False,
                 other_window_starts: tuple[int, ...] = (),
-                host_factor: float = 1.0) -> RunPrediction:
+                host_factor: float = 1.0, keep: bool = False,
+                reuse: KeptRun | None = None) -> RunPrediction:
     """Simulate the run. sync=None: synchronous exactly when the run's forcing hook synchronised
     the stream (records.SYNCED_FORCE_COPIES; the only way these records lost the async overlap).
     `cached_prefixes`: prompt block-hash chains already cached when the run starts (its request
@@ -89,8 +101,11 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Orderin
     `ordering` (cold runs only). `other_window_starts`: the same simulation's tok/s also over
     the windows opening at these completions (RunPrediction.other_window_tok_s). `host_factor`:
     the run's host taken as that many times as fast as the calibration's (its host-speed index,
-    simkit.validation.host_speed; a diagnostic, a user's prediction cannot know it)."""
-    from simkit.engine.runner import Cell, Job, engine_config, run_jobs
+    simkit.validation.host_speed; a diagnostic, a user's prediction cannot know it).
+    `keep`: also return the run's trajectory (RunPrediction.kept); `reuse`: such a kept run,
+    priced under this call's cost model instead of simulating when it was kept under this
+    call's conditions (the same figures, simkit.engine.trajectory; else it is ignored)."""
+    from simkit.engine.runner import Cell, Job, engine_config, repriced, run_jobs
     from simkit.engine.sim import ClosedLoop
 
     cost = run_cost(run, sync=sync, serial_frontend=serial_frontend, calibration=calibration)
@@ -107,17 +122,25 @@ def predict_run(reqs: list, run: dict[str, Any], *, ordering: Ordering = Orderin
                         cudagraph_mode=str(run["cudagraph_mode"]))
     if not prefix_caching:
         cfg = dataclasses.replace(cfg, prefix_caching=False)
-    # the workload carries the run's history (or `history`): the engine preloads the prefix
-    # cache with what it left there (the repeated prompts, as served) unless cached_prefixes
-    workload = run_workload(reqs, run, ordering, history, in_loop=in_loop)
     job = Job(spec_of(run), seed, ClosedLoop(int(run["concurrency"])), len(reqs), shuffle=False,
               window_start_completion=window_start_completion,
               other_window_starts=tuple(other_window_starts))
-    res, = run_jobs(Cell(workload, cost, cfg, cached_prefixes), [job], workers=1)
+    # what the trajectory depends on: the run's requests (its id) and their order, the tables'
+    # ordering and history, the engine limits and the job (cached_prefixes: never kept)
+    conditions = (str(run["run_id"]), ordering, history, in_loop, cfg, job)
+    if reuse is not None and cached_prefixes is None and reuse.conditions == conditions:
+        res = repriced(reuse.trajectory, cost)
+    else:
+        # the workload carries the run's history (or `history`): the engine preloads the prefix
+        # cache with what it left there (the repeated prompts, as served) unless cached_prefixes
+        workload = run_workload(reqs, run, ordering, history, in_loop=in_loop)
+        job = dataclasses.replace(job, capture=keep and cached_prefixes is None)
+        res, = run_jobs(Cell(workload, cost, cfg, cached_prefixes), [job], workers=1)
     m = res.metrics
+    kept = None if res.trajectory is None else KeptRun(conditions, res.trajectory)
     return RunPrediction(m.output_tok_s, m.mean_accepted, m.window_end_s - m.window_start_s,
                          m.mean_step_ms, m.window_kind, res.prefix,
-                         {n: w.output_tok_s for n, w in res.other_windows.items()})
+                         {n: w.output_tok_s for n, w in res.other_windows.items()}, kept)
 
 
 def measured_figures(run: dict[str, Any], steps) -> dict[str, float]:

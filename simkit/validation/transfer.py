@@ -218,17 +218,36 @@ class Refits:
         self._tmp.cleanup()
 
 
+def refit_runs(runs, version: str) -> frozenset[str]:
+    """The runs unseen_days predicts under a refit that is not the shipped calibration (fitted
+    on other runs than it): validate keeps their trajectories when it first predicts them, so
+    that the refit prices them again instead of simulating them again."""
+    from simkit.costmodel.calibrations import default_calibration, read_calibration
+
+    name = default_calibration("h200", version)
+    shipped = set(read_calibration(name).get("runs", ())) if name else set()
+    sel, days, order = _selection(runs)
+    out: set[str] = set()
+    for day in order[1:]:
+        fit = _fit_runs(sel, days, day)
+        if fit and fit != shipped:
+            out |= {r for r, d in days.items() if d == day}
+    return frozenset(out)
+
+
 def unseen_days(runs, steps, version: str, records: Path | None = None,
                 progress: Any = None,
                 predicted: dict[str, dict[str, Any]] | None = None,
-                refits: Refits | None = None, pools: dict | None = None) -> dict[str, Any]:
+                refits: Refits | None = None, pools: dict | None = None,
+                kept: dict[str, Any] | None = None) -> dict[str, Any]:
     """For each day after the first: fit on the earlier days' calibration runs, predict every
     calibration and validation run of that day (fleet replica streams aside); MAPE overall, on
     hot/repeat runs and on the held-out runs alone. 'not measured' with one day. `predicted`:
     run id -> the cell validate made with the shipped calibration (build_cells, this version's
     default), reused where the refit is that calibration (shipped_fit). `refits`: the same
     runs' Refits, started ahead (Refits.start; closed here). `pools`: build_cells' request
-    pools, shared with the caller's predictions."""
+    pools, shared with the caller's predictions. `kept`: build_cells' kept trajectories of the
+    caller's predictions (of refit_runs), priced again under each refit."""
     from simkit.costmodel.step_records import hardware_of
     from simkit.validation.report import build_cells
 
@@ -261,7 +280,7 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
             rest = [r for r in ids if r not in known]
             cells = [] if not rest else build_cells(
                 sel, steps, purpose="all", run_ids=rest, compare_orderings=False,
-                calibration=shipped or str(cal), progress=progress, pools=pools)
+                calibration=shipped or str(cal), progress=progress, pools=pools, kept=kept)
             cells = sorted([*known.values(), *cells], key=lambda c: c["run_id"])
             held = [c for c in cells if c["purpose"] == "validation"]
             out.append({"day": day, "fitted_on_days": order[:i], "fitted_runs": len(fit_runs),
@@ -273,4 +292,5 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
             "(as the shipped calibration is fitted), predict every run of the day", "days": out}
 
 
-__all__ = ["Refits", "by_day", "run_days", "shipped_fit", "shipped_step_terms", "unseen_days"]
+__all__ = ["Refits", "by_day", "refit_runs", "run_days", "shipped_fit", "shipped_step_terms",
+           "unseen_days"]
