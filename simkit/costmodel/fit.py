@@ -35,10 +35,10 @@ def load_record_dir(root: str | Path, hardware: str,
     left_out: dict[str, int] = {}
     if vllm_version is not None and "vllm_version" in X:
         from simkit.catalog.vllm_versions import get_vllm_version
-        from simkit.costmodel.step_records import version_of
+        from simkit.costmodel.step_records import versions_of
 
         key = get_vllm_version(vllm_version).key
-        same = X["vllm_version"].map(version_of) == key
+        same = versions_of(X["vllm_version"]) == key
         if (~same).any():
             left_out[f"runs of another vLLM version than {key}"] = int((~same).sum())
         X = X[same]

@@ -52,6 +52,17 @@ def version_of(recorded: Any) -> str:
         return ""
 
 
+def versions_of(column: Any) -> Any:
+    """version_of of every value of a column (a Series: the records' vllm_version), worked out
+    once per distinct value: per row, over the ~500 k step records, it took ~2 s."""
+    import numpy as np
+    import pandas as pd
+
+    codes, distinct = pd.factorize(column)            # a missing value: code -1 (version '')
+    keys = np.array([version_of(v) for v in distinct] + [version_of(None)], dtype=object)
+    return pd.Series(keys[codes], index=column.index, dtype=object)
+
+
 def select_version(runs: Any, vllm_version: str | None) -> Any:
     """The runs recorded with that vLLM version (None: every run)."""
     if vllm_version is None or "vllm_version" not in runs.columns:
@@ -59,7 +70,7 @@ def select_version(runs: Any, vllm_version: str | None) -> Any:
     from simkit.catalog.vllm_versions import get_vllm_version
 
     key = get_vllm_version(vllm_version).key
-    return runs[runs["vllm_version"].map(version_of) == key]
+    return runs[versions_of(runs["vllm_version"]) == key]
 
 
 def hardware_of(gpu: str) -> str | None:
@@ -151,6 +162,39 @@ def batch_from_row(row: dict) -> BatchDescriptor:
     )
 
 
+# the BatchDescriptor's integer fields, each read from the step-record column of its name
+_COUNT_FIELDS = ("num_reqs", "num_tokens", "num_padded_tokens", "num_prefill_tokens",
+                 "num_prefill_reqs", "num_decode_reqs", "num_spec_tokens", "num_pad_drafts",
+                 "num_drafting_reqs", "context_tokens")
+
+
+def batches(X: Any) -> list[BatchDescriptor]:
+    """batch_from_row of every row of a step-record frame, the same descriptors built column
+    by column: through records() each row first became a dict of every column (validate
+    prices ~250 k recorded steps this way)."""
+    import pandas as pd
+
+    def ints(name: str) -> list:
+        col = X[name]
+        values = col.tolist()
+        return values if pd.api.types.is_integer_dtype(col) and not col.hasnans else \
+            [int(v) for v in values]
+
+    n = len(X)
+    counts = [ints(f) for f in _COUNT_FIELDS]
+    modes = {m: GraphMode(str(m)) for m in set(X["graph_mode"].tolist())}
+    mode = [modes[m] for m in X["graph_mode"].tolist()]
+    sync = [bool(v) for v in X["async_scheduling"].tolist()]
+    acc = X["num_accepted"] if "num_accepted" in X else None
+    accepted = [0] * n if acc is None else \
+        [int((None if v is pd.NA else v) or 0) for v in acc.tolist()]   # records(): NA -> None
+    keys = list(zip(*(X[c].tolist() if c in X else [None] * n for c in ("drafter", "config"))))
+    drafters = {k: drafter_of({"drafter": k[0], "config": k[1]}) for k in set(keys)}
+    return [BatchDescriptor(*c, graph_mode=m, async_scheduling=a, drafter=drafters[k],
+                            num_accepted_tokens=acc)
+            for *c, m, a, k, acc in zip(*counts, mode, sync, keys, accepted)]
+
+
 def join_runs(steps: Any, runs: Any) -> Any:
     """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
     by run_id; a step whose run is missing is an error naming the run."""
@@ -183,5 +227,5 @@ def read_parquet(path: str | Path, required: tuple[str, ...] | list[str] = ()) -
 
 
 __all__ = ["join_runs", "read_parquet", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed",
-           "batch_from_row", "drafter_of", "records", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
+           "batch_from_row", "batches", "drafter_of", "records", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
            "select_version", "version_of"]

@@ -35,13 +35,13 @@ def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = No
     sum of predicted step (+front-end) time over sum of measured t_step_s + t_gap_s, minus 1,
     and the same for the device part (t_forward_s + t_sample_s). Separates cost-model error from
     the simulated trajectory (batch sizes, acceptance, window)."""
-    from simkit.costmodel.step_records import batch_from_row, records
+    from simkit.costmodel.step_records import batches
 
     cost = run_cost(run, calibration=calibration)
     s = steps[window_mask(run, steps)]
     pred = dev = 0.0
-    for row in records(s):
-        c = cost.step_cost(batch_from_row(row))
+    for batch in batches(s):
+        c = cost.step_cost(batch)
         pred += c.step_s
         dev += c.device_s
     meas = float((s["t_step_s"] + s["t_gap_s"]).sum())
