@@ -43,6 +43,7 @@ class Recorder:
         self.req_preempt: list[int] = []
         self.itl_time: list[float] = []        # arrival time of the request (for the window)
         self.itl: list[float] = []
+        self._arrays: tuple | None = None      # arrays(): (list lengths, the arrays)
 
     def step(self, end: float, cost, desc, outcome: tuple[int, int, int, int], k: int,
              kv_used: float) -> None:
@@ -68,6 +69,22 @@ class Recorder:
         self.req_done.append(now)
         self.req_out.append(req.out_len)
         self.req_preempt.append(req.preemptions)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every list as a NumPy array, made once per run length (a run is summarised over
+        several windows: converting the lists again for each took a third of summarize)."""
+        size = (len(self.step_end), len(self.req_done), len(self.itl))
+        if self._arrays is None or self._arrays[0] != size:
+            self._arrays = (size, {name: np.asarray(values, _DTYPES.get(name))
+                                   for name, values in vars(self).items()
+                                   if isinstance(values, (list, np.ndarray))})
+        return self._arrays[1]
+
+
+# the integer lists' dtypes (the rest: float64)
+_DTYPES = {"mode": np.int8, "tokens": np.int64, "padded": np.int64, "pad_drafts": np.int64,
+           "emitted": np.int64, "accepted": np.int64, "decodes": np.int64,
+           "decode_tokens": np.int64, "reqs": np.int64, "req_out": np.int64}
 
 
 @dataclass
@@ -119,7 +136,8 @@ def _pct(values: np.ndarray, q: float) -> float:
 
 def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: int) -> RunMetrics:
     """Reduce a Recorder over the steady window (None or empty -> the whole run)."""
-    end = np.asarray(rec.step_end)
+    a = rec.arrays()
+    end = a["step_end"]
     sim_time = float(end[-1]) if end.size else 0.0
     kind = "steady"
     if window is None or window[1] <= window[0]:
@@ -130,32 +148,32 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         sel = np.ones_like(end, dtype=bool)
         w0, w1, kind = 0.0, sim_time, "full-run"
     dur = w1 - w0
-    step_s = np.asarray(rec.step_s)[sel]
-    host_s = np.asarray(rec.host_s)[sel]
-    mode = np.asarray(rec.mode, np.int8)[sel]
-    padded = np.asarray(rec.padded, np.int64)[sel]
-    tokens = np.asarray(rec.tokens, np.int64)[sel]
-    pad_drafts = np.asarray(rec.pad_drafts, np.int64)[sel]
-    emitted = np.asarray(rec.emitted, np.int64)[sel]
-    decodes = np.asarray(rec.decodes, np.int64)[sel]
-    decode_tokens = np.asarray(rec.decode_tokens, np.int64)[sel]
-    reqs = np.asarray(rec.reqs, np.int64)[sel]
-    accepted = np.asarray(rec.accepted, np.int64)[sel]
-    kv = np.asarray(rec.kv_used)[sel]
-    ks = np.asarray(rec.k)[sel]
+    step_s = a["step_s"][sel]
+    host_s = a["host_s"][sel]
+    mode = a["mode"][sel]
+    padded = a["padded"][sel]
+    tokens = a["tokens"][sel]
+    pad_drafts = a["pad_drafts"][sel]
+    emitted = a["emitted"][sel]
+    decodes = a["decodes"][sel]
+    decode_tokens = a["decode_tokens"][sel]
+    reqs = a["reqs"][sel]
+    accepted = a["accepted"][sel]
+    kv = a["kv_used"][sel]
+    ks = a["k"][sel]
     n_steps = int(sel.sum())
     t_total = float(step_s.sum())
 
-    arr = np.asarray(rec.req_arrival)
-    first = np.asarray(rec.req_first)
-    done = np.asarray(rec.req_done)
-    out = np.asarray(rec.req_out, np.int64)
+    arr = a["req_arrival"]
+    first = a["req_first"]
+    done = a["req_done"]
+    out = a["req_out"]
     rsel = (arr >= w0) & (arr <= w1) if kind == "steady" else np.ones_like(arr, dtype=bool)
     ttft = (first - arr)[rsel] * 1e3
     multi = rsel & (out > 1)
     tpot = ((done - first)[multi] / (out[multi] - 1)) * 1e3
-    itl_t = np.asarray(rec.itl_time)
-    itl = np.asarray(rec.itl)
+    itl_t = a["itl_time"]
+    itl = a["itl"]
     itl = (itl[(itl_t >= w0) & (itl_t <= w1)] if kind == "steady" else itl) * 1e3
     completions = int(((done > w0) & (done <= w1)).sum())
     dec_total = int(decodes.sum())
@@ -173,7 +191,7 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         request_throughput=completions / dur if dur > 0 else 0.0,
         window_start_s=float(w0), window_end_s=float(w1), window_kind=kind,
         sim_time_s=sim_time, steps=len(rec.step_end), requests_done=len(rec.req_done),
-        output_tokens=int(np.sum(rec.emitted)),
+        output_tokens=int(a["emitted"].sum()),
         ttft_ms_p50=_pct(ttft, 50), ttft_ms_p90=_pct(ttft, 90), ttft_ms_p99=_pct(ttft, 99),
         tpot_ms_p50=_pct(tpot, 50), tpot_ms_p90=_pct(tpot, 90), tpot_ms_p99=_pct(tpot, 99),
         itl_ms_p50=_pct(itl, 50), itl_ms_p90=_pct(itl, 90), itl_ms_p99=_pct(itl, 99),
@@ -187,6 +205,6 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         mean_step_ms=float(step_s.mean() * 1e3) if n_steps else 0.0,
         mean_batch_reqs=float(reqs.mean()) if n_steps else 0.0, mean_k=float(ks.mean()) if n_steps else 0.0,
         kv_usage_mean=float(kv.mean()) if n_steps else 0.0,
-        kv_usage_peak=float(np.max(rec.kv_used)) if rec.kv_used else 0.0,
+        kv_usage_peak=float(a["kv_used"].max()) if a["kv_used"].size else 0.0,
         preemptions=preemptions,
     )

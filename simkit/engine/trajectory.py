@@ -49,12 +49,12 @@ class Trajectory:
     desc: np.ndarray                    # (steps, len(_DESC_INTS) + 1): counts, then mode code
     async_scheduling: bool
     drafter: str
-    steps: dict[str, list]              # Recorder lists that do not depend on time
+    steps: dict[str, np.ndarray]        # Recorder lists that do not depend on time
     req_arrival: np.ndarray             # per finished request, in finishing order
     req_first: np.ndarray
     req_done: np.ndarray
-    req_out: list[int]
-    req_preempt: list[int]
+    req_out: np.ndarray
+    req_preempt: np.ndarray
     itl_emit: np.ndarray                # per inter-token gap: the step that emitted the token,
     itl_last: np.ndarray                # the step of the request's previous emission,
     itl_arrival: np.ndarray             # the request's arrival
@@ -107,6 +107,7 @@ def capture(result, rec: Recorder, descs: list[BatchDescriptor], itl_per_step: l
            for d in descs):
         return None
     index = _StepIndex(end)
+    arrays = rec.arrays()
     counts = np.asarray(itl_per_step, dtype=np.int64)
     itl_emit = np.repeat(np.arange(counts.size), counts)
     itl_last = index.nearest(np.asarray(end)[itl_emit] - np.asarray(rec.itl))
@@ -126,8 +127,8 @@ def capture(result, rec: Recorder, descs: list[BatchDescriptor], itl_per_step: l
     return Trajectory(
         result.config, result.k, result.seed, result.num_requests, dict(result.skipped),
         result.prefix, preemptions, desc, first.async_scheduling, first.drafter,
-        {name: list(getattr(rec, name)) for name in _STEP_LISTS},
-        *mapped[:3], list(rec.req_out), list(rec.req_preempt), itl_emit, itl_last, mapped[3],
+        {name: arrays[name] for name in _STEP_LISTS},
+        *mapped[:3], arrays["req_out"], arrays["req_preempt"], itl_emit, itl_last, mapped[3],
         spans[0], dict(zip(other_windows, spans[1:])))
 
 
@@ -154,12 +155,12 @@ def reprice(traj: Trajectory, cost_model) -> tuple[RunMetrics, dict[int, RunMetr
     rec.host_s = [c.host_frac * c.step_s for c in costs]
     for name, values in traj.steps.items():
         setattr(rec, name, values)
-    rec.req_arrival = at[traj.req_arrival + 1].tolist()
-    rec.req_first = at[traj.req_first + 1].tolist()
-    rec.req_done = at[traj.req_done + 1].tolist()
+    rec.req_arrival = at[traj.req_arrival + 1]
+    rec.req_first = at[traj.req_first + 1]
+    rec.req_done = at[traj.req_done + 1]
     rec.req_out, rec.req_preempt = traj.req_out, traj.req_preempt
-    rec.itl = (at[traj.itl_emit + 1] - at[traj.itl_last + 1]).tolist()
-    rec.itl_time = at[traj.itl_arrival + 1].tolist()
+    rec.itl = at[traj.itl_emit + 1] - at[traj.itl_last + 1]
+    rec.itl_time = at[traj.itl_arrival + 1]
 
     def window(span: tuple[int, int] | None) -> tuple[float, float] | None:
         return None if span is None else (float(at[span[0] + 1]), float(at[span[1] + 1]))
