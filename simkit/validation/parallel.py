@@ -22,11 +22,14 @@ _FN: list[Callable[[Any], Any]] = []     # the function the forked workers apply
 
 
 def _worker_init() -> None:
-    """A worker ignores Ctrl-C (the parent ends it) and draws no progress of its own."""
+    """A worker ignores Ctrl-C (the parent ends it), draws no progress of its own and yields
+    to the drafter's compile while it runs."""
     from simkit import progress
+    from simkit.drafters.suffix.jit_lock import yield_to_compile
     from simkit.engine.runner import ignore_sigint
 
     ignore_sigint()
+    yield_to_compile()
     progress._CURRENT[:] = [None]
 
 
@@ -34,12 +37,16 @@ def _apply(row: Any) -> Any:
     return _FN[-1](row)
 
 
-def longest_first(rows: Sequence[Any], drafting_last: bool = False) -> list[int]:
+def longest_first(rows: Sequence[Any], drafting_last: bool = False,
+                  group: Callable[[Any], Any] | None = None, apart: int = 1) -> list[int]:
     """Indices of `rows` by decreasing recorded step count (`num_steps`; rows without one count
     as 0), ties in row order: the order the workers take them. `drafting_last`: the vanilla runs
     (config 'vanilla', which draft nothing) go first, each group longest first, so that the
     workers simulate them while the drafter's kernels still compile (jit_lock) instead of
-    waiting for it."""
+    waiting for it. `group`: row -> the acceptance table it reads (None: none); a drafting run
+    is put off behind the next longest whose table differs from those of the `apart` drafting
+    runs before it (what the other workers are on), so that two workers do not wait on one
+    table's build."""
     def steps(i: int) -> float:
         n = rows[i].get("num_steps") if hasattr(rows[i], "get") else None
         try:
@@ -49,14 +56,27 @@ def longest_first(rows: Sequence[Any], drafting_last: bool = False) -> list[int]
         return n if n == n else 0.0
     def drafts(i: int) -> bool:
         return not (hasattr(rows[i], "get") and rows[i].get("config") == "vanilla")
-    return sorted(range(len(rows)), key=lambda i: (drafting_last and drafts(i), -steps(i), i))
+    order = sorted(range(len(rows)), key=lambda i: (drafting_last and drafts(i), -steps(i), i))
+    if group is None or apart < 1:
+        return order
+    out: list[int] = []
+    drafting: list[int] = []                      # the drafting runs of `out`, in order
+    waiting = list(order)
+    while waiting:
+        recent = {group(rows[i]) for i in drafting[-apart:]}
+        pick = next((j for j, i in enumerate(waiting)
+                     if not drafts(i) or group(rows[i]) not in recent), 0)
+        out.append(waiting.pop(pick))
+        if drafts(out[-1]):
+            drafting.append(out[-1])
+    return out
 
 
 def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
              progress: Callable[[str], None] | None = None,
-             workers: int | None = None) -> list[Any]:
+             workers: int | None = None, group: Callable[[Any], Any] | None = None) -> list[Any]:
     """[fn(row) for row in rows], on up to `workers` forked processes (default: all cores);
-    progress(run_id) as each result arrives, in order."""
+    progress(run_id) as each result arrives, in order. `group`: as longest_first's."""
     from simkit.engine.runner import stop_pool
     from simkit.interrupt import result
     from simkit.progress import current, detached
@@ -87,7 +107,8 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
             futures: list[Any] = [None] * len(rows)
             from simkit.drafters.suffix.jit_lock import compiling
 
-            for i in longest_first(rows, drafting_last=compiling()):
+            for i in longest_first(rows, drafting_last=compiling(), group=group,
+                                   apart=workers - 1):
                 futures[i] = pool.submit(_apply, rows[i])
             out = []
             try:

@@ -72,12 +72,21 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                             ordering=ordering, compare_orderings=compare_orderings,
                             calibration=calibration, history=history, keep=keep,
                             kept={} if kept is None else kept)
-    cells = map_runs(one, rows, progress)
+    cells = map_runs(one, rows, progress, group=functools.partial(_table_group, history=history))
     for cell in cells:             # a worker's kept trajectory comes back inside its cell
         trajectory = cell.pop("kept", None)
         if trajectory is not None and kept is not None:
             kept[cell["run_id"]] = trajectory
     return cells
+
+
+def _table_group(run: dict[str, Any], history: History | None) -> tuple:
+    """What decides the acceptance table a run's prediction reads, near enough to keep two
+    runs of one table off the workers at the same time (parallel.longest_first): its requests
+    (model, corpus, count, limits), the history they are replayed after and the concurrency."""
+    return (run["model"], run["corpus"], int(run["num_requests"]), int(run["max_model_len"]),
+            int(run.get("max_tokens_cap") or 0), (history or run_history(run)).tree_label,
+            int(run["concurrency"]))
 
 
 def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> None:

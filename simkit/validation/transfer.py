@@ -170,9 +170,11 @@ class Refits:
         return refits
 
     def _child(self) -> None:
+        from simkit.drafters.suffix.jit_lock import yield_to_compile
         from simkit.engine.runner import ignore_sigint
 
         ignore_sigint()                           # the parent ends it (daemon) on Ctrl-C
+        yield_to_compile()                        # its fits are read only at the end
         try:
             self._fit_all()
         except BaseException:                     # fitted() fits again here and reports it

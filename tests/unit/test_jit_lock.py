@@ -131,3 +131,32 @@ def test_the_compile_holds_a_lock_per_stage_and_releases_each(monkeypatch, tmp_p
             pass
         done("concurrent")
         fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)   # released
+
+
+def _niceness_after_yield(conn) -> None:
+    jit_lock.yield_to_compile()
+    conn.send(os.nice(0))
+    conn.close()
+
+
+@pytest.mark.parametrize("compiling", [True, False])
+def test_a_worker_yields_to_the_compile_only_while_it_runs(monkeypatch, tmp_path, compiling):
+    """yield_to_compile lowers a forked worker's priority by YIELD_NICE while the compile holds
+    its lock, and leaves it alone otherwise (run in a child: niceness cannot be raised back)."""
+    import multiprocessing as mp
+
+    lock = tmp_path / "jit.lock"
+    lock.write_text("")
+    monkeypatch.setenv(jit_lock.LOCK_ENV, str(lock))
+    monkeypatch.setattr(jit_lock, "_WAITED", [])
+    fh = open(lock)
+    if compiling:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_niceness_after_yield, args=(child,))
+    proc.start()
+    got = parent.recv()
+    proc.join(5)
+    fh.close()
+    assert got == os.nice(0) + (jit_lock.YIELD_NICE if compiling else 0)

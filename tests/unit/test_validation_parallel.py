@@ -64,3 +64,25 @@ def test_while_the_kernels_compile_the_vanilla_runs_go_first():
     order = [rows[i]["run_id"] for i in longest_first(rows, drafting_last=True)]
     assert order == ["d", "b", "c", "a"]
     assert [rows[i]["run_id"] for i in longest_first(rows)] == ["c", "a", "d", "b"]
+
+
+def test_two_workers_are_not_handed_two_runs_of_one_table_at_once():
+    """group + apart: a drafting run whose table the previous run reads waits behind the next
+    longest of another table (vanilla runs read none: never held back); no run is lost."""
+    from simkit.validation.parallel import longest_first
+
+    rows = [{"run_id": "a1", "config": "kpad", "num_steps": 900, "t": "A"},
+            {"run_id": "a2", "config": "suffix", "num_steps": 800, "t": "A"},
+            {"run_id": "b1", "config": "kpad", "num_steps": 700, "t": "B"},
+            {"run_id": "a3", "config": "kpad", "num_steps": 600, "t": "A"},
+            {"run_id": "v", "config": "vanilla", "num_steps": 500, "t": "A"},
+            {"run_id": "b2", "config": "kpad", "num_steps": 400, "t": "B"}]
+
+    def ids(**kw):
+        return [rows[i]["run_id"] for i in longest_first(rows, **kw)]
+
+    assert ids() == ["a1", "a2", "b1", "a3", "v", "b2"]
+    assert ids(group=lambda r: r["t"], apart=1) == ["a1", "b1", "a2", "v", "b2", "a3"]
+    # where every waiting run's table is in use, the longest goes anyway
+    assert ids(group=lambda r: r["t"], apart=2) == ["a1", "b1", "v", "a2", "a3", "b2"]
+    assert sorted(ids(group=lambda r: r["t"], apart=3)) == sorted(r["run_id"] for r in rows)

@@ -115,6 +115,22 @@ def compiling() -> bool:
     return False
 
 
+YIELD_NICE = 3     # how far a process yields to the compile (nice increment; it cannot go back)
+
+
+def yield_to_compile() -> None:
+    """In a process forked to work beside a background compile (a validate worker, the refit):
+    run at a lower priority while it compiles, so that on a small machine the compile, which
+    every drafting run waits for, keeps a core to itself instead of a share of one (measured on
+    2 cores: the first drafting run no longer waits with a core idle). Nothing while no compile
+    runs; a process that cannot change its priority runs as it was."""
+    if compiling():
+        try:
+            os.nice(YIELD_NICE)
+        except OSError:
+            pass
+
+
 def stop(handle) -> None:
     """End the background compile if it still runs (numba writes each cache file whole, so the
     next command compiles what is missing), reap it and remove its locks."""
