@@ -411,7 +411,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         from simkit.validation.transfer import Refits
 
         # the unseen-day refits need no prediction: fitted in a forked process beside the runs
-        refits = Refits.start(runs, version.key, records)
+        refits = Refits.start(runs, version.key, records, loaded)
     pools: dict = {}                     # the request pools, read once for every prediction below
     # the unseen-day refits predict these runs again under other coefficients only: their
     # trajectories are kept here and priced again there (simkit.engine.trajectory)

@@ -31,7 +31,16 @@ def load_record_dir(root: str | Path, hardware: str,
     S = pd.concat([read_parquet(p, STEP_KEYS) for p in steps], ignore_index=True)
     R = pd.concat([read_parquet(p, RUN_KEYS) for p in runs],
                   ignore_index=True).drop_duplicates("run_id", keep="last")
-    X = join_runs(S, R)
+    return fit_frame(join_runs(S, R), R, hardware, vllm_version, str(root))
+
+
+def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
+              where: str = "the records") -> tuple[Any, dict[str, int]]:
+    """The steps a calibration is fitted on, out of step records joined with their runs (`X`,
+    join_runs; `R` the runs): those of runs on `hardware` made with `vllm_version` (None: any)
+    that are not validation runs; returns the frame and the steps left out per reason. A
+    caller that holds the records already (validate's refits) filters them here without
+    reading them again."""
     left_out: dict[str, int] = {}
     if vllm_version is not None and "vllm_version" in X:
         from simkit.catalog.vllm_versions import get_vllm_version
@@ -55,7 +64,7 @@ def load_record_dir(root: str | Path, hardware: str,
             left_out["validation runs (held out of the fit)"] = int(held.sum())
         X = X[~held]
     if X.empty:
-        raise InputError(f"no calibration steps on {hardware}", path=str(root))
+        raise InputError(f"no calibration steps on {hardware}", path=where)
     return X.reset_index(drop=True), left_out
 
 

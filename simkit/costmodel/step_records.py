@@ -201,7 +201,7 @@ def join_runs(steps: Any, runs: Any) -> Any:
     cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k", "force_copy", "purpose",
                         "vllm_version")
             if c in runs.columns]
-    missing = set(steps["run_id"]) - set(runs["run_id"])
+    missing = set(steps["run_id"].unique()) - set(runs["run_id"])   # unique: ~500 k rows
     if missing:
         raise InputError(f"steps of unknown run(s) {sorted(missing)[:5]}", path="runs", field="run_id")
     dup = [c for c in cols if c != "run_id" and c in steps.columns]

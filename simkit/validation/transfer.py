@@ -147,23 +147,25 @@ def _fit_runs(sel, days: dict[str, str], day: str) -> set[str]:
 
 class Refits:
     """The refit of every day after the first (fit-before-DAY.json in a temporary folder, with
-    its step count), fitted here or in a forked process started ahead (`start`)."""
+    its step count), fitted here or in a forked process started ahead (`start`). `loaded`: the
+    (steps, runs) of every record, as simkit.validation.measured.load_records read them
+    (else they are read from `records` again)."""
 
-    def __init__(self, runs, version: str, records: Path | None) -> None:
+    def __init__(self, runs, version: str, records: Path | None, loaded=None) -> None:
         self.sel, self.days, self.order = _selection(runs)
-        self.version, self.records = version, records
+        self.version, self.records, self.loaded = version, records, loaded
         self._tmp = tempfile.TemporaryDirectory()
         self.dir = Path(self._tmp.name)
         self._proc = None
 
     @classmethod
-    def start(cls, runs, version: str, records: Path | None = None) -> "Refits":
+    def start(cls, runs, version: str, records: Path | None = None, loaded=None) -> "Refits":
         """Begin fitting in a forked process (where fork exists; else the fits wait for
         `fitted`). Its failure is no error here: `fitted` then fits in this process and raises
         what the fit raises."""
         import multiprocessing as mp
 
-        refits = cls(runs, version, records)
+        refits = cls(runs, version, records, loaded)
         if len(refits.order) > 1 and "fork" in mp.get_all_start_methods():
             refits._proc = mp.get_context("fork").Process(target=refits._child, daemon=True)
             refits._proc.start()
@@ -182,18 +184,20 @@ class Refits:
 
     def _fit_all(self) -> dict[str, int]:
         """Fit each day that has earlier calibration runs; write the step counts beside them."""
-        from simkit.costmodel.fit import load_record_dir
+        from simkit.costmodel.fit import fit_frame, load_record_dir
         from simkit.validation.measured import DEFAULT_DIR
 
         steps: dict[str, int] = {}
-        fittable = None                       # read once (about 2 s), fitted once per day
+        fittable = None                       # made once, fitted once per day
         for day in self.order[1:]:
             fit_runs = _fit_runs(self.sel, self.days, day)
             if not fit_runs:
                 continue
             if fittable is None:
-                fittable, _ = load_record_dir(Path(self.records or DEFAULT_DIR), "h200",
-                                              self.version)
+                fittable, _ = (fit_frame(*self.loaded, "h200", self.version)
+                               if self.loaded is not None else
+                               load_record_dir(Path(self.records or DEFAULT_DIR), "h200",
+                                               self.version))
             steps[day] = int(_fit_on(fittable, self.version, fit_runs, self.path(day)))
         (self.dir / "steps.json").write_text(json.dumps(steps))
         return steps

@@ -114,3 +114,25 @@ def test_refits_fitted_ahead_are_the_refits_fitted_in_place(monkeypatch):
     finally:
         failed.close()
     assert not failed.dir.exists()
+
+
+def test_refits_from_the_records_validate_holds_equal_refits_read_again():
+    """Refits given the records validate has read (`loaded`) write, byte for byte, the refits
+    made from reading the record folder again (fit_frame is load_record_dir's filter)."""
+    from simkit.costmodel.step_records import select_version
+    from simkit.validation.measured import load_records
+    from simkit.validation.transfer import Refits
+
+    steps, runs = load_records()
+    if runs is None:
+        pytest.skip("no committed records")
+    sel = select_version(runs, "0.33")
+    read, held = Refits(sel, "0.33", None), Refits(sel, "0.33", None, (steps, runs))
+    try:
+        fitted = read.fitted()
+        assert fitted and held.fitted() == fitted
+        for day in fitted:
+            assert held.path(day).read_bytes() == read.path(day).read_bytes()
+    finally:
+        read.close()
+        held.close()
