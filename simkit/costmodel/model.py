@@ -334,6 +334,36 @@ class CostModel:
 
         self._fast = fast
         self.step_cost = fast   # instance attribute: skips one call layer per step
+        self.thread_parts = self._thread_parts_fn()
+
+    def _thread_parts_fn(self):
+        """thread_parts(b) = (host_time(b).frontend, .draft, .dispatch), the same floats by the
+        same expressions, without host_time's other parts and its HostTime: a run in one engine
+        thread (simkit.costmodel.run_conditions) asks for them once per step."""
+        shared, hs = self.coefs, 1.0 / self.host_speed
+        fr, fa, fp = shared.frontend_req_s, shared.frontend_accept_s, shared.frontend_prefill_s or 0.0
+        by_runner = {flag: {d: tuple(getattr(c, name) for name in names)
+                            for d, names in DRAFTER_COEFS.items()}
+                     for flag, c in ((False, shared), (True, shared.for_async_runner()))}
+        disp = {False: self._dispatch, True: self._dispatch_async}
+        full_mode, pw_mode = GraphMode.FULL, GraphMode.PIECEWISE
+
+        def thread_parts(b: BatchDescriptor) -> tuple[float, float, float]:
+            asy, acc = b.async_scheduling, b.num_accepted_tokens
+            coefs = by_runner[bool(asy)].get(b.drafter) if b.num_drafting_reqs else None
+            if coefs is not None:
+                step_s, req_s, acc_s = coefs
+                draft = (step_s + req_s * b.num_drafting_reqs + acc_s * acc) * hs
+            else:
+                draft = 0.0
+            front = (fr * b.num_reqs + fa * acc + fp * b.num_prefill_reqs) * hs
+            d = disp[bool(asy)]
+            gm = b.graph_mode
+            mode = gm if gm.__class__ is GraphMode else GraphMode(gm)
+            if d is None or mode is full_mode:
+                return front, draft, 0.0
+            return front, draft, (d[0] if mode is pw_mode else d[1]) + d[2] * b.num_tokens
+        return thread_parts
 
     # ---- the same model, term by term ------------------------------------------------------
     def device_terms(self, b: BatchDescriptor | dict) -> dict[str, float]:
@@ -429,6 +459,7 @@ class CostModel:
         state = dict(self.__dict__)
         state.pop("_fast", None)
         state.pop("step_cost", None)
+        state.pop("thread_parts", None)
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -55,12 +55,11 @@ class RunConditionsCost:
         step's device and host work; under async scheduling it is host work like the schedule,
         preparation, dispatch and update of the step, all of which overlap the GPU's forward
         (the measured async steps with a long in-thread gap are no longer than the forward)."""
-        host = self.base.host_time(batch)
-        front = host.frontend
-        issued = max(c.device_s, host.dispatch)
+        front, draft, dispatch = self.base.thread_parts(batch)
+        issued = max(c.device_s, dispatch)
         if batch.async_scheduling and self.base.async_overlap:
-            thread = c.host_s - host.draft + host.dispatch + front
-            step = max(c.device_s, thread) + host.draft + self._serial
+            thread = c.host_s - draft + dispatch + front
+            step = max(c.device_s, thread) + draft + self._serial
         else:
             step = issued + c.host_s + front
         return StepCost(c.device_s, c.host_s + front, step)

@@ -402,3 +402,20 @@ def test_async_runner_coefficients_are_built_once_and_replace_the_shared_ones():
     assert a is c.for_async_runner() and a.sched_step_s == 1e-3 and a.async_runner == ()
     assert a == dataclasses.replace(c, async_runner=(), sched_step_s=1e-3)
     assert Coefficients().for_async_runner() == Coefficients()
+
+
+@settings(max_examples=200, deadline=None)
+@given(b=batches, acc=st.integers(0, 512), version=st.sampled_from(["0.26", "0.33"]),
+       speed=st.sampled_from([1.0, 0.7]))
+def test_thread_parts_are_host_times_parts_float_for_float(b, acc, version, speed):
+    """thread_parts, which a run priced in one engine thread reads every step, gives exactly
+    host_time's frontend, draft and dispatch (the calibrations with the async runner's own
+    coefficients and the dispatch terms included, and on another host speed)."""
+    from simkit.costmodel.calibrations import default_calibration
+    from simkit.costmodel.host_factor import at_host_speed
+
+    cm = load_cost_model("llama-3.1-8b", "h200", calibration=default_calibration("h200", version))
+    cm = cm if speed == 1.0 else at_host_speed(cm, speed)
+    b = dataclasses.replace(b, num_accepted_tokens=min(acc, b.num_spec_tokens))
+    host = cm.host_time(b)
+    assert cm.thread_parts(b) == (host.frontend, host.draft, host.dispatch)
