@@ -26,6 +26,9 @@ from numba import njit
 from simkit.drafters.suffix._jit_cache import install as _install_cache_locators
 
 _install_cache_locators()
+# no_cpython_wrapper: a function only compiled code calls; numba compiles no Python-callable
+# wrapper for it (those wrappers were ~1.2 of a fresh install's ~14 CPU-s of compile)
+
 SHIFT = 21
 # header fields of T[0]
 H_NEXT, H_FREE, H_PUSED, H_HCNT, H_HMASK, H_MAXCAP = 0, 1, 2, 3, 4, 5
@@ -55,14 +58,14 @@ def new_forest(nodes: int = 1 << 12, pool: int = 1 << 14, hash_slots: int = 1 <<
 
 
 # -- hash map: int64 key -> int64 value, linear probing, backward-shift deletion ---------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cpython_wrapper=True, inline="always")
 def _home(key, mask):
     h = np.uint64(key) * _MIX
     h ^= h >> np.uint64(29)
     return np.int64(h & np.uint64(mask))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def h_get(T, key):
     hk, mask = T[3], T[0][H_HMASK]
     i = _home(key, mask)
@@ -75,7 +78,7 @@ def h_get(T, key):
         i = (i + 1) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def h_put(T, key, val):
     H, hk = T[0], T[3]
     mask = H[H_HMASK]
@@ -93,7 +96,7 @@ def h_put(T, key, val):
         i = (i + 1) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def h_del(T, key):
     H, hk = T[0], T[3]
     mask = H[H_HMASK]
@@ -122,7 +125,7 @@ def h_del(T, key):
 
 
 # -- capacity ----------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _copy_rows(src, dst):
     """dst[:len(src)] = src, element by element: a slice assignment between arrays compiles
     numba's shape-checked broadcast and its error formatting, about 3 CPU-s of every first
@@ -132,7 +135,7 @@ def _copy_rows(src, dst):
             dst[i, j] = src[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def ensure(T, nodes, keys, depth):
     """T with room for `nodes` fresh nodes, `keys` new hash keys and `depth` child-slice growths."""
     H, N, pl, hk, fl = T
@@ -176,7 +179,7 @@ def ensure(T, nodes, keys, depth):
     return (H, N, pl, hk, fl)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def reset_forest(T, keys):
     """The forest emptied for a new tree of about `keys` hash keys. The hash table is cleared, or
     reallocated when it is over 4x the size that `keys` needs, so a reset costs O(keys)."""
@@ -215,14 +218,14 @@ def new_node(T, count, token, length, rp, parent):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _free_block(T, start, cls):
     pl, fl = T[2], T[4]
     pl[start] = fl[cls]
     fl[cls] = start
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def append_child(T, u, v):
     H, N, pl, fl = T[0], T[1], T[2], T[4]
     cl = N[u, CL]
@@ -249,7 +252,7 @@ def append_child(T, u, v):
     N[u, CL] = (n + 1) | (c << 24)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def head(T, u):
     """First child of u (highest count, ties in the reference order), or -1."""
     N = T[1]
@@ -258,14 +261,14 @@ def head(T, u):
     return T[2][N[u, CST]]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def replace_child(T, u, old, new):
     N, pl = T[1], T[2]
     s = N[u, CST]
     pl[s + _index(N, pl, s, N[u, CL] & _LOW, old)] = new
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def drop_child(T, u, v):
     N, pl = T[1], T[2]
     s = N[u, CST]
@@ -275,7 +278,7 @@ def drop_child(T, u, v):
     N[u, CL] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _first_at_most(N, pl, s, lo, hi, value):
     """First index j in [lo, hi) of the slice at s with count <= value (counts decrease along it)."""
     while lo < hi:
@@ -287,7 +290,7 @@ def _first_at_most(N, pl, s, lo, hi, value):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _index(N, pl, s, n, x):
     """Index of child x in the n-child slice at s: bisect to the first sibling whose count is <=
     x's, then scan the pool (contiguous ids, no node rows) for x. Kept instead of a per-node index
@@ -298,7 +301,7 @@ def _index(N, pl, s, n, x):
     return j
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def inc(T, u, x):
     """Count of child x of u rises by one; it moves as the reference sibling list moves it."""
     N, pl = T[1], T[2]
@@ -321,7 +324,7 @@ def inc(T, u, x):
     N[x, CNT] = c + 1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def dec(T, u, x):
     """Count of child x of u falls by one: it becomes first among its new count."""
     N, pl = T[1], T[2]
@@ -337,12 +340,12 @@ def dec(T, u, x):
     N[x, CNT] = c - 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cpython_wrapper=True, inline="always")
 def _key(u, token):
     return (np.int64(u) << SHIFT) | np.int64(token)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def find_child(T, u, token):
     """Child of u whose edge starts with `token`, or -1 (a lone child is checked without hashing)."""
     N = T[1]
@@ -356,7 +359,7 @@ def find_child(T, u, token):
 
 
 # -- building ---------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def append_token(T, root, flat, base, n, act, na, depth):
     """Append flat[base + n] to the sequence at `base` (n tokens so far) of the tree at `root`.
 
@@ -433,7 +436,7 @@ def append_token(T, root, flat, base, n, act, na, depth):
     return na
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def remove_seq(T, root, flat, base, n):
     """Remove every suffix of the n-token sequence at `base` from the tree at `root`."""
     N = T[1]
@@ -469,7 +472,7 @@ def remove_seq(T, root, flat, base, n):
                 N[node, CL] &= ~np.int32(_LOW)             # no children (the slice stays allocated)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def free_tree(T, root, stack):
     """Free every node reachable from `root` (a finished local tree): hash keys, child slices, ids.
     `stack` needs room for the tree's node count."""

@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# no_cpython_wrapper: a function only compiled code calls; numba compiles no Python-callable
+# wrapper for it (those wrappers were ~1.2 of a fresh install's ~14 CPU-s of compile)
+
 from simkit.drafters.suffix.core import (CNT, H_NEXT, I0, I1, LN, NO_PARENT, RPOS, append_token,
                                          ensure, find_child, free_tree, head, new_node,
                                          remove_seq, reset_forest)
@@ -20,12 +23,12 @@ GROOT = np.int64(0)   # root of the global tree (int64, not a literal: core.I0)
 D_HEAD, D_TAIL, D_LIVE = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _f32(x):
     return np.float64(np.float32(x))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _match(T, root, flat, lo, hi):
     """(node, offset) where flat[lo:hi] ends when read from root, or (-1, -1)."""
     N = T[1]
@@ -47,7 +50,7 @@ def _match(T, root, flat, lo, hi):
     return node, idx
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
     """Path-mode walk from (node, idx): tokens into wt[wrow], float32 scores into sc; returns count."""
     N = T[1]
@@ -79,7 +82,7 @@ def _walk(T, flat, node, idx, max_tokens, minp, wt, wrow, sc):
     return nt
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def draft_row(TL, TG, flat, lroot, lbase, ln_tok, lact, nla, gact, nga, glive, fut_lo, fut_hi,
               caps, minp, kmax, depth, d_out, a_out, S):
     """draft_all for one position: the local tree is at lroot of forest TL, the global one at GROOT
@@ -184,7 +187,7 @@ def _scratch(kmax, depth):
             np.zeros(depth + 1, np.int64), np.zeros(depth + 1, np.int64))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _append(T, root, flat, base, n, act, na, depth):
     """ensure + append_token: returns the (possibly grown) forest and the new active count."""
     T = ensure(T, depth + 2, depth + 2, depth + 1)
@@ -192,7 +195,7 @@ def _append(T, root, flat, base, n, act, na, depth):
     return T, na
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _new_seq(T, D, fifo, live, glen, gbase, r, maxc, flat):
     """Reserve a global slot for request r; FIFO eviction beyond maxc (> 0). Returns nothing."""
     fifo[D[D_TAIL]] = r
