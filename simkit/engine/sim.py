@@ -74,7 +74,8 @@ class RunResult:
     # (simulate's other_window_starts)
     other_windows: dict[int, RunMetrics] = field(default_factory=dict)
     # simulate(capture=True): the run's steps, to price again under another cost model
-    # (simkit.engine.trajectory); None when not asked or the run's trajectory reads the clock
+    # (simkit.engine.trajectory); None when not asked, or where the batches depend on step
+    # times (an open loop's arrivals, a K policy that prices steps)
     trajectory: "Trajectory | None" = None
 
 
