@@ -16,6 +16,7 @@ import numpy as np
 from simkit.costmodel.batch import GraphMode
 
 _MODE_CODE = {GraphMode.FULL: 0, GraphMode.PIECEWISE: 1, GraphMode.NONE: 2}
+_FULL, _PIECEWISE = GraphMode.FULL, GraphMode.PIECEWISE
 
 
 class Recorder:
@@ -51,7 +52,8 @@ class Recorder:
         self.step_end.append(end)
         self.step_s.append(cost.step_s)
         self.host_s.append(cost.host_frac * cost.step_s)
-        self.mode.append(_MODE_CODE[desc.graph_mode])
+        gm = desc.graph_mode      # identity tests: a GraphMode's hash is a Python-level call
+        self.mode.append(0 if gm is _FULL else 1 if gm is _PIECEWISE else _MODE_CODE[gm])
         self.tokens.append(desc.num_tokens)
         self.padded.append(desc.num_padded_tokens)
         self.pad_drafts.append(desc.num_pad_drafts)

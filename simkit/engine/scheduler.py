@@ -351,7 +351,7 @@ class Scheduler:
         (tokens emitted, drafts accepted, decode request-steps, tokens of decode steps).
         """
         acc_col = self.cols[plan.k][0] if plan.k in self.cols else None
-        emitted = accepted = decodes = decode_tokens = 0
+        emitted = accepted = decodes = decode_tokens = longest = 0
         pairs: list[tuple[int, int]] = []
         candidates: list[Req] = []
         finished = False
@@ -406,9 +406,11 @@ class Scheduler:
                 if in_loop is not None:
                     self._draft_in_loop(req)
                 candidates.append(req)
+                if req.prompt_len + t > longest:
+                    longest = req.prompt_len + t
         if finished:
             self.running = [r for r in self.running if r.done_time < 0]
-        self._propose(plan.k, pairs, candidates, len(plan.entries))
+        self._propose(plan.k, pairs, candidates, len(plan.entries), longest)
         return emitted, accepted, decodes, decode_tokens
 
     def _draft_in_loop(self, req: Req) -> None:
@@ -422,8 +424,9 @@ class Scheduler:
             dr[row] = d[kc]
 
     def _propose(self, k_prev: int, pairs: list[tuple[int, int]], candidates: list[Req],
-                 n_scheduled: int) -> None:
-        """Choose K for the next step and give each request that just sampled its next draft."""
+                 n_scheduled: int, longest: int) -> None:
+        """Choose K for the next step and give each request that just sampled its next draft;
+        `longest`: the most tokens (prompt + output) a candidate holds."""
         if not self.speculative:
             return
         policy = self.policy
@@ -438,7 +441,7 @@ class Scheduler:
                               n, ctx, n_scheduled)
         self.k_cur = k
         limit = self.cfg.max_model_len - k
-        no_draft = any(r.prompt_len + r.t > limit for r in candidates)
+        no_draft = longest > limit
         dr_col = self.cols[k][1]
         pad = self.spec.pad
         for req in candidates:
