@@ -383,6 +383,7 @@ def validate(
 def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records, history,
               version, wide: bool = False) -> None:
     """validate's work once its input is checked (the command above keeps the kernels' compile)."""
+    import functools
     import json
     import sys
 
@@ -430,27 +431,39 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
     fleet_runs = runs[runs["corpus"].astype(str).str.startswith("fleet-")]
+    fleet = None
     if not run_id and purpose in ("validation", "all") and len(fleet_runs):
-        from simkit.fleet.validate import summary, validate_fleet
+        from simkit.fleet.validate import validate_fleet
+        from simkit.validation.background import Background
 
         print(f"predicting {len(fleet_runs)} fleet replica runs", file=sys.stderr)
-        doc["fleet"] = report._clean(summary(validate_fleet(
-            records, run_ids=list(fleet_runs["run_id"]), loaded=loaded)))
-    if not run_id:         # a figure of the whole records, beside the held-out MAPE
-        from simkit.validation.floor import repeat_floor
+        # on one core beside the unseen-day refits below, whose short phases leave one idle
+        fleet = Background(functools.partial(validate_fleet, records, loaded=loaded, workers=1,
+                                             run_ids=list(fleet_runs["run_id"])))
+    try:
+        if not run_id:         # a figure of the whole records, beside the held-out MAPE
+            from simkit.validation.floor import repeat_floor
 
-        doc["repeat_floor"] = report._clean(repeat_floor(runs))
-    if not run_id and purpose in ("validation", "all"):
-        from simkit.validation.transfer import by_day, run_days, unseen_days
+            doc["repeat_floor"] = report._clean(repeat_floor(runs))
+        if not run_id and purpose in ("validation", "all"):
+            from simkit.validation.transfer import by_day, run_days, unseen_days
 
-        doc["by_day"] = report._clean(by_day(cells, run_days(runs)))
-        print("refitting on the earlier days' calibration runs for the unseen-day error",
-              file=sys.stderr)
-        doc["unseen_day"] = report._clean(unseen_days(
-            runs, steps, version.key, records,
-            progress=lambda r: print(f"predicted {r}", file=sys.stderr),
-            predicted=None if history is not None or seeds != 1 or ordering != Ordering.CONCURRENT
-            else {c["run_id"]: c for c in cells}, refits=refits, pools=pools, kept=kept))
+            doc["by_day"] = report._clean(by_day(cells, run_days(runs)))
+            print("refitting on the earlier days' calibration runs for the unseen-day error",
+                  file=sys.stderr)
+            doc["unseen_day"] = report._clean(unseen_days(
+                runs, steps, version.key, records,
+                progress=lambda r: print(f"predicted {r}", file=sys.stderr),
+                predicted=None if history is not None or seeds != 1 or
+                ordering != Ordering.CONCURRENT else {c["run_id"]: c for c in cells},
+                refits=refits, pools=pools, kept=kept))
+        if fleet is not None:
+            from simkit.fleet.validate import summary
+
+            doc["fleet"] = report._clean(summary(fleet.result()))
+    finally:
+        if fleet is not None:
+            fleet.close()
     if plot:
         from simkit.outfiles import wrote
 

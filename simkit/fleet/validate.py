@@ -70,12 +70,13 @@ def fleet_records(root=None, loaded=None):
 
 
 def validate_fleet(root=None, calibration: str | None = None,
-                   run_ids: list[str] | None = None, loaded=None) -> list[dict[str, Any]]:
+                   run_ids: list[str] | None = None, loaded=None,
+                   workers: int | None = None) -> list[dict[str, Any]]:
     """One row per recorded fleet run (run_id order): measured vs predicted accepted/step and tok/s,
     and whether the rebuilt stream matches the records (request count, output tokens). The
     streams are rebuilt here; the runs are predicted on every core
     (simkit.validation.parallel.map_runs: the rows come back in run order). `loaded`: the
-    records of `root` already read (fleet_records)."""
+    records of `root` already read (fleet_records); `workers`: map_runs' (None: every core)."""
     import functools
 
     from simkit.validation.parallel import map_runs
@@ -91,7 +92,7 @@ def validate_fleet(root=None, calibration: str | None = None,
         if model not in streams:
             streams[model] = fleet_streams(model=model)
     one = functools.partial(_fleet_row, steps=steps, streams=streams, calibration=calibration)
-    return map_runs(one, selected)
+    return map_runs(one, selected, workers=workers)
 
 
 def _fleet_row(run: dict[str, Any], *, steps, streams: dict[str, dict],
