@@ -53,3 +53,10 @@ def make_table(prompt_len, output_len, accepted_fn, drafted_fn, kmax: int = 16,
     return AcceptanceTable(model="test", corpus="test", drafter=drafter, params={}, kmax=kmax,
                            ordering="sequential", prompt_len=plen, output_len=olen,
                            offsets=offsets, accepted=acc, drafted=dr)
+
+
+def patterned_table(prompt_len, output_len, seed: int, kmax: int = 8) -> AcceptanceTable:
+    """A table whose drafts (0-8 tokens) and accepted counts (0-5) cycle with the request, the
+    position and `seed`: varied batches for the property tests, reproducible from the seed."""
+    return make_table(prompt_len, output_len, lambda r, t, k: (seed + r * 3 + t) % 6,
+                      lambda r, t, k: (seed * 7 + r * 13 + t * 5) % 9, kmax=kmax)

@@ -184,15 +184,14 @@ def batches(X: Any) -> list[BatchDescriptor]:
     counts = [ints(f) for f in _COUNT_FIELDS]
     modes = {m: GraphMode(str(m)) for m in set(X["graph_mode"].tolist())}
     mode = [modes[m] for m in X["graph_mode"].tolist()]
-    sync = [bool(v) for v in X["async_scheduling"].tolist()]
-    acc = X["num_accepted"] if "num_accepted" in X else None
-    accepted = [0] * n if acc is None else \
-        [int((None if v is pd.NA else v) or 0) for v in acc.tolist()]   # records(): NA -> None
+    runner_async = [bool(v) for v in X["async_scheduling"].tolist()]
+    accepted = ([int((None if v is pd.NA else v) or 0) for v in X["num_accepted"].tolist()]
+                if "num_accepted" in X else [0] * n)          # records(): NA -> None -> 0
     keys = list(zip(*(X[c].tolist() if c in X else [None] * n for c in ("drafter", "config"))))
     drafters = {k: drafter_of({"drafter": k[0], "config": k[1]}) for k in set(keys)}
     return [BatchDescriptor(*c, graph_mode=m, async_scheduling=a, drafter=drafters[k],
-                            num_accepted_tokens=acc)
-            for *c, m, a, k, acc in zip(*counts, mode, sync, keys, accepted)]
+                            num_accepted_tokens=n_acc)
+            for *c, m, a, k, n_acc in zip(*counts, mode, runner_async, keys, accepted)]
 
 
 def join_runs(steps: Any, runs: Any) -> Any:

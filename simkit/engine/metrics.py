@@ -150,32 +150,19 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         sel = np.ones_like(end, dtype=bool)
         w0, w1, kind = 0.0, sim_time, "full-run"
     dur = w1 - w0
-    step_s = a["step_s"][sel]
-    host_s = a["host_s"][sel]
-    mode = a["mode"][sel]
-    padded = a["padded"][sel]
-    tokens = a["tokens"][sel]
-    pad_drafts = a["pad_drafts"][sel]
-    emitted = a["emitted"][sel]
-    decodes = a["decodes"][sel]
-    decode_tokens = a["decode_tokens"][sel]
-    reqs = a["reqs"][sel]
-    accepted = a["accepted"][sel]
-    kv = a["kv_used"][sel]
-    ks = a["k"][sel]
+    (step_s, host_s, mode, padded, tokens, pad_drafts, emitted, decodes, decode_tokens, reqs,
+     accepted, kv, ks) = (a[name][sel] for name in (
+        "step_s", "host_s", "mode", "padded", "tokens", "pad_drafts", "emitted", "decodes",
+        "decode_tokens", "reqs", "accepted", "kv_used", "k"))
     n_steps = int(sel.sum())
     t_total = float(step_s.sum())
 
-    arr = a["req_arrival"]
-    first = a["req_first"]
-    done = a["req_done"]
-    out = a["req_out"]
+    arr, first, done, out = a["req_arrival"], a["req_first"], a["req_done"], a["req_out"]
     rsel = (arr >= w0) & (arr <= w1) if kind == "steady" else np.ones_like(arr, dtype=bool)
     ttft = (first - arr)[rsel] * 1e3
     multi = rsel & (out > 1)
     tpot = ((done - first)[multi] / (out[multi] - 1)) * 1e3
-    itl_t = a["itl_time"]
-    itl = a["itl"]
+    itl_t, itl = a["itl_time"], a["itl"]
     itl = (itl[(itl_t >= w0) & (itl_t <= w1)] if kind == "steady" else itl) * 1e3
     completions = int(((done > w0) & (done <= w1)).sum())
     dec_total = int(decodes.sum())

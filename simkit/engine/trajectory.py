@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -122,8 +123,8 @@ def capture(result, rec: Recorder, descs: list[BatchDescriptor], itl_per_step: l
             any(s is not None and None in s for s in spans):
         return None
     code = {m: c for c, m in enumerate(_MODES)}
-    desc = np.array([[getattr(d, f) for f in _DESC_INTS] + [code[d.graph_mode]] for d in descs],
-                    dtype=np.int64)
+    counts = attrgetter(*_DESC_INTS)
+    desc = np.array([(*counts(d), code[d.graph_mode]) for d in descs], dtype=np.int64)
     return Trajectory(
         result.config, result.k, result.seed, result.num_requests, dict(result.skipped),
         result.prefix, preemptions, desc, first.async_scheduling, first.drafter,

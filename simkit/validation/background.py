@@ -1,12 +1,12 @@
-"""One part of `simkit validate` computed in a forked process beside the parent's later work:
-the fleet validation needs nothing the unseen-day refits compute, and run between them each
-of its short phases left a core idle at its end (its worker pool's tail, the parent's
-preparation of the next phase).
+"""A part of `simkit validate` computed in a forked process beside the parent's work: the
+unseen-day refits (fitted while the runs are predicted) and the fleet validation (beside the
+refits' predictions, whose short phases each left a core idle at their end).
 
-`Background(fn)` forks at once (where fork exists) and runs fn() there on one core;
-`result()` returns what fn returned (pickled through a temporary file) and, where the fork
-was missing or failed, calls fn() in this process, so its errors are raised here as they would
-have been. `close()` ends a child still running (Ctrl-C).
+`Background(fn)` forks at once (where fork exists) and runs fn() there on one core, yielding
+to the drafter's compile while it runs (jit_lock.yield_to_compile); `result()` returns what fn
+returned (pickled through a temporary file) and, where the fork was missing or failed, calls
+fn() in this process, so its errors are raised here as they would have been. `close()` ends a
+child still running (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ class Background:
 
     def _child(self) -> None:
         from simkit import progress
+        from simkit.drafters.suffix.jit_lock import yield_to_compile
         from simkit.engine.runner import ignore_sigint
 
         ignore_sigint()                           # the parent ends it (daemon) on Ctrl-C
+        yield_to_compile()
         progress._CURRENT[:] = [None]             # the parent's progress is the parent's
         try:
             data = pickle.dumps(self.fn(), protocol=pickle.HIGHEST_PROTOCOL)

@@ -23,8 +23,6 @@ compile and a core would otherwise wait.
 
 from __future__ import annotations
 
-import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -156,34 +154,23 @@ class Refits:
         self.version, self.records, self.loaded = version, records, loaded
         self._tmp = tempfile.TemporaryDirectory()
         self.dir = Path(self._tmp.name)
-        self._proc = None
+        self._job = None                          # a validation.background.Background
 
     @classmethod
     def start(cls, runs, version: str, records: Path | None = None, loaded=None) -> "Refits":
-        """Begin fitting in a forked process (where fork exists; else the fits wait for
-        `fitted`). Its failure is no error here: `fitted` then fits in this process and raises
-        what the fit raises."""
-        import multiprocessing as mp
+        """Begin fitting in a forked process (validation.background; where fork is missing the
+        fits wait for `fitted`). Its failure is no error here: `fitted` then fits in this
+        process and raises what the fit raises."""
+        from simkit.validation.background import Background
 
         refits = cls(runs, version, records, loaded)
-        if len(refits.order) > 1 and "fork" in mp.get_all_start_methods():
-            refits._proc = mp.get_context("fork").Process(target=refits._child, daemon=True)
-            refits._proc.start()
+        if len(refits.order) > 1:
+            refits._job = Background(refits._fit_all)
         return refits
 
-    def _child(self) -> None:
-        from simkit.drafters.suffix.jit_lock import yield_to_compile
-        from simkit.engine.runner import ignore_sigint
-
-        ignore_sigint()                           # the parent ends it (daemon) on Ctrl-C
-        yield_to_compile()                        # its fits are read only at the end
-        try:
-            self._fit_all()
-        except BaseException:                     # fitted() fits again here and reports it
-            os._exit(1)
-
     def _fit_all(self) -> dict[str, int]:
-        """Fit each day that has earlier calibration runs; write the step counts beside them."""
+        """Fit each day that has earlier calibration runs (the refits written under `dir`);
+        returns day -> fitted steps."""
         from simkit.costmodel.fit import fit_frame, load_record_dir
         from simkit.validation.measured import DEFAULT_DIR
 
@@ -199,7 +186,6 @@ class Refits:
                                load_record_dir(Path(self.records or DEFAULT_DIR), "h200",
                                                self.version))
             steps[day] = int(_fit_on(fittable, self.version, fit_runs, self.path(day)))
-        (self.dir / "steps.json").write_text(json.dumps(steps))
         return steps
 
     def path(self, day: str) -> Path:
@@ -208,19 +194,16 @@ class Refits:
 
     def fitted(self) -> dict[str, int]:
         """day -> fitted steps, every refit written (waiting for the forked fit, if any)."""
-        if self._proc is not None:
-            self._proc.join()
-            ok, self._proc = self._proc.exitcode == 0, None
-            if ok and (self.dir / "steps.json").is_file():
-                return json.loads((self.dir / "steps.json").read_text())
+        if self._job is not None:
+            job, self._job = self._job, None
+            return job.result()
         return self._fit_all()
 
     def close(self) -> None:
         """End a fit still running and remove the refits."""
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.join()
-            self._proc = None
+        if self._job is not None:
+            self._job.close()
+            self._job = None
         self._tmp.cleanup()
 
 

@@ -6,7 +6,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine_doubles import LinearCost, make_table
+from engine_doubles import LinearCost, make_table, patterned_table
 from simkit.costmodel.batch import GraphMode
 from simkit.engine.config import EngineConfig, kpad, parse_configs, suffix, vanilla
 from simkit.engine.sim import ClosedLoop, simulate
@@ -21,14 +21,7 @@ def workloads(draw):
     prompts = draw(st.lists(st.integers(1, 300), min_size=n, max_size=n))
     outputs = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
     seed = draw(st.integers(0, 2**16))
-
-    def dr(r, t, k):
-        return (seed * 7 + r * 13 + t * 5) % 9
-
-    def acc(r, t, k):
-        return (seed + r * 3 + t) % 6
-
-    return Workload.from_table(make_table(prompts, outputs, acc, dr, kmax=8))
+    return Workload.from_table(patterned_table(prompts, outputs, seed))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine_doubles import LinearCost, make_table
+from engine_doubles import LinearCost, make_table, patterned_table
 from simkit.block_hash import pack, prompt_block_hashes
 from simkit.engine.config import EngineConfig, parse_configs
 from simkit.engine.runner import repriced
@@ -34,16 +34,9 @@ def workloads(draw):
     outputs = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
     seed = draw(st.integers(0, 2**16))
     shared = draw(st.integers(0, 64))          # a common prompt header: prefix-cache hits
-
-    def dr(r, t, k):
-        return (seed * 7 + r * 13 + t * 5) % 9
-
-    def acc(r, t, k):
-        return (seed + r * 3 + t) % 6
-
     tokens = [np.r_[np.arange(min(shared, p)), 1000 * (r + 1) + np.arange(p - min(shared, p))]
               for r, p in enumerate(prompts)]
-    tab = make_table(prompts, outputs, acc, dr, kmax=8)
+    tab = patterned_table(prompts, outputs, seed)
     return Workload(np.asarray(prompts, np.int32), np.asarray(outputs, np.int32),
                     {"suffix": tab}, name="t",
                     block_hashes=pack(prompt_block_hashes(t) for t in tokens))

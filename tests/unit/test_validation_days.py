@@ -107,7 +107,8 @@ def test_refits_fitted_ahead_are_the_refits_fitted_in_place(monkeypatch):
     finally:
         ahead.close()
         here.close()
-    monkeypatch.setattr(transfer.Refits, "_child", lambda self: os._exit(1))
+    monkeypatch.setattr("simkit.validation.background.Background._child",
+                        lambda self: os._exit(1))
     failed = transfer.Refits.start(runs, "0.33")
     try:
         assert failed.fitted() == {"2026-12-03": 10, "2026-12-04": 20}
