@@ -25,6 +25,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from calibrate.kpad import pad_drafts
+from calibrate.model_output import sampled_by_request
 
 ENV = "SIMKIT_DYNK"
 
@@ -122,12 +123,7 @@ def dynamic_k_scheduler_cls():
             return out
 
         def update_from_output(self, scheduler_output, model_runner_output, *args, **kwargs):  # noqa: D102,E501
-            sampled = {}
-            ids = getattr(model_runner_output, "sampled_token_ids", None)
-            ids = [] if ids is None else ids
-            for rid, idx in (getattr(model_runner_output, "req_id_to_index", None) or {}).items():
-                if idx < len(ids):
-                    sampled[rid] = ids[idx]
+            sampled = sampled_by_request(model_runner_output)
             pairs, k = step_pairs(scheduler_output.scheduled_spec_decode_tokens or {}, sampled)
             if pairs:
                 self.k_policy.observe(pairs, k)

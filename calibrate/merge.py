@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from calibrate.records import write_runs, write_steps
+from calibrate.records import run_columns, write_runs, write_steps
 from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
 
 
@@ -102,7 +102,9 @@ def merge(folders: list[Path], out: Path, fill: dict[str, str] | None = None,
     steps.sort(key=lambda s: (order[s["run_id"]], s["step"]))
     out.mkdir(parents=True, exist_ok=True)
     if runs:
-        write_runs(out / "runs.parquet", [{c: r.get(c) for c in RUN_COLUMNS} for r in runs])
+        cols = run_columns(runs)      # the 0.34 columns only when some run has them
+        write_runs(out / "runs.parquet", [{c: r.get(c, "" if c not in RUN_COLUMNS else None)
+                                           for c in cols} for r in runs])
     if steps:
         write_steps(out / "steps.parquet", [{c: s.get(c) for c in STEP_COLUMNS} for s in steps])
     return len(runs), len(steps)

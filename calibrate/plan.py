@@ -9,8 +9,14 @@ within an engine by the same rule, and drops what does not fit the budget, sayin
 
 Time estimates are stated, not promised: engine overhead per start (process, model load with
 dummy weights, torch.compile, graph capture, warm-up) as measured on an H200 host (vLLM 0.26:
-30-55 s of engine start plus ~10 s around it; vLLM 0.33: 50-90 s plus ~30 s), and each run's
-output tokens over the throughput such a run reached there (Llama-3.1-8B, concurrency 32, cold).
+30-55 s of engine start plus ~10 s around it; vLLM 0.33: 50-90 s plus ~30 s; vLLM 0.34: not yet
+measured, taken as ~45 s plus ~30 s), and each run's output tokens over the throughput such a
+run reached there (Llama-3.1-8B, concurrency 32, cold; 0.34 speculative runs are assumed to run
+as 0.33's suffix runs did until a 0.34 sitting measures them).
+
+On vLLM 0.34 every decoding request verifies K slots (K-pad is built in), so its plan calibrates
+suffix at several K (4, 8, 16) instead of K-pad, over concurrency 8 to 128 where the verify work
+grows with the batch (issue 39).
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from simkit.catalog.nearest_version import resolve_vllm_version
 from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.errors import InputError
 
-ENGINE_OVERHEAD_S = {"0.26": 60.0, "0.33": 120.0}
+ENGINE_OVERHEAD_S = {"0.26": 60.0, "0.33": 120.0, "0.34": 75.0}
 # output tok/s per configuration at concurrency 32 (Llama-3.1-8B, H200, cold); scaled by
 # concurrency (tok/s ~ c^0.8 between 8 and 64) and by model size (~ 1/params above 8B)
 REF_TOK_S = {"vanilla": 5000.0, "suffix": 4000.0, "kpad": 3300.0}
@@ -29,6 +36,23 @@ HOT_SPEEDUP = {"vanilla": 1.0, "suffix": 4.0, "kpad": 3.0}
 DEFAULT_CONFIGS = ("vanilla", "suffix", "kpad:4", "kpad:12")
 # (concurrency, requests, history) of each run of an engine, most informative first
 RUNS = ((32, 64, "hot"), (64, 128, "cold"), (8, 24, "cold"))
+# vLLM 0.34+: K slots for every decoding request, so K and the batch size are what to span
+CONFIGS_BY_VERSION = {"0.34": ("vanilla", "suffix:8", "suffix:4", "suffix:16")}
+RUNS_BY_VERSION = {"0.34": ((32, 64, "hot"), (128, 256, "cold"), (8, 24, "cold"),
+                            (64, 128, "cold"))}
+KPAD_BUILT_IN = ("0.34",)       # versions where kpad:K is suffix at K
+
+
+def default_configs(version_key: str) -> tuple[str, ...]:
+    """The configurations a plan calibrates by default for a vLLM version."""
+    return CONFIGS_BY_VERSION.get(version_key, DEFAULT_CONFIGS)
+
+
+def _nearest(table: dict, key: str, default):
+    """The entry of the newest version at or below `key` (a newer release takes the newest)."""
+    order = lambda k: tuple(int(x) for x in k.split("."))  # noqa: E731
+    below = [k for k in table if order(k) <= order(key)]
+    return table[max(below, key=order)] if below else default
 DEFAULT_BUDGET_MIN = 15.0
 
 
@@ -127,22 +151,28 @@ def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN
               configs: tuple[str, ...] | list[str] = DEFAULT_CONFIGS,
               vllm_version: str | None = None, mean_output_tokens: float = 400.0,
               params_b: float = 8.0) -> Plan:
-    """The engines and runs that fit `budget_min` GPU-minutes, most informative first."""
+    """The engines and runs that fit `budget_min` GPU-minutes, most informative first. A
+    release newer than simkit's rules is planned as the newest the harness knows (the caller
+    prints resolve_vllm_version's warning)."""
     if not budget_min > 0:
         raise InputError("must be > 0", field="budget-min")
     if not mean_output_tokens > 0:
         raise InputError("must be > 0", field="mean-output-tokens")
-    version = get_vllm_version(vllm_version)
+    key = resolve_vllm_version(vllm_version if vllm_version is not None else
+                               get_vllm_version(None).key, tuple(ENGINE_OVERHEAD_S)).key
     parsed = [_config(c) for c in configs]
     if not parsed:
         raise InputError("give at least one configuration", field="configs")
-    overhead = ENGINE_OVERHEAD_S[version.key]
-    plan = Plan(model, corpus, version.key, budget_min * 60.0)
+    if _nearest({k: True for k in KPAD_BUILT_IN}, key, False):
+        parsed = list(dict.fromkeys(("suffix", k) if name == "kpad" else (name, k)
+                                    for name, k in parsed))
+    overhead = _nearest(ENGINE_OVERHEAD_S, key, ENGINE_OVERHEAD_S["0.33"])
+    plan = Plan(model, corpus, key, budget_min * 60.0)
     left = plan.budget_s
     for name, k in parsed:
         runs: list[PlannedRun] = []
         used = overhead
-        for conc, n, hist in RUNS:
+        for conc, n, hist in _nearest(RUNS_BY_VERSION, key, RUNS):
             sec = run_seconds(name, conc, n, hist, mean_output_tokens, params_b)
             if used + sec <= left:
                 runs.append(PlannedRun(corpus, conc, n, hist, sec))
@@ -159,5 +189,5 @@ def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN
     return plan
 
 
-__all__ = ["DEFAULT_BUDGET_MIN", "DEFAULT_CONFIGS", "ENGINE_OVERHEAD_S", "Plan", "PlannedEngine",
+__all__ = ["DEFAULT_BUDGET_MIN", "DEFAULT_CONFIGS", "default_configs", "ENGINE_OVERHEAD_S", "Plan", "PlannedEngine",
            "PlannedRun", "make_plan", "run_seconds"]

@@ -1,4 +1,4 @@
-"""Per-step recorder for an in-process vLLM 0.26 engine: one row per engine step.
+"""Per-step recorder for an in-process vLLM engine (0.26, 0.33, 0.34): one row per engine step.
 
 It wraps methods on the live objects of one engine (instance attributes, so engine start-up,
 profiling and graph capture are never recorded) with time.perf_counter, and brackets the GPU work
@@ -16,6 +16,7 @@ import numpy as np
 
 from calibrate.forcing import ForceApplier, ForcedOutputs, forced_rows
 from calibrate.kpad import PLACEHOLDER
+from calibrate.model_output import accepted_tokens
 
 _now = time.perf_counter
 
@@ -82,17 +83,23 @@ def batch_stats(scheduler_output: Any, requests: dict[str, Any]) -> dict[str, in
 
 
 def accepted_in_output(scheduler_output: Any, model_runner_output: Any) -> int:
-    """Accepted draft tokens in one model output: sampled tokens beyond the first, per drafted request."""
-    sampled = getattr(model_runner_output, "sampled_token_ids", None)
-    index = getattr(model_runner_output, "req_id_to_index", None) or {}
-    if not sampled:
-        return 0
-    acc = 0
-    for rid, ids in scheduler_output.scheduled_spec_decode_tokens.items():
-        i = index.get(rid)
-        if ids and i is not None and i < len(sampled):
-            acc += max(len(sampled[i]) - 1, 0)
-    return acc
+    """Accepted draft tokens in one model output: sampled tokens beyond the first, per request
+    with draft slots (indexed by req_id_to_index on 0.26/0.33, by req_ids on 0.34)."""
+    return accepted_tokens(scheduler_output.scheduled_spec_decode_tokens, model_runner_output)
+
+
+def runner_kind(runner: Any) -> str:
+    """'v1' for vLLM's V1 GPUModelRunner (0.26/0.33 suffix), 'v2' for Model Runner V2 (0.33
+    vanilla and ngram, everything on 0.34), from the runner's module: vLLM 0.34 removed V1, so a
+    test for a V1-only method would call every runner V2 whatever it is."""
+    mod = type(runner).__module__
+    if mod.startswith("vllm.v1.worker.gpu."):
+        return "v2"
+    if mod == "vllm.v1.worker.gpu_model_runner":
+        return "v1"
+    raise RuntimeError(f"unknown vLLM model runner {mod}.{type(runner).__qualname__}: the "
+                       "recorder knows vllm.v1.worker.gpu_model_runner (V1) and "
+                       "vllm.v1.worker.gpu.* (Model Runner V2)")
 
 
 class StepRecorder:
@@ -156,7 +163,7 @@ class StepRecorder:
         core = llm_engine.engine_core.engine_core
         sched = core.scheduler
         runner = core.model_executor.driver_worker.worker.model_runner
-        self.runner_kind = "v1" if hasattr(runner, "_model_forward") else "v2"
+        self.runner_kind = runner_kind(runner)
         rec = self
 
         step_fn, post_step = core.step_fn, core.post_step
@@ -350,6 +357,11 @@ class StepRecorder:
 
         mr.dispatch_cg_and_sync_dp = dispatch_w
         self._wrap_host(runner, "sample_tokens", "t_sample_host")
+        speculator = getattr(runner, "speculator", None)
+        if speculator is not None and hasattr(speculator, "propose"):
+            # host time of drafting (0.34: two Triton launches per step; the GPU time is inside
+            # the step's GPU work and not split out)
+            self._wrap_host(speculator, "propose", "t_draft")
         model = runner.model
         logits_fn = model.compute_logits
 

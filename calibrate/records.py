@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simkit.record_schema import RUN_COLUMNS, STEP_COLUMNS
+from simkit.record_schema import OPTIONAL_RUN_COLUMNS, RUN_COLUMNS, STEP_COLUMNS
 
 _PD_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool"}
 
@@ -63,9 +63,17 @@ def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
     _frame(rows, STEP_COLUMNS).to_parquet(path, index=False)
 
 
+def run_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """RUN_COLUMNS, then the optional columns any of the rows has (vLLM 0.34 harness runs)."""
+    extra = {c: t for c, t in OPTIONAL_RUN_COLUMNS.items() if any(c in r for r in rows)}
+    return {**RUN_COLUMNS, **extra}
+
+
 def write_runs(path: Path, rows: list[dict[str, Any]]) -> None:
-    """runs.parquet with exactly RUN_COLUMNS, typed."""
-    _frame(rows, RUN_COLUMNS).to_parquet(path, index=False)
+    """runs.parquet with RUN_COLUMNS and the optional columns the rows have (missing: ""), typed."""
+    cols = run_columns(rows)
+    rows = [{**{c: "" for c in OPTIONAL_RUN_COLUMNS if c in cols}, **r} for r in rows]
+    _frame(rows, cols).to_parquet(path, index=False)
 
 
 def step_summary(rows: list[dict[str, Any]]) -> dict[str, int]:

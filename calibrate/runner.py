@@ -1,7 +1,9 @@
-"""Drive a real in-process vLLM engine (0.26 or 0.33; the version is recorded) with trace requests at a fixed concurrency (GPU host).
+"""Drive a real in-process vLLM engine (0.26, 0.33 or 0.34; the version is recorded) with trace requests at a fixed concurrency (GPU host).
 
 One engine per (model, config, K); several runs (corpus, concurrency, requests) reuse it, with the
-prefix cache and the suffix tree reset between runs so every run starts cold. Each run writes
+prefix cache and the drafter's cross-request memory (0.26/0.33: arctic's suffix tree; 0.34: the
+GPU corpus) reset between runs so every run starts cold. How the trace is reproduced is the
+version's harness adapter (calibrate.harness: logits forcing, or 0.34's trace replay). Each run writes
 steps_<run>.parquet and appends its row to runs.jsonl as soon as it ends, so a call that is cut
 off still returns what finished. `python -m calibrate.runner --help` and `simkit calibrate run`.
 """
@@ -21,13 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.forcing import FORCE_COPY, ForcedOutputs
+from calibrate.forcing import ForcedOutputs
+from calibrate.harness import ADAPTERS, get_adapter
+from calibrate.harness.flags import RunnerFlags, parse_k_table
+from calibrate.harness.versions import choose_installed
 from calibrate.model_configs import canonical, write_model_dir
 from calibrate.dynk import ENV, make_policy
 from calibrate.passes import plan_passes
 from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
 from traces.calibration_requests import CalRequest, read_requests, select_requests
-from simkit.errors import InputError
+from simkit.errors import InputError, SimkitError
 
 CONFIGS = ("vanilla", "suffix", "kpad", "dynamic")
 POLICIES = ("table", "feedback", "goodput")
@@ -35,7 +40,6 @@ MAX_MODEL_LEN = 16384
 MAX_NUM_BATCHED_TOKENS = 8192  # the OpenAI server's default on a >= 70 GiB GPU
 MAX_NUM_SEQS = 1024            # likewise
 GPU_MEMORY_UTILIZATION = 0.85
-SCHEDULERS = {"kpad": "calibrate.kpad.KPadScheduler", "dynamic": "calibrate.dynk.DynamicKScheduler"}
 
 
 DEFAULT_CAP = 1024      # max_tokens cap of every run before session D; others are named in run ids
@@ -99,17 +103,24 @@ class RunSpec:
                    repeats, cap)
 
 
-def speculative_config(config: str, k: int) -> dict | None:
+def check_config(config: str, k: int, adapter: Any = None, flags: RunnerFlags | None = None
+                 ) -> None:
+    """Refuse a configuration the harness adapter (default: forcing) cannot run, before vLLM
+    is imported."""
+    if config not in CONFIGS:
+        raise InputError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}", field="config")
+    if k < 0:
+        raise InputError("must be >= 0", field="k")
+    (adapter or get_adapter("forcing")).check(config, k, flags or RunnerFlags())
+
+
+def speculative_config(config: str, k: int, adapter: Any = None,
+                       flags: RunnerFlags | None = None) -> dict | None:
     """vLLM speculative_config for a simkit config name (k=0 keeps vLLM's default K for suffix)."""
-    if config == "vanilla":
-        return None
-    if config == "suffix":
-        return {"method": "suffix", **({"num_speculative_tokens": k} if k > 0 else {})}
-    if config in ("kpad", "dynamic"):
-        if k < 1:
-            raise InputError(f"{config} needs --k >= 1 (dynamic: max K of KS)", field="k")
-        return {"method": "suffix", "num_speculative_tokens": k}
-    raise InputError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}", field="config")
+    adapter = adapter or get_adapter("forcing")
+    flags = flags or RunnerFlags()
+    check_config(config, k, adapter, flags)
+    return adapter.speculative_config(config, k, flags)
 
 
 def _driver_version() -> str:
@@ -119,6 +130,28 @@ def _driver_version() -> str:
         return out.stdout.strip().splitlines()[0]
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+# speculative-config fields recorded in drafter_params when this vLLM has them (0.34 adds the last
+# three; spec factor and min prob are no-ops there but still recorded as resolved)
+DRAFTER_FIELDS = ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                  "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob",
+                  "suffix_decoding_corpus_tokens", "num_speculative_tokens_per_batch_size",
+                  "enable_adaptive_verification")
+NO_REAL_DRAFTS = ("real drafts per step (the speculator's num_valid) not recorded: they live on "
+                  "the GPU and a per-step copy to the host would wait for the step, which the "
+                  "async runner does not")
+
+
+def graph_sizes(cc: Any) -> str:
+    """The resolved prefill (token counts) and decode (request counts) CUDA-graph sizes of Model
+    Runner V2 on vLLM 0.34 (JSON); '' where the vLLM has no such fields."""
+    pre = getattr(cc, "prefill_cudagraph_capture_token_sizes", None)
+    dec = getattr(cc, "decode_cudagraph_capture_request_sizes", None)
+    if not hasattr(cc, "prefill_cudagraph_capture_token_sizes"):
+        return ""
+    return dumps({"prefill_tokens": sorted(int(x) for x in pre or []),
+                  "decode_requests": sorted(int(x) for x in dec or [])})
 
 
 def _resolved(engine: Any, config: str, install_info: dict) -> dict[str, Any]:
@@ -134,15 +167,17 @@ def _resolved(engine: Any, config: str, install_info: dict) -> dict[str, Any]:
     if spec is not None:
         k = int(spec.num_speculative_tokens)
         drafter = {"method": spec.method, "num_speculative_tokens": k}
-        for f in ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-                  "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"):
-            drafter[f] = getattr(spec, f, None)
+        for f in DRAFTER_FIELDS:
+            if hasattr(spec, f):
+                v = getattr(spec, f)
+                drafter[f] = [list(e) for e in v] if isinstance(v, (list, tuple)) else v
     return {
         "vllm_version": vllm.__version__,
         "runner": install_info["runner"],
         "async_scheduling": bool(sc.async_scheduling),
         "cudagraph_mode": str(getattr(cc.cudagraph_mode, "name", cc.cudagraph_mode)),
         "capture_sizes": dumps(sorted(int(s) for s in (cc.cudagraph_capture_sizes or []))),
+        "graph_sizes": graph_sizes(cc),
         "drafter_params": dumps(drafter),
         "k": k if config != "vanilla" else 0,
         "gpu": torch.cuda.get_device_name(0),
@@ -161,7 +196,8 @@ class Engine:
     """One in-process vLLM engine with the recorder (and the forcing) installed."""
 
     def __init__(self, model: str, config: str, k: int, model_dir: Path, tp: int = 1,
-                 force: bool = True, load_format: str = "dummy") -> None:
+                 force: bool = True, load_format: str = "dummy", adapter: Any = None,
+                 flags: RunnerFlags | None = None) -> None:
         # TP > 1 runs one engine per rank under torchrun (vLLM's "external_launcher" backend):
         # each rank schedules the same batches deterministically, so the hooks below (forcing,
         # recorder) run in-process on every rank, as with TP=1.
@@ -173,24 +209,31 @@ class Engine:
         from calibrate.recorder import StepRecorder
 
         self.model, self.config = canonical(model), config
+        self.adapter = adapter = adapter or get_adapter("forcing")
+        flags = flags or RunnerFlags()
         t = time.perf_counter()
         args = EngineArgs(
             model=str(model_dir), load_format=load_format, skip_tokenizer_init=True,
             dtype="bfloat16", seed=0, tensor_parallel_size=tp,
             gpu_memory_utilization=GPU_MEMORY_UTILIZATION, max_model_len=MAX_MODEL_LEN,
             max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, max_num_seqs=MAX_NUM_SEQS,
-            disable_log_stats=False, speculative_config=speculative_config(config, k),
-            scheduler_cls=SCHEDULERS.get(config),
+            disable_log_stats=False, speculative_config=speculative_config(config, k, adapter, flags),
+            scheduler_cls=adapter.scheduler_cls(config),
             distributed_executor_backend="external_launcher" if tp > 1 else None,
+            **(adapter.engine_kwargs() if force else {}),
         )
         self.engine = LLMEngine.from_engine_args(args)
         self.start_s = time.perf_counter() - t
-        self.forced = ForcedOutputs() if force else None
+        self.forced = ForcedOutputs() if force and adapter.forces_logits else None
+        self.replay = force and not adapter.forces_logits      # vLLM replays the trace itself
         self.rec = StepRecorder(self.forced)
         info = self.rec.install(self.engine)
         self.settings = _resolved(self.engine, config, info)
         self.settings["engine_start_s"] = self.start_s
-        want = {"kpad": "KPad", "dynamic": "DynamicK"}.get(config)
+        self.settings["harness"] = adapter.name
+        self.settings["draft_count"] = adapter.draft_count
+        want = {"kpad": "KPad", "dynamic": "DynamicK"}.get(config) if adapter.scheduler_cls(config) \
+            else None
         if want and want not in info["scheduler_cls"]:
             raise RuntimeError(f"{config} scheduler not in use: {info['scheduler_cls']}")
 
@@ -216,18 +259,12 @@ class Engine:
         return self.engine.engine_core.engine_core.model_executor.driver_worker.worker.model_runner
 
     def reset_caches(self) -> list[str]:
-        """Cold start for the next run: prefix cache and the suffix decoding global tree."""
+        """Cold start for the next run: prefix cache and the drafter's cross-request memory
+        (the adapter's reset: arctic's tree, or 0.34's GPU corpus via speculator.reset_state)."""
         notes = []
         if not self.engine.reset_prefix_cache():
             notes.append("prefix cache reset refused")
-        drafter = getattr(self._runner(), "drafter", None)
-        if drafter is not None and hasattr(drafter, "suffix_cache"):
-            from arctic_inference.suffix_decoding import SuffixDecodingCache
-
-            spec = self.engine.vllm_config.speculative_config
-            drafter.suffix_cache = SuffixDecodingCache(
-                max_tree_depth=spec.suffix_decoding_max_tree_depth,
-                max_cached_requests=spec.suffix_decoding_max_cached_requests)
+        notes += self.adapter.reset_drafter(self._runner(), self.engine.vllm_config)
         return notes
 
     def run(self, run_id: str, reqs: list[CalRequest], concurrency: int,
@@ -249,9 +286,10 @@ class Engine:
             r = pending.pop()
             if self.forced is not None:
                 self.forced.register(r.id, len(r.prompt_ids), r.output_ids)
+            extra = self.adapter.sampling_kwargs(r.output_ids) if self.replay else {}
             sp = SamplingParams(max_tokens=int(len(r.output_ids)), temperature=0.0,
                                 ignore_eos=True, detokenize=False,
-                                output_kind=RequestOutputKind.FINAL_ONLY)
+                                output_kind=RequestOutputKind.FINAL_ONLY, **extra)
             eng.add_request(r.id, TokensPrompt(prompt_token_ids=r.prompt_ids.tolist()), sp)
             last_admission = time.perf_counter() - rec.t0
 
@@ -285,8 +323,12 @@ class Engine:
 
 
 def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, config: str,
-            cap: int, skipped: dict, forced: bool, started: str) -> dict[str, Any]:
-    """One runs.parquet row from a finished run."""
+            cap: int, skipped: dict, forced: bool, started: str,
+            force_copy: str | None = None) -> dict[str, Any]:
+    """One runs.parquet row from a finished run (force_copy: how the trace was reproduced;
+    default the forcing adapter's)."""
+    if force_copy is None:
+        force_copy = get_adapter("forcing").force_copy
     rows = res["rows"]
     w = steady_window(res["completions"], res["last_admission"], res["end"])
     t_end = np.array([r["t_end_s"] for r in rows], dtype=np.float64)
@@ -298,6 +340,8 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
         notes.append(f"forcing disabled: {res['force_error']}")
     if res["mismatched"]:
         notes.append(f"{len(res['mismatched'])} requests differ from the trace")
+    if settings.get("draft_count") == "slots" and config != "vanilla":
+        notes.append(NO_REAL_DRAFTS)
     return {
         "run_id": run_id, "purpose": spec.purpose, "model": model, "corpus": spec.corpus,
         "config": config, "concurrency": spec.concurrency, "num_requests": spec.num_requests,
@@ -308,7 +352,8 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
                                      "scheduler_cls", "engine_start_s")},
         "output_tokens": tokens, "duration_s": w.t1 - w.t0, "output_tok_s": rate,
         "outputs_match_trace": forced and not res["mismatched"],
-        "forced": forced, "force_copy": FORCE_COPY if forced else "none",
+        "forced": forced, "force_copy": force_copy if forced else "none",
+        **{k: settings[k] for k in ("harness", "graph_sizes", "draft_count") if k in settings},
         "max_tokens_cap": cap, "steady_state": w.steady,
         "window": dumps({"rule": w.rule, "t0": round(w.t0, 6), "t1": round(w.t1, 6)}),
         "total_duration_s": res["end"], "total_output_tokens": res["output_tokens"],
@@ -336,7 +381,7 @@ def dynk_policy(policy: str, spec: RunSpec, model: str, settings: dict[str, Any]
     elif policy == "goodput":
         run = {k: settings[k] for k in ("tp", "max_model_len", "max_num_batched_tokens",
                                          "max_num_seqs", "cudagraph_mode", "gpu")}
-        run.update(model=model, force_copy=FORCE_COPY)
+        run.update(model=model, force_copy=get_adapter("forcing").force_copy)
         doc["price"] = {"run": run, "ks": list(ks), "graphs": "kmax"}
     return doc
 
@@ -390,11 +435,16 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                deadline: float | None = None, tp: int = 1, force: bool = True,
                est_tok_s: float = 0.0, tag: str = "", policies: list[str] | None = None,
                ks: tuple[int, ...] = (4, 6, 12), dynk_dir: Path | None = None,
-               load_format: str = "dummy") -> list[dict[str, Any]]:
+               load_format: str = "dummy", harness: str = "forcing",
+               flags: RunnerFlags | None = None) -> list[dict[str, Any]]:
     """Start one engine and make the runs; returns the run rows written so far.
 
     A spec with repeats R is made R times on this engine (caches reset before each run as
     always); repeat r >= 2 gets the run-id suffix -rep<r> (repeat_tag).
+
+    harness: the adapter that reproduces the trace (calibrate.harness: forcing on 0.26/0.33,
+    trace_replay on 0.34); flags: 0.34's suffix options (calibrate.harness.flags), named in the
+    run ids (-kt, -av, -ct<N>) and recorded in drafter_params.
 
     tag: extra run-id suffix (a re-measurement of an existing run id). Under torchrun only rank 0
     writes to out_dir (the others to out_dir/rank<r>), and no run is skipped by the deadline
@@ -410,14 +460,20 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     if not (model_dir / "config.json").exists():
         write_model_dir(key, model_dir)
     loaded = {c: read_requests(p) for c, p in requests.items()}
-    if config == "dynamic":     # the scheduler builds its policy at start; runs replace it
+    adapter = get_adapter(harness)
+    flags = flags or RunnerFlags()
+    check_config(config, k, adapter, flags)
+    plugin_dynamic = config == "dynamic" and adapter.scheduler_cls(config) is not None
+    if plugin_dynamic:     # the scheduler builds its policy at start; runs replace it
         k = max(ks)
         os.environ[ENV] = json.dumps({"policy": "feedback", "ks": list(ks)})
-    eng = Engine(key, config, k, model_dir, tp=tp, force=force, load_format=load_format)
+    eng = Engine(key, config, k, model_dir, tp=tp, force=force, load_format=load_format,
+                 adapter=adapter, flags=flags)
     kk = eng.settings["k"]
-    extra_tag = tag
-    tag = run_tag(key, config, kk, tp, force, tag)
-    policies = list(policies or POLICIES)
+    ran = adapter.ran_config(config)            # 0.34: kpad runs as suffix at K
+    extra_tag = "-".join(t for t in (flags.tag(), tag) if t)
+    tag = run_tag(key, ran, kk, tp, force, extra_tag)
+    policies = list(policies or POLICIES) if plugin_dynamic else [""]
     log = out_dir / "runs.jsonl"
     # Warm-up: first use of sampler/rejection kernels and allocator growth stay out of the runs.
     first = next(iter(loaded.values()))
@@ -426,7 +482,7 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
     done: list[dict[str, Any]] = []
     used: set[str] = set()
     for rep, spec in repeated(runs):
-        tag = run_tag(key, config, kk, tp, force, repeat_tag(extra_tag, rep))
+        tag = run_tag(key, ran, kk, tp, force, repeat_tag(extra_tag, rep))
         run_cap = spec.cap or cap
         reqs, skipped = select_requests(loaded[spec.corpus], spec.num_requests, MAX_MODEL_LEN,
                                         kk, run_cap)
@@ -442,8 +498,8 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                 print(f"SKIP {base_id} ({spec.history}): estimated {need:.0f}s exceeds the deadline",
                       flush=True)
                 continue
-        for policy in (policies if config == "dynamic" else [""]):
-            run_cfg, run_tag_ = config, tag
+        for policy in policies:
+            run_cfg, run_tag_ = ran, tag
             if policy:
                 run_cfg = f"dynamic-{policy}"
                 run_tag_ = run_tag(key, run_cfg, kk, tp, force, repeat_tag(extra_tag, rep))
@@ -466,7 +522,7 @@ def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Pa
                           f"({time.time() - t:.1f}s)", flush=True)
                     continue
                 row = run_row(run_id, spec, eng.settings, res, key, run_cfg, run_cap, skipped, force,
-                              started)
+                              started, adapter.force_copy)
                 row["history"] = p.history
                 k_counts = eng.take_k_counts()
                 row["k_counts"] = dumps(k_counts)
@@ -525,13 +581,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ks", default="4,6,12", help="dynamic config: the K set KS")
     ap.add_argument("--dynk-dir", type=Path, default=Path(".gpu/dynk"),
                     help="dynamic config: tuned tables from calibrate.dynk_tables")
+    ap.add_argument("--harness", choices=sorted(ADAPTERS),
+                    help="how the trace is reproduced (default: the installed vLLM's adapter)")
+    ap.add_argument("--corpus-tokens", type=int, help="vLLM 0.34 suffix_decoding_corpus_tokens")
+    ap.add_argument("--k-table", help="vLLM 0.34 num_speculative_tokens_per_batch_size, "
+                    "START-END:K,... (e.g. 1-8:16,9-64:8,65-1024:4)")
+    ap.add_argument("--adaptive-verification", action="store_true",
+                    help="vLLM 0.34 enable_adaptive_verification")
     a = ap.parse_args(argv)
-    runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
-    reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
+    try:
+        runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
+        flags = RunnerFlags(a.corpus_tokens, parse_k_table(a.k_table) if a.k_table else None,
+                            a.adaptive_verification)
+        harness = a.harness
+        if harness is None:
+            choice = choose_installed()
+            harness = choice.adapter
+            if choice.warning:
+                print(f"warning: {choice.warning}", file=sys.stderr, flush=True)
+        check_config(a.config, a.k, get_adapter(harness), flags)
+        reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
+    except SimkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     run_engine(a.model, a.config, a.k, runs, a.out, reqs, a.model_dir, a.max_tokens_cap,
                a.deadline, a.tp, not a.no_force, a.est_tok_s, a.tag,
                [p for p in a.policies.split(",") if p], tuple(int(k) for k in a.ks.split(",")),
-               a.dynk_dir)
+               a.dynk_dir, harness=harness, flags=flags)
     return 0
 
 

@@ -87,3 +87,14 @@ RUN_COLUMNS = {
                                      # suffix tree and prefix cache were not reset in between)
     "k_counts": "string",            # JSON {K: steps} chosen by a dynamic-K policy ("{}" else)
 }
+
+# Run columns of the vLLM 0.34 harness (issue 39): written when any merged run has them; runs
+# recorded before them read "" (merge fills it, never a guess). Meanings in docs/calibration.md.
+OPTIONAL_RUN_COLUMNS = {
+    "harness": "string",             # how the trace was reproduced: forcing / trace_replay
+    "graph_sizes": "string",         # JSON {"prefill_tokens": [...], "decode_requests": [...]}:
+                                     # 0.34's resolved prefill / decode CUDA-graph sizes
+    "draft_count": "string",         # what num_spec_tokens and num_draft_tokens count: "drafts"
+                                     # (0.26/0.33: real drafts plus -1 pads) or "slots" (0.34: K
+                                     # verified slots per decoding request, fillers included)
+}

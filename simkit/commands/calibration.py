@@ -14,7 +14,8 @@ calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs,
                                  "the cost model.", no_args_is_help=True)
 
 VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
-                     "(default: 0.33, the newest simkit knows)")
+                     "(default: 0.33, the newest simkit knows); a newer one (0.34) gets the "
+                     "newest known rules, with a warning")
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -77,10 +78,25 @@ def run(
     load_format: str = typer.Option("dummy", "--load-format", help="vLLM load_format: dummy "
                                     "(random weights; timing does not depend on them) or auto "
                                     "(real weights in --model-dir)", rich_help_panel=ENGINE),
+    corpus_tokens: Optional[int] = typer.Option(None, "--corpus-tokens", help="vLLM 0.34+: "
+                                                "suffix_decoding_corpus_tokens, the GPU corpus "
+                                                "size in tokens (0: no cross-request drafts; "
+                                                "default: vLLM's, 2^20)", rich_help_panel=RUNS),
+    k_table: Optional[str] = typer.Option(None, "--k-table", help="vLLM 0.34+: "
+                                          "num_speculative_tokens_per_batch_size as "
+                                          "START-END:K,..., e.g. 1-8:16,9-64:8,65-1024:4 "
+                                          "(--config dynamic or suffix; default: none)",
+                                          rich_help_panel=RUNS),
+    adaptive_verification: bool = typer.Option(False, "--adaptive-verification",
+                                               help="vLLM 0.34+: enable_adaptive_verification",
+                                               rich_help_panel=RUNS),
 ) -> None:
-    """Start your installed vLLM (0.26 or 0.33, detected and recorded) in-process with the
-    trace's outputs forced, and record every engine step."""
-    from calibrate.runner import RunSpec, requests_for, run_engine
+    """Start your installed vLLM (0.26, 0.33 or 0.34, detected and recorded) in-process
+    reproducing the trace's outputs (0.34: vLLM's trace replay; older: forced logits), and
+    record every engine step."""
+    from calibrate.harness import get_adapter
+    from calibrate.harness.flags import RunnerFlags, parse_k_table
+    from calibrate.runner import CONFIGS, RunSpec, check_config, requests_for, run_engine
     from simkit.errors import InputError
 
     if runs_spec:
@@ -99,10 +115,19 @@ def run(
     if load_format == "auto" and model_dir is None:
         raise InputError("real weights need --model-dir (the folder with the weights)",
                          field="load-format")
+    if config not in CONFIGS:
+        raise InputError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}",
+                         field="config")
+    flags = RunnerFlags(corpus_tokens, parse_k_table(k_table) if k_table else None,
+                        adaptive_verification)
     files = requests_for(model, sorted({r.corpus for r in runs}), requests_dir, requests)
-    _require_vllm()
+    choice = _require_vllm()          # the installed release, from its metadata: no vLLM import
+    check_config(config, k, get_adapter(choice.adapter), flags)
+    if choice.warning:
+        typer.echo(f"warning: {choice.warning}", err=True)
     rows = run_engine(model, config, k, runs, out, files, model_dir, max_tokens_cap, None, tp,
-                      not no_force, tag=tag, load_format=load_format)
+                      not no_force, tag=tag, load_format=load_format, harness=choice.adapter,
+                      flags=flags)
     from simkit.outfiles import wrote
 
     for r in rows:
@@ -112,17 +137,12 @@ def run(
         wrote(out / "runs.jsonl")                    # one row appended per run
 
 
-def _require_vllm() -> None:
-    """One clear line when vLLM is not installed here (a GPU host with vLLM 0.26..0.33)."""
-    import importlib.util
+def _require_vllm():
+    """The installed vLLM's release and harness adapter (calibrate.harness.versions), read from
+    its package metadata without importing it; one clear line when vLLM is not installed here."""
+    from calibrate.harness.versions import choose_installed
 
-    from simkit.catalog.vllm_versions import VERSIONS
-    from simkit.errors import SimkitError
-
-    if importlib.util.find_spec("vllm") is None:
-        raise SimkitError("vLLM is not installed here: `simkit calibrate run` drives your vLLM "
-                          f"({', '.join(v.release for v in VERSIONS.values())}) on a GPU host; "
-                          "install it there (pip install vllm==0.33.0) and run this command there")
+    return choose_installed()
 
 
 @calibrate_app.command("plan")
@@ -132,8 +152,11 @@ def plan_cmd(
                                "runs replay"),
     budget_min: float = typer.Option(15.0, "--budget-min", help="GPU minutes the runs may take, "
                                      "engine starts included"),
-    configs: str = typer.Option("vanilla,suffix,kpad:4,kpad:12", "--configs",
-                                help="configurations to calibrate, most important first"),
+    configs: Optional[str] = typer.Option(None, "--configs",
+                                          help="configurations to calibrate, most important "
+                                          "first (default: vanilla,suffix,kpad:4,kpad:12; on "
+                                          "vLLM 0.34, where K-pad is built in: "
+                                          "vanilla,suffix:8,suffix:4,suffix:16)"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
     fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
@@ -142,17 +165,24 @@ def plan_cmd(
     """The calibration runs that fit a GPU-time budget, as `simkit calibrate run` commands."""
     import json
 
-    from calibrate.plan import make_plan
+    from calibrate.harness.versions import choose, installed_vllm_release
+    from calibrate.plan import default_configs, make_plan
     from simkit.catalog.models import get_model
+    from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.checks import output_file
 
     output_file(out, "out", (".sh",))
     spec = get_model(model)
     _known_corpus(corpus)
+    # the version asked for, else the vLLM installed here (a GPU host), else simkit's newest
+    choice = choose(vllm_version or installed_vllm_release() or get_vllm_version(None).release)
+    if choice.warning:
+        typer.echo(f"warning: {choice.warning}", err=True)
     mean_out, mean_from = _mean_output_tokens(model, corpus)
-    plan = make_plan(spec.name, corpus, budget_min=budget_min,
-                     configs=[c for c in configs.split(",") if c.strip()],
-                     vllm_version=vllm_version, mean_output_tokens=mean_out,
+    asked = [c for c in configs.split(",") if c.strip()] if configs is not None else \
+        list(default_configs(choice.key))
+    plan = make_plan(spec.name, corpus, budget_min=budget_min, configs=asked,
+                     vllm_version=choice.key, mean_output_tokens=mean_out,
                      params_b=spec.active_params() / 1e9)
     lines = plan.commands()
     if out:
@@ -288,10 +318,15 @@ def fit_cmd(
     from simkit.costmodel.fit import fit_calibration
     from simkit.errors import InputError
 
+    from calibrate.harness import HARNESS_BY_VERSION
+    from simkit.catalog.nearest_version import resolve_vllm_version
     from simkit.catalog.vllm_versions import get_vllm_version
 
-    version = get_vllm_version(vllm_version)
-    name = name or version.calibration_name(hardware)
+    # a release newer than simkit's rules (0.34 before its rules land, 0.35) is fitted on its
+    # own records under its own name, with the warning resolve_vllm_version words
+    version = resolve_vllm_version(vllm_version if vllm_version is not None else
+                                   get_vllm_version(None).key, tuple(HARNESS_BY_VERSION))
+    name = name or f"{hardware}-vllm{version.key.replace('.', '')}"
     if folds < 2:
         raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
     if not records.is_dir():
@@ -299,12 +334,18 @@ def fit_cmd(
     output_file(out, "out", (".json",))
     from simkit.progress import status
 
+    if version.warning:
+        typer.echo(f"warning: {version.warning}", err=True)
     with status(f"fitting the step-time model on {records} ({folds}-fold cross-validation)"):
         doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
                               version.key)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
     from simkit.report.fit import wrap_prose
+
+    for note in doc.get("notes", []):
+        if note != version.warning:            # the warning was printed above
+            typer.echo("\n".join(wrap_prose(f"note: {note}")))
 
     own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]
     runner = [k.split(".", 1)[1] for k in doc["not_fitted"] if k.startswith("async_runner.")]

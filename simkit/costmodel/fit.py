@@ -43,11 +43,11 @@ def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
     reading them again."""
     left_out: dict[str, int] = {}
     if vllm_version is not None and "vllm_version" in X:
-        from simkit.catalog.vllm_versions import get_vllm_version
-        from simkit.costmodel.step_records import versions_of
+        from simkit.catalog.nearest_version import resolve_vllm_version
+        from simkit.costmodel.step_records import release_keys
 
-        key = get_vllm_version(vllm_version).key
-        same = versions_of(X["vllm_version"]) == key
+        key = resolve_vllm_version(vllm_version).key     # a newer release keeps its own key
+        same = release_keys(X["vllm_version"]) == key
         if (~same).any():
             left_out[f"runs of another vLLM version than {key}"] = int((~same).sum())
         X = X[same]
@@ -72,13 +72,19 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
                 default_for: tuple[str, ...] = (), n_splits: int = 5,
                 vllm_version: str | None = None) -> dict[str, Any]:
     """Cross-validate, fit on all calibration steps of one vLLM version (None: the newest), and
-    (if out) write the calibration JSON, which names that version."""
-    from simkit.catalog.vllm_versions import get_vllm_version
+    (if out) write the calibration JSON, which names that version. A release newer than simkit's
+    rules (resolve_vllm_version) is fitted on its own runs and named after itself; the
+    document's notes say so, and say how its draft columns were read."""
+    from simkit.catalog.nearest_version import resolve_vllm_version
     from simkit.costmodel.estimator import StepTimeEstimator
     from simkit.costmodel.calibrations import write_calibration
 
-    version = get_vllm_version(vllm_version).key
+    resolved = resolve_vllm_version(vllm_version if vllm_version is not None else
+                                    get_default_key())
+    version = resolved.key
     X, left_out = load_record_dir(records, hardware, version)
+    notes = [resolved.warning] if resolved.warning else []
+    notes += draft_column_notes(X)
     est = StepTimeEstimator(hardware=hardware)
     est.cross_validate_report(X, n_splits=n_splits)
     est.fit(X)
@@ -87,9 +93,43 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_
     doc["vllm_version"] = version
+    if notes:
+        doc["notes"] = notes
     if out:
         write_calibration(doc, out)
     return doc
+
+
+def get_default_key() -> str:
+    """The newest vLLM version simkit has rules for (what a fit without a version means)."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    return get_vllm_version(None).key
+
+
+SLOTS_NOTE = ("vLLM 0.34 records: num_spec_tokens counts the K slots every decoding request "
+              "verifies (fillers included), which is what the verify work and the rejection "
+              "sampler cost depend on, so the device and sampling terms read it as it is; the "
+              "drafter runs on the GPU inside the step (no host drafting per request: "
+              "num_drafting_reqs is 0), so the host drafting terms are not fitted from these runs")
+
+
+def draft_column_notes(X: Any) -> list[str]:
+    """How the fit reads the draft columns of these records: 0.34's count verified slots, not
+    real drafts (runs.draft_count 'slots'); a slots run that still reports host-drafting
+    requests would be fitted wrongly and is refused."""
+    if "draft_count" not in X:
+        return []
+    slots = X["draft_count"].astype(str) == "slots"
+    if not slots.any():
+        return []
+    bad = slots & (X["num_drafting_reqs"] > 0)
+    if bad.any():
+        run = str(X.loc[bad.idxmax(), "run_id"])
+        raise InputError("a run whose draft columns count slots (vLLM 0.34) reports requests "
+                         "drafted on the host; its records are not 0.34 harness records",
+                         path=run, field="num_drafting_reqs")
+    return [SLOTS_NOTE]
 
 
 def main(argv: list[str] | None = None) -> int:

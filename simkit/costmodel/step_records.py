@@ -63,6 +63,19 @@ def versions_of(column: Any) -> Any:
     return pd.Series(keys[codes], index=column.index, dtype=object)
 
 
+def release_keys(column: Any) -> Any:
+    """The 'X.Y' release key of every value of a column (a Series of recorded vllm_version),
+    also for a release simkit has no rules for ('0.34.0' -> '0.34'); '' where unreadable."""
+    import numpy as np
+    import pandas as pd
+
+    from simkit.catalog.nearest_version import release_key
+
+    codes, distinct = pd.factorize(column)
+    keys = np.array([release_key(v) for v in distinct] + [""], dtype=object)
+    return pd.Series(keys[codes], index=column.index, dtype=object)
+
+
 def select_version(runs: Any, vllm_version: str | None) -> Any:
     """The runs recorded with that vLLM version (None: every run)."""
     if vllm_version is None or "vllm_version" not in runs.columns:
@@ -198,7 +211,7 @@ def join_runs(steps: Any, runs: Any) -> Any:
     """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
     by run_id; a step whose run is missing is an error naming the run."""
     cols = [c for c in ("run_id", "model", "tp", "async_scheduling", "config", "gpu", "k", "force_copy", "purpose",
-                        "vllm_version")
+                        "vllm_version", "draft_count")
             if c in runs.columns]
     missing = set(steps["run_id"].unique()) - set(runs["run_id"])   # unique: ~500 k rows
     if missing:
@@ -227,4 +240,4 @@ def read_parquet(path: str | Path, required: tuple[str, ...] | list[str] = ()) -
 
 __all__ = ["join_runs", "read_parquet", "RUN_KEYS", "STEP_KEYS", "check_records", "drop_untimed",
            "batch_from_row", "batches", "drafter_of", "records", "BATCH_COLUMNS", "TIME_COLUMNS", "STEP_COLUMNS",
-           "select_version", "version_of"]
+           "release_keys", "select_version", "version_of"]

@@ -103,7 +103,9 @@ def test_run_names_every_file_it_wrote(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "run_engine", engine)
     monkeypatch.setattr(runner, "requests_for", lambda *a: {})
-    monkeypatch.setattr(cmd, "_require_vllm", lambda: None)
+    from calibrate.harness.versions import choose
+
+    monkeypatch.setattr(cmd, "_require_vllm", lambda: choose("0.33.0"))
     res = CliRunner().invoke(app, ["calibrate", "run", "--model", "llama-3.1-8b", "--corpus",
                                    "chat", "--config", "vanilla", "--out", str(tmp_path),
                                    "--concurrency", "8,32", "--requests-dir", str(tmp_path)])
