@@ -111,7 +111,10 @@ SLOTS_NOTE = ("vLLM 0.34 records: num_spec_tokens counts the K slots every decod
               "verifies (fillers included), which is what the verify work and the rejection "
               "sampler cost depend on, so the device and sampling terms read it as it is; the "
               "drafter runs on the GPU inside the step (no host drafting per request: "
-              "num_drafting_reqs is 0), so the host drafting terms are not fitted from these runs")
+              "num_drafting_reqs is 0), so the host drafting terms are not fitted from these runs; the "
+              "host time of its propose call (t_draft_s: kernel launches, inside sampling's host "
+              "time) is not modelled apart, so the draft component's cross-validated error "
+              "compares it with none")
 
 
 def draft_column_notes(X: Any) -> list[str]:
