@@ -141,6 +141,8 @@ DRAFTER_FIELDS = ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_
 NO_REAL_DRAFTS = ("real drafts per step (the speculator's num_valid) not recorded: they live on "
                   "the GPU and a per-step copy to the host would wait for the step, which the "
                   "async runner does not")
+ADAPTIVE_SLOTS = ("adaptive verification on: num_spec_tokens counts the slots scheduled; the "
+                  "slots it trimmed on the GPU are not recorded")
 
 
 def graph_sizes(cc: Any) -> str:
@@ -342,6 +344,8 @@ def run_row(run_id: str, spec: RunSpec, settings: dict, res: dict, model: str, c
         notes.append(f"{len(res['mismatched'])} requests differ from the trace")
     if settings.get("draft_count") == "slots" and config != "vanilla":
         notes.append(NO_REAL_DRAFTS)
+        if json.loads(settings.get("drafter_params") or "{}").get("enable_adaptive_verification"):
+            notes.append(ADAPTIVE_SLOTS)
     return {
         "run_id": run_id, "purpose": spec.purpose, "model": model, "corpus": spec.corpus,
         "config": config, "concurrency": spec.concurrency, "num_requests": spec.num_requests,
@@ -594,11 +598,16 @@ def main(argv: list[str] | None = None) -> int:
         flags = RunnerFlags(a.corpus_tokens, parse_k_table(a.k_table) if a.k_table else None,
                             a.adaptive_verification)
         harness = a.harness
+        choice = choose_installed()
         if harness is None:
-            choice = choose_installed()
             harness = choice.adapter
             if choice.warning:
                 print(f"warning: {choice.warning}", file=sys.stderr, flush=True)
+        elif harness != choice.adapter:
+            print(f"warning: --harness {harness} on vLLM {choice.release}, whose harness is "
+                  f"{choice.adapter}: forced logits do not reach vLLM 0.34's verification steps, "
+                  "and trace replay is refused with speculative decoding before 0.34",
+                  file=sys.stderr, flush=True)
         check_config(a.config, a.k, get_adapter(harness), flags)
         reqs = requests_for(a.model, [r.corpus for r in runs], a.requests_dir, a.requests)
     except SimkitError as exc:

@@ -15,7 +15,7 @@ from calibrate.harness.flags import RunnerFlags, k_table_text, parse_k_table
 from calibrate.harness.versions import _adapter_name, choose, choose_installed
 from calibrate.model_output import accepted_tokens, sampled_by_request
 from calibrate.recorder import accepted_in_output, runner_kind
-from calibrate.runner import (NO_REAL_DRAFTS, RunSpec, check_config, graph_sizes, run_row,
+from calibrate.runner import (ADAPTIVE_SLOTS, NO_REAL_DRAFTS, RunSpec, check_config, graph_sizes, run_row,
                               speculative_config)
 from simkit.catalog.nearest_version import ResolvedVersion, release_key, resolve_vllm_version
 from simkit.catalog.vllm_versions import VERSIONS
@@ -254,6 +254,10 @@ def test_a_trace_replay_run_row_says_what_its_draft_columns_count():
     vanilla = run_row("x", RunSpec("chat", 2, 4), settings, res, "m", "vanilla", 1024, {}, True,
                       "", "trace-replay")
     assert vanilla["notes"] == ""
+    settings["drafter_params"] = json.dumps({"enable_adaptive_verification": True})
+    adaptive = run_row("x", RunSpec("chat", 2, 4), settings, res, "m", "suffix", 1024, {}, True,
+                       "", "trace-replay")
+    assert adaptive["notes"] == f"{NO_REAL_DRAFTS}; {ADAPTIVE_SLOTS}"
 
 
 def test_merge_writes_the_034_columns_only_when_a_run_has_them(tmp_path):
@@ -285,3 +289,42 @@ def test_merge_writes_the_034_columns_only_when_a_run_has_them(tmp_path):
     by_id = got.set_index("run_id")
     assert by_id.loc[base[0]["run_id"], "draft_count"] == ""
     assert by_id.loc[base[1]["run_id"], "draft_count"] == "slots"
+
+
+def test_the_recorder_times_034_drafting_at_the_speculators_propose(monkeypatch):
+    """On Model Runner V2 with a speculator (0.34 suffix) the host time of speculator.propose
+    lands in t_draft; no forcing proxy is installed when the harness does not force (trace
+    replay). vLLM's runner module is stood in for by the two names the recorder patches there."""
+    import sys
+    import time
+    import types
+
+    from calibrate.recorder import StepRecorder, _Step
+
+    mr = types.ModuleType("vllm.v1.worker.gpu.model_runner")
+    mr.set_forward_context = lambda *a, **k: None
+    mr.dispatch_cg_and_sync_dp = lambda *a, **k: (SimpleNamespace(cg_mode="FULL", num_tokens=1),
+                                                   None)
+    for name in ("vllm", "vllm.v1", "vllm.v1.worker", "vllm.v1.worker.gpu"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, mr.__name__, mr)
+
+    def propose(*a, **k):
+        time.sleep(0.01)
+        return "drafts"
+
+    runner = _runner_of("vllm.v1.worker.gpu.model_runner")
+    runner.execute_model = runner.sample_tokens = runner.sample = lambda *a, **k: None
+    runner.model = SimpleNamespace(compute_logits=lambda *a, **k: None)
+    runner.sampler = object()
+    runner.speculator = SimpleNamespace(propose=propose)
+    rec = StepRecorder(forced=None)
+    rec._install_v2(runner)
+    assert runner.sampler.__class__ is object               # not wrapped: nothing to force
+    rec.active, rec._cur = True, _Step(t_start=0.0)
+    assert runner.speculator.propose() == "drafts"
+    assert rec._cur.t_draft >= 0.01
+    rec.active = False                                         # outside a run: not counted
+    before = rec._cur.t_draft
+    runner.speculator.propose()
+    assert rec._cur.t_draft == before
