@@ -3,9 +3,9 @@
 One engine per (model, config, K); several runs (corpus, concurrency, requests) reuse it, with the
 prefix cache and the drafter's cross-request memory (0.26/0.33: arctic's suffix tree; 0.34: the
 GPU corpus) reset between runs so every run starts cold. How the trace is reproduced is the
-version's harness adapter (calibrate.harness: logits forcing, or 0.34's trace replay). Each run writes
-steps_<run>.parquet and appends its row to runs.jsonl as soon as it ends, so a call that is cut
-off still returns what finished. `python -m calibrate.runner --help` and `simkit calibrate run`.
+version's harness adapter (calibrate.harness: logits forcing, or 0.34's trace replay). Each run
+writes steps_<run>.parquet and appends its row to runs.jsonl as soon as it ends, so a call that is
+cut off still returns what finished. `python -m calibrate.runner --help` and `simkit calibrate run`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import argparse
 import datetime as _dt
 import json
 import os
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,9 @@ from calibrate.model_configs import canonical, write_model_dir
 from calibrate.dynk import ENV, make_policy
 from calibrate.passes import plan_passes
 from calibrate.records import dumps, steady_window, step_summary, window_throughput, write_steps
+from calibrate.resolved import DRAFTER_FIELDS, _resolved, graph_sizes  # noqa: F401 - re-exported
+from calibrate.run_specs import (RunSpec, repeat_tag, repeated, run_tag,  # noqa: F401
+                                 table_file_name, unique_id)
 from traces.calibration_requests import CalRequest, read_requests, select_requests
 from simkit.errors import InputError, SimkitError
 
@@ -43,64 +44,6 @@ GPU_MEMORY_UTILIZATION = 0.85
 
 
 DEFAULT_CAP = 1024      # max_tokens cap of every run before session D; others are named in run ids
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One measured run on an engine."""
-
-    corpus: str
-    concurrency: int
-    num_requests: int
-    purpose: str = "calibration"
-    history: str = "cold"
-    repeats: int = 1
-    cap: int | None = None      # max_tokens cap of this run; None: the engine call's cap
-
-    @classmethod
-    def parse(cls, text: str) -> "RunSpec":
-        """'corpus:concurrency:num_requests[:purpose[:history]][:cap=N][*R]'; history cold, hot
-        or repeat:P (calibrate.passes says what each serves); cap=N sets this run's max_tokens
-        cap; *R makes the run R times (repeated)."""
-        text, star, rep = text.partition("*")
-        repeats = 1
-        if star:
-            try:
-                repeats = int(rep)
-            except ValueError:
-                raise InputError(f"run spec {text}*{rep}: repeats after '*' must be an integer",
-                                 field="runs") from None
-            if repeats < 1:
-                raise InputError(f"run spec {text}*{rep}: repeats must be >= 1", field="runs")
-        parts = text.split(":")
-        cap = None
-        for part in [x for x in parts if x.startswith("cap=")]:
-            try:
-                cap = int(part[4:])
-            except ValueError:
-                raise InputError(f"run spec {text!r}: {part} must be cap=<integer>",
-                                 field="runs") from None
-            if cap < 1:
-                raise InputError(f"run spec {text!r}: cap must be >= 1", field="runs")
-            parts.remove(part)
-        if len(parts) < 3:
-            raise InputError(f"run spec {text!r} is not "
-                             "corpus:concurrency:num_requests[:purpose[:history]]", field="runs")
-        history = ":".join(parts[4:]) or "cold"
-        try:
-            plan_passes([], history)
-        except (ValueError, InputError) as e:
-            raise InputError(f"run spec {text!r}: {e}", field="runs") from None
-        parts = parts[:4]
-        try:
-            c, n = int(parts[1]), int(parts[2])
-        except ValueError:
-            raise InputError(f"run spec {text!r}: concurrency and num_requests must be integers",
-                             field="runs") from None
-        if c < 1 or n < 1:
-            raise InputError(f"run spec {text!r}: values must be >= 1", field="runs")
-        return cls(parts[0], c, n, parts[3] if len(parts) == 4 else "calibration", history,
-                   repeats, cap)
 
 
 def check_config(config: str, k: int, adapter: Any = None, flags: RunnerFlags | None = None
@@ -123,75 +66,11 @@ def speculative_config(config: str, k: int, adapter: Any = None,
     return adapter.speculative_config(config, k, flags)
 
 
-def _driver_version() -> str:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0]
-    except Exception:  # noqa: BLE001
-        return "unknown"
-
-
-# speculative-config fields recorded in drafter_params when this vLLM has them (0.34 adds the last
-# three; spec factor and min prob are no-ops there but still recorded as resolved)
-DRAFTER_FIELDS = ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-                  "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob",
-                  "suffix_decoding_corpus_tokens", "num_speculative_tokens_per_batch_size",
-                  "enable_adaptive_verification")
 NO_REAL_DRAFTS = ("real drafts per step (the speculator's num_valid) not recorded: they live on "
                   "the GPU and a per-step copy to the host would wait for the step, which the "
                   "async runner does not")
 ADAPTIVE_SLOTS = ("adaptive verification on: num_spec_tokens counts the slots scheduled; the "
                   "slots it trimmed on the GPU are not recorded")
-
-
-def graph_sizes(cc: Any) -> str:
-    """The resolved prefill (token counts) and decode (request counts) CUDA-graph sizes of Model
-    Runner V2 on vLLM 0.34 (JSON); '' where the vLLM has no such fields."""
-    pre = getattr(cc, "prefill_cudagraph_capture_token_sizes", None)
-    dec = getattr(cc, "decode_cudagraph_capture_request_sizes", None)
-    if not hasattr(cc, "prefill_cudagraph_capture_token_sizes"):
-        return ""
-    return dumps({"prefill_tokens": sorted(int(x) for x in pre or []),
-                  "decode_requests": sorted(int(x) for x in dec or [])})
-
-
-def _resolved(engine: Any, config: str, install_info: dict) -> dict[str, Any]:
-    """The settings vLLM actually resolved (not what we asked for)."""
-    import torch
-    import vllm
-
-    vc = engine.vllm_config
-    cc, sc = vc.compilation_config, vc.scheduler_config
-    spec = vc.speculative_config
-    drafter: dict[str, Any] = {}
-    k = 0
-    if spec is not None:
-        k = int(spec.num_speculative_tokens)
-        drafter = {"method": spec.method, "num_speculative_tokens": k}
-        for f in DRAFTER_FIELDS:
-            if hasattr(spec, f):
-                v = getattr(spec, f)
-                drafter[f] = [list(e) for e in v] if isinstance(v, (list, tuple)) else v
-    return {
-        "vllm_version": vllm.__version__,
-        "runner": install_info["runner"],
-        "async_scheduling": bool(sc.async_scheduling),
-        "cudagraph_mode": str(getattr(cc.cudagraph_mode, "name", cc.cudagraph_mode)),
-        "capture_sizes": dumps(sorted(int(s) for s in (cc.cudagraph_capture_sizes or []))),
-        "graph_sizes": graph_sizes(cc),
-        "drafter_params": dumps(drafter),
-        "k": k if config != "vanilla" else 0,
-        "gpu": torch.cuda.get_device_name(0),
-        "driver": _driver_version(),
-        "tp": int(vc.parallel_config.tensor_parallel_size),
-        "max_num_seqs": int(sc.max_num_seqs),
-        "max_num_batched_tokens": int(sc.max_num_batched_tokens),
-        "max_model_len": int(vc.model_config.max_model_len),
-        "gpu_memory_utilization": float(vc.cache_config.gpu_memory_utilization),
-        "prefix_caching": bool(vc.cache_config.enable_prefix_caching),
-        "scheduler_cls": install_info["scheduler_cls"],
-    }
 
 
 class Engine:
@@ -388,50 +267,6 @@ def dynk_policy(policy: str, spec: RunSpec, model: str, settings: dict[str, Any]
         run.update(model=model, force_copy=get_adapter("forcing").force_copy)
         doc["price"] = {"run": run, "ks": list(ks), "graphs": "kmax"}
     return doc
-
-
-def table_file_name(model: str, corpus: str, concurrency: int, n: int) -> str:
-    """File of the tuned batch-size -> K table of one run's requests."""
-    return f"{model}__{corpus}__c{concurrency}_n{n}.json"
-
-
-def run_tag(model: str, config: str, k: int, tp: int = 1, force: bool = True,
-            extra: str = "") -> str:
-    """Run-id prefix: model_config[K][-tpN][-unforced][-extra], unique per measured setting."""
-    tag = f"{model}_{config}{k if config != 'vanilla' else ''}"
-    if tp > 1:
-        tag += f"-tp{tp}"
-    if not force:
-        tag += "-unforced"
-    if extra:
-        tag += f"-{extra}"
-    return tag
-
-
-def unique_id(run_id: str, used: set[str]) -> str:
-    """run_id, or run_id-again<N> when this engine already made a run of that id (a hot spec's
-    recorded first pass repeats the cold spec of the same list); records it in `used`."""
-    out, n = run_id, 1
-    while out in used:
-        n += 1
-        out = f"{run_id}-again{n}"
-    used.add(out)
-    return out
-
-
-def repeat_tag(tag: str, rep: int) -> str:
-    """Run-id extra for repeat `rep` (1-based) of a run list: the first keeps `tag`, later ones
-    add rep<r>, so every repeat of one setting has its own id and the same setting otherwise."""
-    if rep <= 1:
-        return tag
-    return f"{tag}-rep{rep}" if tag else f"rep{rep}"
-
-
-def repeated(runs: list[RunSpec]) -> list[tuple[int, RunSpec]]:
-    """(repeat number, spec) pairs: round r makes every spec with at least r repeats, in list
-    order, so that slow drift of the host spreads over every repeated setting instead of one."""
-    rounds = max((s.repeats for s in runs), default=0)
-    return [(r, s) for r in range(1, rounds + 1) for s in runs if s.repeats >= r]
 
 
 def run_engine(model: str, config: str, k: int, runs: list[RunSpec], out_dir: Path,
