@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call: install vLLM from the carried chunks if this machine lacks it, then start one
 # engine per group and make its runs, merging records into $OUT after each engine.
+# A sitting's parts call it from their run plan (calibrate/gpu/sitting.sh, calibrate/plans/).
 # usage: bash calibrate/gpu/session.sh BUDGET_S MODEL GROUP...
 #   GROUP = config:k@corpus:conc:n[:purpose[:history]][:cap=N][*R],...   (history: cold, hot, repeat:P;
 #           cap=N: this run's max_tokens cap instead of CAP; *R: made R times, ids -rep2.. ;
