@@ -92,11 +92,13 @@ def runner_kind(runner: Any) -> str:
     """'v1' for vLLM's V1 GPUModelRunner (0.26/0.33 suffix), 'v2' for Model Runner V2 (0.33
     vanilla and ngram, everything on 0.34), from the runner's module: vLLM 0.34 removed V1, so a
     test for a V1-only method would call every runner V2 whatever it is."""
+    for cls in type(runner).__mro__:         # a subclass (a platform's runner) counts as its base
+        mod = cls.__module__
+        if mod.startswith("vllm.v1.worker.gpu."):
+            return "v2"
+        if mod == "vllm.v1.worker.gpu_model_runner":
+            return "v1"
     mod = type(runner).__module__
-    if mod.startswith("vllm.v1.worker.gpu."):
-        return "v2"
-    if mod == "vllm.v1.worker.gpu_model_runner":
-        return "v1"
     raise RuntimeError(f"unknown vLLM model runner {mod}.{type(runner).__qualname__}: the "
                        "recorder knows vllm.v1.worker.gpu_model_runner (V1) and "
                        "vllm.v1.worker.gpu.* (Model Runner V2)")

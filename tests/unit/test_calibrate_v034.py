@@ -220,6 +220,8 @@ def test_runner_kind_reads_the_runner_class_not_its_methods():
     v2._model_forward = lambda: None            # a V1-looking method does not make it V1
     assert runner_kind(v2) == "v2"
     assert runner_kind(_runner_of("vllm.v1.worker.gpu_model_runner")) == "v1"
+    sub = type("PlatformRunner", (type(v2),), {"__module__": "vllm_plugin.runner"})
+    assert runner_kind(sub()) == "v2"
     with pytest.raises(RuntimeError, match="unknown vLLM model runner"):
         runner_kind(_runner_of("vllm.v2.runner"))
 
