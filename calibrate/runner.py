@@ -67,8 +67,9 @@ def speculative_config(config: str, k: int, adapter: Any = None,
 
 
 NO_REAL_DRAFTS = ("real drafts per step (the speculator's num_valid) not recorded: they live on "
-                  "the GPU and a per-step copy to the host would wait for the step, which the "
-                  "async runner does not")
+                  "the GPU; reading them each step would wait for the step (a blocking copy) or "
+                  "need a ring of pinned host buffers read back later, which the harness does "
+                  "not have yet")
 ADAPTIVE_SLOTS = ("adaptive verification on: num_spec_tokens counts the slots scheduled; the "
                   "slots it trimmed on the GPU are not recorded")
 
