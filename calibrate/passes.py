@@ -1,7 +1,8 @@
 """The passes one measured run makes on one engine, for a request history (GPU host, pure).
 
-A run resets the prefix cache and the suffix tree, then serves its passes back to back in the same
-engine: `cold` one recorded pass; `hot` the list twice, both recorded (the first pass is the cold
+A run resets the prefix cache and the drafter's cross-request memory (arctic's suffix tree; on
+vLLM 0.34 the GPU corpus, whose finished responses feed drafts two steps later under async
+scheduling), then serves its passes back to back in the same engine: `cold` one recorded pass; `hot` the list twice, both recorded (the first pass is the cold
 run, the second the hot one); `repeat:P` first the share P of the requests that
 simkit.history.repeat_indices names (not recorded), then the recorded pass over the whole list.
 Earlier passes use fresh request ids, as a real server gives every request a new id (arctic's
