@@ -268,6 +268,19 @@ def _request_stats(path: Path) -> tuple[int, float]:
     return n, (out / n if n else 0.0)
 
 
+def _policies(e: Engine, adapter) -> int:
+    """Times each run spec is made on the engine: once per K policy of the dynamic-K plugin
+    (runner --policies, default all three), else once."""
+    if e.config != "dynamic" or adapter.scheduler_cls("dynamic") is None:
+        return 1
+    args = list(e.args)
+    if "--policies" in args and args.index("--policies") + 1 < len(args):
+        return len([p for p in args[args.index("--policies") + 1].split(",") if p])
+    from calibrate.runner import POLICIES
+
+    return len(POLICIES)
+
+
 def check(s: Sitting, requests_dir: Path | None = None) -> Report:
     """Validate a plan on the CPU host; requests_dir None skips the request files (a past
     sitting whose files are not kept), which the report says."""
@@ -332,14 +345,14 @@ def check(s: Sitting, requests_dir: Path | None = None) -> Report:
                             rep.problems.append(f"{where}: run {text!r} needs {r.num_requests} "
                                                 f"requests, {f} has {have}")
                     mean = min(mean, r.cap or s.cap or DEFAULT_CAP)
-                hist = "hot" if r.history == "repeat:1" or r.history == "hot" else "cold"
-                cfg = e.config if e.config in ("vanilla", "kpad") else "suffix"
+                hist = "hot" if r.history in ("hot", "repeat:1") else "cold"
+                ran = adapter.ran_config(e.config)          # 0.34: kpad runs as suffix
+                cfg = ran if ran in ("vanilla", "kpad") else "suffix"
                 one = run_seconds(cfg, r.concurrency, r.num_requests, hist, mean,
                                   spec.active_params() / 1e9)
-                if r.history.startswith("repeat:"):
-                    one *= 1.0 + float(r.history.split(":")[1])
-                secs += one * r.repeats * (2 if e.config == "dynamic" and
-                                           adapter.scheduler_cls("dynamic") else 1)
+                if r.history.startswith("repeat:") and hist == "cold":
+                    one *= 1.0 + float(r.history.split(":")[1])     # the prelude pass
+                secs += one * r.repeats * _policies(e, adapter)
         rep.part_s[part.name] = secs
         if secs > part.budget_s:
             (rep.problems if s.status.startswith("planned") else rep.notes).append(f"part {part.name}: estimated {secs:.0f} s exceeds its budget "
