@@ -158,3 +158,16 @@ def test_the_script_path_needs_only_the_standard_library():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_plugin_dynamic_k_is_estimated_once_per_policy():
+    from calibrate.harness import get_adapter
+    from calibrate.sitting_plans import Engine, _policies
+
+    forcing, replay = get_adapter("forcing"), get_adapter("trace_replay")
+    two = Engine("llama-3.1-8b", "dynamic", 12, ("math:32:128:validation",),
+                 args=("--policies", "feedback,goodput"))
+    assert _policies(two, forcing) == 2
+    assert _policies(Engine("llama-3.1-8b", "dynamic", 12, ("x",)), forcing) == 3
+    assert _policies(two, replay) == 1            # 0.34: the engine's table, one pass
+    assert _policies(Engine("llama-3.1-8b", "suffix", 8, ("x",)), forcing) == 1
