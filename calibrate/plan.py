@@ -15,8 +15,8 @@ run reached there (Llama-3.1-8B, concurrency 32, cold; 0.34 speculative runs are
 as 0.33's suffix runs did until a 0.34 sitting measures them).
 
 On vLLM 0.34 every decoding request verifies K slots (K-pad is built in), so its plan calibrates
-suffix at several K (4, 8, 16) instead of K-pad, over concurrency 8 to 128 where the verify work
-grows with the batch (issue 39).
+suffix at several K (8, 4, 16, then 12 and 24 as the budget allows) instead of K-pad, over
+concurrency 8 to 128 where the verify work grows with the batch, cold, hot and repeat:0.5.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ DEFAULT_CONFIGS = ("vanilla", "suffix", "kpad:4", "kpad:12")
 # (concurrency, requests, history) of each run of an engine, most informative first
 RUNS = ((32, 64, "hot"), (64, 128, "cold"), (8, 24, "cold"))
 # vLLM 0.34+: K slots for every decoding request, so K and the batch size are what to span
-CONFIGS_BY_VERSION = {"0.34": ("vanilla", "suffix:8", "suffix:4", "suffix:16")}
+CONFIGS_BY_VERSION = {"0.34": ("vanilla", "suffix:8", "suffix:4", "suffix:16", "suffix:12",
+                              "suffix:24")}
 RUNS_BY_VERSION = {"0.34": ((32, 64, "hot"), (128, 256, "cold"), (8, 24, "cold"),
-                            (64, 128, "cold"))}
+                            (64, 128, "cold"), (32, 96, "repeat:0.5"))}
 KPAD_BUILT_IN = ("0.34",)       # versions where kpad:K is suffix at K
 
 
@@ -69,7 +70,7 @@ class PlannedRun:
     @property
     def spec(self) -> str:
         """calibrate.runner.RunSpec text."""
-        tail = ":hot" if self.history == "hot" else ""
+        tail = "" if self.history == "cold" else f":{self.history}"
         return f"{self.corpus}:{self.concurrency}:{self.num_requests}:calibration{tail}"
 
 
@@ -144,7 +145,11 @@ def run_seconds(config: str, concurrency: int, num_requests: int, history: str,
     """Estimated wall seconds of one run (both passes of a hot run)."""
     tok_s = REF_TOK_S[config] * (concurrency / 32.0) ** 0.8 * min(1.0, 8.0 / max(params_b, 1.0))
     cold = num_requests * mean_output_tokens / tok_s
-    return cold * (1.0 + 1.0 / HOT_SPEEDUP[config]) if history == "hot" else cold
+    if history == "hot":
+        return cold * (1.0 + 1.0 / HOT_SPEEDUP[config])
+    if history.startswith("repeat:"):                # the share P served first, then all
+        return cold * (1.0 + float(history.split(":", 1)[1]))
+    return cold
 
 
 def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN,

@@ -156,7 +156,7 @@ def plan_cmd(
                                           help="configurations to calibrate, most important "
                                           "first (default: vanilla,suffix,kpad:4,kpad:12; on "
                                           "vLLM 0.34, where K-pad is built in: "
-                                          "vanilla,suffix:8,suffix:4,suffix:16)"),
+                                          "vanilla,suffix:8,suffix:4,suffix:16,suffix:12,suffix:24)"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
     fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
