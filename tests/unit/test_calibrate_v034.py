@@ -5,6 +5,7 @@ req_ids, the 0.34 runner flags, runner detection, the run row and the optional r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -271,7 +272,8 @@ def test_merge_writes_the_034_columns_only_when_a_run_has_them(tmp_path):
     from calibrate.records import write_steps
     from simkit.record_schema import OPTIONAL_RUN_COLUMNS, RUN_COLUMNS, STEP_COLUMNS
 
-    base = pd.read_parquet("calibrate/data/vllm-0.33/runs.parquet").head(2).to_dict("records")
+    root = Path(__file__).resolve().parents[2]
+    base = pd.read_parquet(root / "calibrate/data/vllm-0.33/runs.parquet").head(2).to_dict("records")
     old, new = tmp_path / "old", tmp_path / "new"
     for folder, rows in ((old, base[:1]), (new, base[1:])):
         folder.mkdir()
