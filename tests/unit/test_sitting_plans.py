@@ -38,7 +38,8 @@ def _requests(folder: Path, name: str, n: int, out_len: int = 400) -> None:
 
 def test_the_next_sitting_fits_its_budget_with_its_request_files(tmp_path):
     s = load(ROOT / "calibrate" / "plans" / "v034-first.toml")
-    for f in ("llama-3.1-8b__chat.jsonl", "llama-3.1-8b__mix.jsonl", "qwen2.5-7b__code.jsonl"):
+    for f in ("llama-3.1-8b__chat.jsonl", "llama-3.1-8b__mix.jsonl", "qwen2.5-7b__code.jsonl",
+              "qwen2.5-7b__mix.jsonl"):
         _requests(tmp_path, f, 300)
     rep = check(s, tmp_path)
     assert rep.problems == []
