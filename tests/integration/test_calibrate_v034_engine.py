@@ -143,6 +143,16 @@ def test_a_034_engine_replays_the_trace_and_empties_the_corpus_before_each_run(
     assert [r["purpose"] for r in rows] == ["validation", "validation", "calibration"]
     logged = [json.loads(x) for x in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
     assert [x["run_id"] for x in logged] == [r["run_id"] for r in rows]
+    # the work folder merges into records with the 0.34 columns
+    import pandas as pd
+
+    from calibrate.merge import merge
+    from simkit.record_schema import OPTIONAL_RUN_COLUMNS, RUN_COLUMNS
+
+    assert merge([tmp_path / "out"], tmp_path / "merged") == (3, 0)
+    merged = pd.read_parquet(tmp_path / "merged" / "runs.parquet")
+    assert list(merged.columns) == [*RUN_COLUMNS, *OPTIONAL_RUN_COLUMNS]
+    assert set(merged["draft_count"]) == {"slots"} and set(merged["harness"]) == {"trace_replay"}
 
 
 def test_kpad_on_034_is_recorded_as_suffix_at_k(fake_vllm, requests_file, tmp_path):
