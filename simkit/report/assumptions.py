@@ -42,8 +42,10 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
     """The calibration, what it was fitted on, and its measured error as the calibration records
     it (printed under the key cost_model; its JSON keys kept as before the rename)."""
     if pred.calibration in ("", "analytic"):
-        return _entry({"profile": "analytic", "validation": None},
-                      "analytic coefficients (no calibrated profile): error never measured")
+        text = "analytic coefficients (no calibrated profile): error never measured"
+        if pred.cost_label.startswith("analytic: "):      # why a named entry's fit was not used
+            text += "; " + pred.cost_label.split(": ", 1)[1]
+        return _entry({"profile": "analytic", "validation": None}, text)
     from simkit.costmodel.calibrations import read_calibration
 
     doc = read_calibration(pred.calibration)
