@@ -5,9 +5,11 @@ over the shipped catalogue or inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,3 +107,86 @@ def test_non_finite_or_negative_hardware_figures_are_one_error(capsys, tmp_path,
     code, _, err = run(capsys, *PREDICT, "--hardware", str(path))
     assert code == 2
     one_line_error(err, str(path), field)
+
+
+# -- 2. no request is ever dropped without a count in the output ------------------------------
+
+def _mix_workload():
+    from simkit.app.cells import load_workload
+
+    return load_workload("llama-3.1-8b", "mix", "shipped", None, "keep", 8192)
+
+
+@FAST
+@given(levels=st.lists(st.integers(0, 16000), min_size=1, max_size=4, unique=True),
+       max_model_len=st.sampled_from([8192, 16384, 32768]),
+       max_tokens=st.sampled_from([512, 8192]))
+def test_every_preamble_row_replays_the_same_requests(levels, max_model_len, max_tokens):
+    from simkit.engine.config import EngineConfig
+    from simkit.engine.sim import request_order
+    from simkit.errors import InputError
+    from simkit.whatif.prefix import own_skips, same_requests
+
+    base = _mix_workload()
+    levels = sorted(levels)
+    try:
+        kept, left = same_requests(base, levels[-1], max_model_len, max_tokens)
+    except InputError:
+        whole = base.prompt_len + levels[-1] + np.minimum(base.output_len, max_tokens)
+        assert (whole[base.output_len > 0] > max_model_len).all()
+        return
+    cfg = EngineConfig(max_model_len=max_model_len, max_tokens=max_tokens,
+                       kv_capacity_tokens=10**9)
+    used = []
+    for n in levels:
+        w = dataclasses.replace(kept, prompt_len=kept.prompt_len + np.int32(n), _columns={})
+        order, skipped = request_order(w, cfg, None, 0, shuffle=False)
+        used.append(order)
+        own = own_skips(skipped, kept.prompt_len, left, n, max_model_len)
+        assert all(v >= 0 for v in own.values())
+        # every request is run, stated as left out, or counted by the engine's own rules
+        assert len(order) + int(left.sum()) + sum(own.values()) == base.num_requests
+        # no kept request is cut short by the preamble: the rows compare the same outputs
+        eff = np.minimum(w.output_len, max_tokens)[order]
+        assert (w.prompt_len[order] + eff <= max_model_len).all()
+    assert all(u == used[0] for u in used)
+
+
+def test_whatif_prefix_counts_the_requests_the_longest_preamble_leaves_out(capsys):
+    """The 16k row was another request set (1,131 tok/s above the 4k row's 962), silently."""
+    from simkit.whatif.prefix import same_requests
+
+    _, left = same_requests(_mix_workload(), 16000, 16384, 8192)
+    assert left.sum() > 0
+    code, out, _ = run(capsys, "whatif", "prefix", "--preamble", "0,4000,8000,16000",
+                       "--configs", "vanilla", "--num-requests", "64", "--seeds", "1",
+                       "--workers", "1")
+    assert code == 0
+    text = " ".join(out.split())
+    assert (f"{int(left.sum())} of {left.size} sampled requests do not fit whole (prompt and "
+            "output) in max_model_len 16,384 behind the 16,000-token preamble, so every row "
+            "runs without them") in text
+    tok = [float(line.split("│")[2].replace(",", "")) for line in out.splitlines()
+           if "│ vanilla" in line]
+    assert len(tok) == 4 and tok == sorted(tok, reverse=True)   # same requests: longer is slower
+
+
+@pytest.mark.parametrize("whatif", ["host", "concurrency"])
+def test_a_whatif_names_the_requests_the_engine_skipped(whatif):
+    """What-ifs ran without the engine's skipped requests and never said so (predict did)."""
+    from engine_doubles import make_table
+    from simkit.app.options import RunOptions
+    from simkit.engine.workload import Workload
+    from simkit.whatif.concurrency import concurrency
+    from simkit.whatif.host import host
+
+    plen, olen = [100, 20000, 120, 140, 90, 20000], [30, 40, 25, 35, 20, 30]
+    tab = make_table(plen, olen, lambda r, t, k: 1, lambda r, t, k: k, kmax=4)
+    w = Workload.from_table(tab, name="t/t")
+    run_ = RunOptions(model="llama-3.1-8b", hardware="h200", seeds=1, workers=1,
+                      num_requests=16)
+    res = (host(run_, factors="1", configs="vanilla", workload=w) if whatif == "host" else
+           concurrency(run_, levels="2", configs="vanilla", workload=w, min_requests=16))
+    label = "every row" if whatif == "host" else "every level"   # host: factors 1 and 2
+    assert f"skipped profile requests (never run): {label}: prompt_over_max_model_len 2" \
+        in res.notes
