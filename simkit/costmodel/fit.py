@@ -21,16 +21,20 @@ def load_record_dir(root: str | Path, hardware: str,
     (None: any); returns the frame and the number of steps left out per reason."""
     import pandas as pd
 
-    from simkit.costmodel.step_records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
+    from simkit.costmodel.step_records import (
+        RUN_KEYS, STEP_KEYS, check_unique_runs, check_unique_steps, join_runs, read_parquet)
 
     root = Path(root)
     steps = sorted(root.glob("**/steps*.parquet"))
     runs = sorted(root.glob("**/runs*.parquet"))
     if not steps or not runs:
         raise InputError("no steps*.parquet / runs*.parquet found", path=str(root))
-    S = pd.concat([read_parquet(p, STEP_KEYS) for p in steps], ignore_index=True)
-    R = pd.concat([read_parquet(p, RUN_KEYS) for p in runs],
-                  ignore_index=True).drop_duplicates("run_id", keep="last")
+    step_frames = [(p, read_parquet(p, STEP_KEYS)) for p in steps]
+    run_frames = [(p, read_parquet(p, RUN_KEYS)) for p in runs]
+    check_unique_runs(run_frames)           # the same runs twice: refused, as validate does
+    check_unique_steps(step_frames)
+    S = pd.concat([f for _, f in step_frames], ignore_index=True)
+    R = pd.concat([f for _, f in run_frames], ignore_index=True)
     return fit_frame(join_runs(S, R), R, hardware, vllm_version, str(root))
 
 

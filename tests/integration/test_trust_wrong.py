@@ -190,3 +190,71 @@ def test_a_whatif_names_the_requests_the_engine_skipped(whatif):
     label = "every row" if whatif == "host" else "every level"   # host: factors 1 and 2
     assert f"skipped profile requests (never run): {label}: prompt_over_max_model_len 2" \
         in res.notes
+
+
+# -- 3. a fit's step count equals the distinct steps --------------------------------------------
+
+def _record_folder(root: Path, copies: int, seed: int = 0) -> int:
+    """Synthetic step records of three H200 runs, written `copies` times (the same runs twice
+    when 2: a folder someone copied a record set into again); returns the distinct steps."""
+    import pandas as pd
+
+    from simkit.costmodel.coefficients import Coefficients
+    from simkit.costmodel.synthetic import generate_step_records
+
+    true = dataclasses.replace(Coefficients(), gemm_scale=1.15, attn_scale=0.8,
+                               device_fixed_s=80e-6, sched_req_s=6e-6, suffix_req_s=40e-6,
+                               async_serial_s=50e-6, frontend_req_s=15e-6)
+    spec = [("c0", "suffix", 8), ("c1", "none", 0), ("c2", "suffix", 4)]
+    steps = pd.concat([generate_step_records("llama-3.1-8b", "h200", 1, true, 60,
+                                             seed=seed + i, run_id=rid, drafter=d, k=k)
+                       for i, (rid, d, k) in enumerate(spec)], ignore_index=True)
+    steps = steps.drop(columns=["model", "tp", "async_scheduling", "drafter"])
+    runs = pd.DataFrame([{"run_id": rid, "model": "llama-3.1-8b", "tp": 1,
+                          "async_scheduling": d == "none",
+                          "config": "vanilla" if d == "none" else "suffix", "k": k,
+                          "purpose": "calibration", "gpu": "NVIDIA H200"} for rid, d, k in spec])
+    for c in range(copies):
+        (root / f"set{c}").mkdir(parents=True)
+        steps.to_parquet(root / f"set{c}" / "steps.parquet")
+        runs.to_parquet(root / f"set{c}" / "runs.parquet")
+    return len(steps)
+
+
+@settings(max_examples=5, deadline=None)
+@given(copies=st.integers(1, 3), seed=st.integers(0, 100))
+def test_a_fit_counts_each_step_once(tmp_path_factory, copies, seed):
+    from simkit.costmodel.fit import fit_calibration
+    from simkit.errors import InputError
+
+    root = tmp_path_factory.mktemp("rec")
+    distinct = _record_folder(root, copies, seed)
+    try:
+        doc = fit_calibration(root, "t", "h200", n_splits=3)
+    except InputError as exc:
+        assert copies > 1 and "run_id" in str(exc)
+        return
+    assert copies == 1 and doc["n_steps"] == distinct
+
+
+def test_calibrate_fit_refuses_a_folder_holding_the_same_runs_twice(capsys, tmp_path):
+    """It fitted on doubled steps with no warning; validate refuses the same folder."""
+    _record_folder(tmp_path / "rec", 2)
+    code, _, err = run(capsys, "calibrate", "fit", "--records", str(tmp_path / "rec"),
+                       "--out", str(tmp_path / "fit.json"))
+    assert code == 2
+    one_line_error(err, "run_id c0", "set1", "runs.parquet", "also in", "set0")
+    assert not (tmp_path / "fit.json").exists()
+
+
+def test_calibrate_fit_refuses_steps_recorded_twice(tmp_path):
+    import pandas as pd
+
+    from simkit.costmodel.fit import fit_calibration
+    from simkit.errors import InputError
+
+    _record_folder(tmp_path / "rec", 1)
+    steps = pd.read_parquet(tmp_path / "rec" / "set0" / "steps.parquet")
+    steps.to_parquet(tmp_path / "rec" / "set0" / "steps-again.parquet")
+    with pytest.raises(InputError, match="also in"):
+        fit_calibration(tmp_path / "rec", "t", "h200", n_splits=3)
