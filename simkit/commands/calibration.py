@@ -138,6 +138,9 @@ def plan_cmd(
     fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
                                        "script to run on the GPU host (default: none)"),
+    hardware: str = typer.Option("h200", "--hardware", help="the GPU the runs use (h100, h200, "
+                                 "b200 or a hardware JSON path): the TP is the smallest that "
+                                 "fits the model on it, as predict chooses"),
 ) -> None:
     """The calibration runs that fit a GPU-time budget, as `simkit calibrate run` commands."""
     import json
@@ -148,12 +151,13 @@ def plan_cmd(
 
     output_file(out, "out", (".sh",))
     spec = get_model(model)
+    tp = _runnable_tp(spec, hardware)
     _known_corpus(corpus)
     mean_out, mean_from = _mean_output_tokens(model, corpus)
     plan = make_plan(spec.name, corpus, budget_min=budget_min,
                      configs=[c for c in configs.split(",") if c.strip()],
                      vllm_version=vllm_version, mean_output_tokens=mean_out,
-                     params_b=spec.active_params() / 1e9)
+                     params_b=spec.active_params() / 1e9, tp=tp)
     lines = plan.commands()
     if out:
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
@@ -174,10 +178,13 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
     a shell command to paste whole on the GPU host, so it is never wrapped."""
     from simkit.report.fit import wrap_prose
 
+    n = len(plan.engines)
+    gpus = (f", TP {plan.tp} ({plan.tp} GPUs per engine, {plan.seconds / 60:.1f} minutes of wall "
+            "time)" if plan.tp > 1 else "")
     out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
-                     f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
-                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens, from "
-                     f"{mean_from})")
+                     f"{n} engine{'s' if n != 1 else ''}{gpus}, about "
+                     f"{plan.gpu_seconds / 60:.1f} of {budget_min:g} GPU-minutes (estimates; mean "
+                     f"output {mean_out:.0f} tokens, from {mean_from})")
     for e, line in zip(plan.engines, commands):
         out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
                           f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
@@ -186,6 +193,22 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
     for why in plan.left_out:
         out += wrap_prose(f"left out: {why}", indent="  ", hang="    ")
     return out
+
+
+def _runnable_tp(spec, hardware: str) -> int:
+    """The TP a plan's engines run at: the smallest that fits `spec` on `hardware`, as predict
+    chooses it; refused when `simkit calibrate run` cannot serve the model (it writes dummy
+    weights from the configs in calibrate.model_configs) or it fits at no TP."""
+    from calibrate.model_configs import CONFIGS
+    from simkit.catalog.hardware import get_hardware
+    from simkit.costmodel.memory import choose_tp
+    from simkit.errors import InputError
+
+    if spec.name not in CONFIGS:
+        raise InputError(f"`simkit calibrate run` serves {', '.join(CONFIGS)} (dummy weights "
+                         f"from their public configs), not {spec.name}: no plan for it",
+                         field="model")
+    return choose_tp(spec, get_hardware(hardware))
 
 
 def _known_corpus(corpus: str) -> None:

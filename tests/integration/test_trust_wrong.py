@@ -258,3 +258,39 @@ def test_calibrate_fit_refuses_steps_recorded_twice(tmp_path):
     steps.to_parquet(tmp_path / "rec" / "set0" / "steps-again.parquet")
     with pytest.raises(InputError, match="also in"):
         fit_calibration(tmp_path / "rec", "t", "h200", n_splits=3)
+
+
+# -- 4. calibrate plan writes only commands `calibrate run` accepts ----------------------------
+
+def test_calibrate_plan_refuses_a_model_calibrate_run_cannot_serve(capsys, tmp_path):
+    """It planned '1 engine, 12.6 of 15 GPU-minutes' and wrote a run command that then failed."""
+    code, _, err = run(capsys, "calibrate", "plan", "--model", "llama-3.1-405b-fp8", "--out",
+                       str(tmp_path / "plan.sh"))
+    assert code == 2
+    one_line_error(err, "model", "llama-3.1-405b-fp8", "llama-3.1-8b")
+    assert not (tmp_path / "plan.sh").exists()
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen2.5-32b"])
+def test_calibrate_plan_runs_each_model_at_the_tp_predict_chooses(capsys, tmp_path, model):
+    from calibrate.model_configs import canonical
+    from simkit.commands.calibration import run as run_command
+    from simkit.costmodel import load_cost_model
+    import inspect
+
+    tp = load_cost_model(model, "h200").tp
+    code, out, _ = run(capsys, "calibrate", "plan", "--model", model, "--format", "json",
+                       "--budget-min", "40")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["tp"] == tp and doc["engines"]
+    assert doc["estimated_gpu_s"] == pytest.approx(doc["estimated_s"] * tp, abs=0.2)
+    assert doc["estimated_gpu_s"] <= 40 * 60
+    options = set(inspect.signature(run_command).parameters)
+    for line in doc["commands"]:
+        words = line.split()
+        assert canonical(words[words.index("--model") + 1]) == model
+        assert (("--tp" in words and int(words[words.index("--tp") + 1]) == tp)
+                or ("--tp" not in words and tp == 1))
+        flags = {w[2:].replace("-", "_") for w in words if w.startswith("--")}
+        assert flags <= options | {"runs"}, flags - options
