@@ -97,7 +97,8 @@ class RunMetrics:
     request_throughput: float
     window_start_s: float
     window_end_s: float
-    window_kind: str                   # "steady" or "full-run" (too few requests for a window)
+    window_kind: str                   # "steady", "full-run" (too few requests for a window)
+    #                                    or "overloaded" (an open loop's queue grew through it)
     sim_time_s: float
     steps: int
     requests_done: int
@@ -197,3 +198,20 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         kv_usage_peak=float(a["kv_used"].max()) if a["kv_used"].size else 0.0,
         preemptions=preemptions,
     )
+
+
+def queue_growth(rec: Recorder, window: tuple[float, float]) -> tuple[int, int]:
+    """(growth, arrivals) of an open loop's requests in the server over the second half of
+    `window`: those arrived and not finished at its end less those at its midpoint, and the
+    requests that arrived in between. Past saturation the server keeps a share of every arrival
+    (the queue grows with the window); at a rate it sustains the count stays level once the run
+    has settled."""
+    a = rec.arrays()
+    arr, done = a["req_arrival"], a["req_done"]
+    w0, w1 = window
+    mid = (w0 + w1) / 2
+
+    def inside(t: float) -> int:
+        return int(((arr <= t) & (done > t)).sum())
+
+    return inside(w1) - inside(mid), int(((arr > mid) & (arr <= w1)).sum())

@@ -211,7 +211,15 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
          "and drain excluded") if closed else
         "throughput counted from the arrival of the first 10 % of requests to the last "
         "arrival: start-up and drain excluded")
-    if not pred.steady_window:
+    over = getattr(pred, "overloaded", [])
+    if over:
+        rate = pred.request_rate
+        out["steady_window"] = _entry(
+            None, f"OVERLOADED at {rate:g} req/s: {', '.join(over)} (rows marked *): the "
+                  "requests in the server grew through the window (past what the server "
+                  "sustains, or a run too short to settle), so those tok/s are no steady rate "
+                  "and no config is ranked on them")
+    elif not pred.steady_window:
         out["steady_window"] = _entry(
             None, f"NO steady window (too few requests): rows marked * are whole-run rates, "
                   f"start-up and drain included; --num-requests {pred.suggested_num_requests} "

@@ -294,3 +294,47 @@ def test_calibrate_plan_runs_each_model_at_the_tp_predict_chooses(capsys, tmp_pa
                 or ("--tp" not in words and tp == 1))
         flags = {w[2:].replace("-", "_") for w in words if w.startswith("--")}
         assert flags <= options | {"runs"}, flags - options
+
+
+# -- 5. an open loop past saturation is reported as overloaded, never as steady ----------------
+
+def _saturating_cell():
+    from engine_doubles import LinearCost, make_table
+    from simkit.engine.config import EngineConfig
+    from simkit.engine.workload import Workload
+
+    tab = make_table([64, 80, 48, 96] * 4, [40, 30, 50, 20] * 4, lambda r, t, k: 1,
+                     lambda r, t, k: k, kmax=4)
+    return Workload.from_table(tab, name="t/t"), LinearCost(), EngineConfig(max_num_seqs=16)
+
+
+@settings(max_examples=12, deadline=None)
+@given(factor=st.sampled_from([0.25, 0.4, 2.0, 4.0, 20.0]), seed=st.integers(0, 50),
+       spec=st.sampled_from(["vanilla", "kpad"]))
+def test_an_open_loop_past_saturation_is_overloaded_not_steady(factor, seed, spec):
+    from simkit.engine.config import kpad, vanilla
+    from simkit.engine.sim import ClosedLoop, OpenLoop, simulate
+
+    w, cost, cfg = _saturating_cell()
+    s = vanilla() if spec == "vanilla" else kpad(2)
+    # the rate the server sustains: every slot busy, closed loop at max_num_seqs
+    cap = simulate(w, cost, cfg, s, load=ClosedLoop(16), seed=seed,
+                   num_requests=400).metrics.request_throughput
+    m = simulate(w, cost, cfg, s, load=OpenLoop(rate=factor * cap), seed=seed,
+                 num_requests=400).metrics
+    assert m.window_kind == ("overloaded" if factor > 1 else "steady"), (factor, cap)
+
+
+def test_an_overloaded_open_loop_ranks_no_config(capsys):
+    """--request-rate 1000 read as a steady 1,004 tok/s and 'run suffix: +38.9 %'."""
+    code, out, _ = run(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "chat",
+                       "--configs", "vanilla,suffix", "--seeds", "1", "--num-requests", "512",
+                       "--request-rate", "1000", "--workers", "1", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["recommendation"]["config"] is None and doc["best_config"] is None
+    assert doc["recommendation"]["line"].startswith("none: vanilla, suffix are overloaded at "
+                                                    "1000 req/s")
+    assert doc["steady_window"] is False and doc["suggested_num_requests"] is None
+    assert doc["assumptions"]["steady_window"]["text"].startswith("OVERLOADED at 1000 req/s")
+    assert "run suffix" not in out
