@@ -338,3 +338,26 @@ def test_an_overloaded_open_loop_ranks_no_config(capsys):
     assert doc["steady_window"] is False and doc["suggested_num_requests"] is None
     assert doc["assumptions"]["steady_window"]["text"].startswith("OVERLOADED at 1000 req/s")
     assert "run suffix" not in out
+
+
+# -- 6. delivered throughput, never offered load, in every per-GPU and cost figure ------------
+
+@pytest.mark.parametrize("rate,replicas", [(200, 1), (5, 2)])
+def test_fleet_per_gpu_and_cost_figures_are_of_delivered_tokens(capsys, rate, replicas):
+    """--replicas 1 --rate 200 printed 81,091 tok/s per GPU while the replica served 9,970,
+    and priced the tokens from the offered load (about 8x too cheap)."""
+    code, out, _ = run(capsys, "fleet", "plan", "--replicas", str(replicas), "--rate", str(rate),
+                       "--duration", "10", "--policies", "round-robin", "--configs", "vanilla",
+                       "--gpu-hour-price", "3", "--workers", "1", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    offered = doc["fleet"]["offered_out_tok_s"]
+    for r in doc["rows"]:
+        delivered = sum(p["out_tok_s"] for p in r["per_replica"])
+        assert r["tok_s_per_gpu"] == pytest.approx(delivered / r["gpus"], rel=1e-5)
+        assert r["usd_per_m_tok"] == pytest.approx(3 * r["gpus"] / (delivered * 3600) * 1e6,
+                                                   rel=1e-5)
+        behind = delivered < 0.9 * offered
+        assert ("falls behind its traffic" in r["note"]) == behind
+    if rate == 200:
+        assert all("falls behind" in r["note"] for r in doc["rows"])
