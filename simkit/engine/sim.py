@@ -248,7 +248,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             cost = cm.step_cost(plan.desc)
             yield env.timeout(cost.step_s)
             outcome = sched.update(plan, env.now, rec.itl, rec.itl_time, on_finish)
-            rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            rec.step(env.now, cost, plan.desc, outcome, plan.k_ran, sched.kv_used_frac())
             prefill[0] += plan.desc.num_prefill_tokens
             if log is not None:
                 log.append((plan.desc, cost))

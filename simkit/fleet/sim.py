@@ -90,7 +90,7 @@ class _Engine:
             cost = cm.step_cost(plan.desc)
             yield env.timeout(cost.step_s)
             outcome = sched.update(plan, env.now, self.rec.itl, self.rec.itl_time, self._finish)
-            self.rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            self.rec.step(env.now, cost, plan.desc, outcome, plan.k_ran, sched.kv_used_frac())
             self.prefill += plan.desc.num_prefill_tokens
 
     def result(self, times: list[float]) -> ReplicaRun:

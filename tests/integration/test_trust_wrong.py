@@ -194,9 +194,10 @@ def test_a_whatif_names_the_requests_the_engine_skipped(whatif):
 
 # -- 3. a fit's step count equals the distinct steps --------------------------------------------
 
-def _record_folder(root: Path, copies: int, seed: int = 0) -> int:
-    """Synthetic step records of three H200 runs, written `copies` times (the same runs twice
-    when 2: a folder someone copied a record set into again); returns the distinct steps."""
+def _record_folder(root: Path, copies: int, seed: int = 0, repeats: bool = False) -> int:
+    """Synthetic step records of three H200 runs (five with `repeats`: c0 and c1 run twice),
+    written `copies` times (the same runs twice when 2: a folder someone copied a record set
+    into again); returns the distinct steps."""
     import pandas as pd
 
     from simkit.costmodel.coefficients import Coefficients
@@ -206,6 +207,8 @@ def _record_folder(root: Path, copies: int, seed: int = 0) -> int:
                                device_fixed_s=80e-6, sched_req_s=6e-6, suffix_req_s=40e-6,
                                async_serial_s=50e-6, frontend_req_s=15e-6)
     spec = [("c0", "suffix", 8), ("c1", "none", 0), ("c2", "suffix", 4)]
+    if repeats:
+        spec += [("c0r2", "suffix", 8), ("c1r2", "none", 0)]
     steps = pd.concat([generate_step_records("llama-3.1-8b", "h200", 1, true, 60,
                                              seed=seed + i, run_id=rid, drafter=d, k=k)
                        for i, (rid, d, k) in enumerate(spec)], ignore_index=True)
@@ -213,7 +216,10 @@ def _record_folder(root: Path, copies: int, seed: int = 0) -> int:
     runs = pd.DataFrame([{"run_id": rid, "model": "llama-3.1-8b", "tp": 1,
                           "async_scheduling": d == "none",
                           "config": "vanilla" if d == "none" else "suffix", "k": k,
-                          "purpose": "calibration", "gpu": "NVIDIA H200"} for rid, d, k in spec])
+                          "purpose": "calibration", "gpu": "NVIDIA H200", "corpus": "chat",
+                          "concurrency": 32, "num_requests": 64,
+                          "output_tok_s": (5000.0 if d == "none" else 6000.0)
+                          * (1.05 if rid.endswith("r2") else 1.0)} for rid, d, k in spec])
     for c in range(copies):
         (root / f"set{c}").mkdir(parents=True)
         steps.to_parquet(root / f"set{c}" / "steps.parquet")
@@ -361,3 +367,62 @@ def test_fleet_per_gpu_and_cost_figures_are_of_delivered_tokens(capsys, rate, re
         assert ("falls behind its traffic" in r["note"]) == behind
     if rate == 200:
         assert all("falls behind" in r["note"] for r in doc["rows"])
+
+
+# -- 7. vLLM's context limit; drafts cut to the step's token budget, and mean K says so -------
+
+def test_models_show_refuses_a_context_the_model_does_not_have(capsys):
+    """It planned TP for max_model_len 200,000 on a 131,072-token model (vLLM refuses it)."""
+    code, _, err = run(capsys, "models", "show", "llama-3.1-8b", "--max-model-len", "200000")
+    assert code == 2
+    one_line_error(err, "max-model-len", "200,000", "max_position_embeddings=131,072")
+
+
+@FAST
+@given(data=st.data())
+def test_every_catalogue_model_refuses_only_contexts_past_its_own(data):
+    from simkit.catalog.models import get_model, list_models
+    from simkit.errors import InputError
+    from simkit.serving_checks import check_context
+
+    spec = get_model(data.draw(st.sampled_from(list_models())))
+    top = spec.max_position_embeddings
+    if not top:
+        return
+    check_context(spec, data.draw(st.integers(1, top)))
+    with pytest.raises(InputError, match="derived max_model_len"):
+        check_context(spec, data.draw(st.integers(top + 1, 4 * top)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(budget=st.integers(2, 40), k=st.integers(1, 24), pad=st.booleans(),
+       seed=st.integers(0, 20))
+def test_no_step_schedules_more_drafts_than_its_token_budget(budget, k, pad, seed):
+    from engine_doubles import LinearCost, make_table
+    from simkit.engine.config import EngineConfig, SpecConfig, kpad
+    from simkit.engine.sim import ClosedLoop, simulate
+    from simkit.engine.workload import Workload
+
+    tab = make_table([20, 40, 30, 25], [60, 50, 70, 40], lambda r, t, kk: kk // 2,
+                     lambda r, t, kk: kk, kmax=24)
+    w = Workload.from_table(tab, name="t/t")
+    cfg = EngineConfig(max_num_batched_tokens=budget, max_num_seqs=min(budget, 4))
+    spec = kpad(k) if pad else SpecConfig(name="suffix", drafter="suffix", k=k)
+    res = simulate(w, LinearCost(), cfg, spec, load=ClosedLoop(4), seed=seed, num_requests=12,
+                   keep_steps=True)
+    for desc, _ in res.step_log:
+        assert desc.num_tokens <= budget
+        assert desc.num_spec_tokens <= desc.num_tokens - desc.num_decode_reqs
+    assert res.metrics.mean_k <= min(k, budget - 1) + 1e-9
+
+
+def test_predict_mean_k_reports_the_drafts_the_budget_allowed(capsys):
+    """--max-num-batched-tokens 16 --configs suffix reported mean K 24 where 15 fit a step."""
+    code, out, _ = run(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "chat",
+                       "--max-num-batched-tokens", "16", "--max-num-seqs", "16", "--configs",
+                       "vanilla,suffix", "--seeds", "1", "--num-requests", "64", "--workers", "1",
+                       "--format", "json")
+    assert code == 0
+    suffix = next(r for r in json.loads(out)["results"] if r["config"] == "suffix")
+    assert suffix["k"] == 24 and suffix["mean_k"] == pytest.approx(15.0)
+
