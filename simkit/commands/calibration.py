@@ -323,8 +323,15 @@ def fit_cmd(
     from simkit.progress import status
 
     with status(f"fitting the step-time model on {records} ({folds}-fold cross-validation)"):
-        doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
+        doc = fit_calibration(records, name, hardware, None, tuple(default_for), folds,
                               version.key)
+    from simkit.validation.own_interval import interval_block
+
+    doc["interval"] = interval_block(doc, records)    # its own, as the shipped ones carry
+    if out:
+        from simkit.costmodel.calibrations import write_calibration
+
+        write_calibration(doc, out)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
     from simkit.report.fit import wrap_prose
@@ -338,6 +345,9 @@ def fit_cmd(
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     lines += wrap_prose(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): "
                         + json.dumps(mean))
+    from simkit.report.assumptions import interval_text
+
+    lines += wrap_prose("rerun interval: " + interval_text(doc["interval"], len(doc["runs"])))
     typer.echo("\n".join(lines))
     if out:
         from simkit.outfiles import wrote

@@ -72,6 +72,27 @@ def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
     return X.reset_index(drop=True), left_out
 
 
+def run_residuals(est: Any, X: Any) -> dict[str, float]:
+    """Per fitted run: log(predicted / measured) of its recorded steps' total time, the fit
+    pricing each step as recorded. A run's tok/s scales with the inverse of its steps' time
+    for the same batches, so this is the fit's residual on that run's throughput (sign
+    reversed), the part of a calibration's rerun interval that does not need the run's
+    requests replayed (simkit.validation.own_interval)."""
+    import numpy as np
+
+    timed = X["t_step_s"].notna().to_numpy()
+    frame = X[timed]
+    pred = est.predict(frame)
+    meas = frame["t_step_s"].to_numpy(float)
+    out = {}
+    for rid in sorted(set(frame["run_id"].astype(str))):
+        sel = (frame["run_id"].astype(str) == rid).to_numpy()
+        p, m = float(np.sum(pred[sel])), float(np.sum(meas[sel]))
+        if p > 0 and m > 0:
+            out[rid] = round(float(np.log(p / m)), 6)
+    return out
+
+
 def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
                 default_for: tuple[str, ...] = (), n_splits: int = 5,
                 vllm_version: str | None = None) -> dict[str, Any]:
@@ -87,6 +108,7 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     est.cross_validate_report(X, n_splits=n_splits)
     est.fit(X)
     doc = est.to_calibration(name)
+    doc["fit_residuals"] = run_residuals(est, X)
     doc["default_for"] = sorted(default_for)
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_

@@ -38,6 +38,35 @@ def _hardware(pred: Prediction) -> dict[str, Any]:
                   "by it)")
 
 
+def _band_text(band: dict[str, Any]) -> str:
+    """'±S % for the speculative configurations (synchronous runner), ±A % for vanilla (async
+    runner)' or '±H %' of an interval block."""
+    per = band.get("by_runner") or {}
+    s = (per.get("synchronous") or {}).get("half_width_pct")
+    a = (per.get("async") or {}).get("half_width_pct")
+    if s is not None and a is not None:
+        return (f"±{s:.1f} % for the speculative configurations (synchronous runner), "
+                f"±{a:.1f} % for vanilla (async runner)")
+    return f"±{band['half_width_pct']:.1f} %"
+
+
+def interval_text(band: dict[str, Any], fitted_runs: int) -> str:
+    """The interval a user fit carries (simkit.validation.own_interval), in words: measured
+    on its own runs, borrowed from the shipped calibration, or not measured at all."""
+    if band.get("measured"):
+        return (f"90 % interval for a rerun {_band_text(band)} (run-to-run drift of "
+                f"{band['drift_settings']} repeated setting(s) and the fit's residuals on its "
+                f"{fitted_runs} fitted runs' own recorded steps; no run held out)")
+    own = band.get("own") or band
+    why = own.get("why", "not measured")
+    if band.get("borrowed_from"):
+        return (f"its own interval is not measured: {why}; predictions use the shipped "
+                f"{band['borrowed_from']}'s 90 % interval for a rerun, {_band_text(band)}, as a "
+                "floor (your runs' own drift may be wider)")
+    return (f"its own interval is not measured: {why}; no shipped calibration of its vLLM "
+            "version gives one, so no lead is called a tie within the error")
+
+
 def _cost_model(pred: Prediction) -> dict[str, Any]:
     """The calibration, what it was fitted on, and its measured error as the calibration records
     it (printed under the key cost_model; its JSON keys kept as before the rename)."""
@@ -84,6 +113,10 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
         if doc["hardware"] != pred.hardware:
             text += (f"; that error was measured on {doc['hardware']}, never on "
                      f"{pred.hardware}")
+    elif band and ("measured" in band or "own" in band):   # a user fit's own (calibrate fit)
+        text += "; " + interval_text(band, value["fitted_runs"])
+        if doc["hardware"] != pred.hardware:
+            text += f"; measured on {doc['hardware']}, never on {pred.hardware}"
     else:
         text += "; throughput error not recorded in the profile"
     return _entry(value, text)
