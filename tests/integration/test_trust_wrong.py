@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cli_helpers import one_line_error, run
 from cli_helpers import own_cache as _own_cache  # noqa: F401 (autouse)
+from user_records import record_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=15, deadline=None,
@@ -192,40 +193,32 @@ def test_a_whatif_names_the_requests_the_engine_skipped(whatif):
         in res.notes
 
 
+
+def test_sweep_and_reference_name_the_requests_a_cell_skipped(capsys, monkeypatch, tmp_path):
+    """Shipped profiles skip nothing under the defaults, so a cell's skip counts are injected
+    where the engine reports them; sweep printed nothing of them, the reference study neither."""
+    import simkit.app.predict as app_predict
+    import simkit.reference.reproduce as rep
+    from simkit.app.options import RunOptions
+
+    real, real_model = app_predict.predict, rep.predict_model
+    monkeypatch.setattr(app_predict, "predict", lambda *a, **kw: dataclasses.replace(
+        real(*a, **kw), skipped={"prompt_over_max_model_len": 3, "empty_output": 0}))
+    code, out, _ = run(capsys, "sweep", "--model", "llama-3.1-8b", "--corpus", "code-edit",
+                       "--configs", "vanilla", "--num-requests", "64", "--seeds", "1",
+                       "--workers", "1", "--out", str(tmp_path / "sw"))
+    assert code == 0
+    assert "skipped profile requests in llama-3.1-8b/code-edit: prompt_over_max_model_len 3" \
+        in out.splitlines()
+    monkeypatch.setattr(rep, "predict_model", lambda *a, **kw: {
+        **real_model(*a, **kw), "skipped": {"exceeds_kv_capacity": 2}})
+    res = rep.reproduce(RunOptions(seeds=1, num_requests=64, workers=1),
+                        models=["llama-3.1-8b"])
+    assert "skipped profile requests (never run): llama-3.1-8b: exceeds_kv_capacity 2" \
+        in res.notes
+
+
 # -- 3. a fit's step count equals the distinct steps --------------------------------------------
-
-def _record_folder(root: Path, copies: int, seed: int = 0, repeats: bool = False) -> int:
-    """Synthetic step records of three H200 runs (five with `repeats`: c0 and c1 run twice),
-    written `copies` times (the same runs twice when 2: a folder someone copied a record set
-    into again); returns the distinct steps."""
-    import pandas as pd
-
-    from simkit.costmodel.coefficients import Coefficients
-    from simkit.costmodel.synthetic import generate_step_records
-
-    true = dataclasses.replace(Coefficients(), gemm_scale=1.15, attn_scale=0.8,
-                               device_fixed_s=80e-6, sched_req_s=6e-6, suffix_req_s=40e-6,
-                               async_serial_s=50e-6, frontend_req_s=15e-6)
-    spec = [("c0", "suffix", 8), ("c1", "none", 0), ("c2", "suffix", 4)]
-    if repeats:
-        spec += [("c0r2", "suffix", 8), ("c1r2", "none", 0)]
-    steps = pd.concat([generate_step_records("llama-3.1-8b", "h200", 1, true, 60,
-                                             seed=seed + i, run_id=rid, drafter=d, k=k)
-                       for i, (rid, d, k) in enumerate(spec)], ignore_index=True)
-    steps = steps.drop(columns=["model", "tp", "async_scheduling", "drafter"])
-    runs = pd.DataFrame([{"run_id": rid, "model": "llama-3.1-8b", "tp": 1,
-                          "async_scheduling": d == "none",
-                          "config": "vanilla" if d == "none" else "suffix", "k": k,
-                          "purpose": "calibration", "gpu": "NVIDIA H200", "corpus": "chat",
-                          "concurrency": 32, "num_requests": 64,
-                          "output_tok_s": (5000.0 if d == "none" else 6000.0)
-                          * (1.05 if rid.endswith("r2") else 1.0)} for rid, d, k in spec])
-    for c in range(copies):
-        (root / f"set{c}").mkdir(parents=True)
-        steps.to_parquet(root / f"set{c}" / "steps.parquet")
-        runs.to_parquet(root / f"set{c}" / "runs.parquet")
-    return len(steps)
-
 
 @settings(max_examples=5, deadline=None)
 @given(copies=st.integers(1, 3), seed=st.integers(0, 100))
@@ -234,7 +227,7 @@ def test_a_fit_counts_each_step_once(tmp_path_factory, copies, seed):
     from simkit.errors import InputError
 
     root = tmp_path_factory.mktemp("rec")
-    distinct = _record_folder(root, copies, seed)
+    distinct = record_folder(root, copies, seed)
     try:
         doc = fit_calibration(root, "t", "h200", n_splits=3)
     except InputError as exc:
@@ -245,7 +238,7 @@ def test_a_fit_counts_each_step_once(tmp_path_factory, copies, seed):
 
 def test_calibrate_fit_refuses_a_folder_holding_the_same_runs_twice(capsys, tmp_path):
     """It fitted on doubled steps with no warning; validate refuses the same folder."""
-    _record_folder(tmp_path / "rec", 2)
+    record_folder(tmp_path / "rec", 2)
     code, _, err = run(capsys, "calibrate", "fit", "--records", str(tmp_path / "rec"),
                        "--out", str(tmp_path / "fit.json"))
     assert code == 2
@@ -259,7 +252,7 @@ def test_calibrate_fit_refuses_steps_recorded_twice(tmp_path):
     from simkit.costmodel.fit import fit_calibration
     from simkit.errors import InputError
 
-    _record_folder(tmp_path / "rec", 1)
+    record_folder(tmp_path / "rec", 1)
     steps = pd.read_parquet(tmp_path / "rec" / "set0" / "steps.parquet")
     steps.to_parquet(tmp_path / "rec" / "set0" / "steps-again.parquet")
     with pytest.raises(InputError, match="also in"):
@@ -426,70 +419,3 @@ def test_predict_mean_k_reports_the_drafts_the_budget_allowed(capsys):
     suffix = next(r for r in json.loads(out)["results"] if r["config"] == "suffix")
     assert suffix["k"] == 24 and suffix["mean_k"] == pytest.approx(15.0)
 
-
-# -- 8. a user's own calibration carries its own interval into every recommendation ------------
-
-def _user_fit(capsys, tmp_path, repeats: bool) -> Path:
-    root = tmp_path / ("rec-r" if repeats else "rec")
-    _record_folder(root, 1, repeats=repeats)
-    out = tmp_path / ("fit-r.json" if repeats else "fit.json")
-    code, _, err = run(capsys, "calibrate", "fit", "--records", str(root), "--out", str(out),
-                       "--folds", "3")
-    assert code == 0, err
-    return out
-
-
-def _interval_of(capsys, calibration: str) -> tuple[float | None, str, dict]:
-    from simkit.report.render import interval_pct
-
-    code, out, _ = run(capsys, *PREDICT, "--calibration", calibration, "--format", "json")
-    assert code == 0
-    doc = json.loads(out)
-    return interval_pct(doc["assumptions"]), doc["assumptions"]["cost_model"]["text"], doc
-
-
-def test_a_user_fit_with_repeats_carries_its_own_measured_interval(capsys, tmp_path):
-    """A user's own fit printed '+5.0 % over vanilla' with no interval, where the shipped one
-    said 'tie within the error'."""
-    import math
-
-    from simkit.validation.spread import half_width
-
-    fit = json.loads(_user_fit(capsys, tmp_path, repeats=True).read_text())
-    band = fit["interval"]
-    assert band["measured"] is True and band["drift_settings"] == 2
-    # c0/c0r2 and c1/c1r2 measured 5 % apart: the drift is the pooled sd of their logs
-    drift = math.log(1.05) / math.sqrt(2)
-    assert band["drift_sigma_log"] == pytest.approx(drift, rel=1e-3)
-    sigma = math.hypot(drift, band["residual_sigma_log"])
-    assert band["half_width_pct"] == pytest.approx(100 * half_width(sigma), rel=1e-3)
-    pct, text, _ = _interval_of(capsys, str(tmp_path / "fit-r.json"))
-    assert pct == pytest.approx(max(v["half_width_pct"] for v in band["by_runner"].values()))
-    assert "90 % interval for a rerun ±" in text and "no run held out" in text
-
-
-def test_a_user_fit_without_repeats_says_so_and_claims_no_more_than_the_shipped(capsys,
-                                                                                  tmp_path):
-    fit = json.loads(_user_fit(capsys, tmp_path, repeats=False).read_text())
-    assert fit["interval"]["own"]["measured"] is False
-    assert fit["interval"]["borrowed_from"] == "h200-vllm033"
-    mine, text, _ = _interval_of(capsys, str(tmp_path / "fit.json"))
-    shipped, _, _ = _interval_of(capsys, "h200-vllm033")
-    assert mine is not None and mine >= shipped
-    assert "its own interval is not measured: no setting among the 3 fitted runs was run " \
-           "twice" in " ".join(text.split())
-
-
-def test_a_lead_inside_a_user_fits_interval_is_a_tie(capsys, tmp_path):
-    from simkit.report.recommend import recommendation
-    from simkit.engine.summary import Row
-
-    _user_fit(capsys, tmp_path, repeats=False)
-    pct, _, doc = _interval_of(capsys, str(tmp_path / "fit.json"))
-
-    class P:                       # a prediction whose suffix leads vanilla by 5 %
-        rows = [Row("vanilla", 0, 1000.0, 0.0, 1.0, 0, 0, 0, 0, 0),
-                Row("suffix", 24, 1050.0, 0.0, 1.05, 0, 0, 0, 0, 0)]
-        request_rate = None
-    rec = recommendation(P(), None, pct)
-    assert "tie within the error" in rec["line"]
