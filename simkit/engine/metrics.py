@@ -215,3 +215,29 @@ def queue_growth(rec: Recorder, window: tuple[float, float]) -> tuple[int, int]:
         return int(((arr <= t) & (done > t)).sum())
 
     return inside(w1) - inside(mid), int(((arr > mid) & (arr <= w1)).sum())
+
+
+# an open loop's window is overloaded when the requests in the server grow through its second
+# half by more than this share of the arrivals there (and by OVERLOAD_MIN_REQUESTS at least):
+# a rate r past a capacity c keeps (r - c) / r of them; a sustained rate keeps the count level
+OVERLOAD_SHARE = 0.25
+OVERLOAD_MIN_REQUESTS = 8
+
+
+def overloaded(growth: int, arrivals: int) -> bool:
+    """True when an open loop's queue grew through the window (metrics.queue_growth): the
+    rate is past what the server sustains (or the run is too short to settle), so the window's
+    tok/s is no steady rate."""
+    return growth >= max(OVERLOAD_MIN_REQUESTS, OVERLOAD_SHARE * arrivals)
+
+
+def summarize_open(rec: Recorder, window: tuple[float, float] | None,
+                   preemptions: int) -> RunMetrics:
+    """summarize() over an open loop's window, its kind 'overloaded' where the queue grew
+    through it (overloaded): the figures are kept, the label says they are no steady rate."""
+    from dataclasses import replace
+
+    m = summarize(rec, window, preemptions)
+    if m.window_kind == "steady" and overloaded(*queue_growth(rec, window)):
+        m = replace(m, window_kind="overloaded")
+    return m

@@ -5,7 +5,7 @@ One SimPy timeout per engine step and one event per request; tokens are never in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -13,7 +13,7 @@ import simpy
 
 from simkit.costmodel.batch import StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.metrics import Recorder, RunMetrics, queue_growth, summarize
+from simkit.engine.metrics import Recorder, RunMetrics, summarize, summarize_open
 from simkit.engine.policies import KPolicyName
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Req, Scheduler
@@ -272,10 +272,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     else:
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
-    metrics = summarize(rec, window, sched.preemptions)
-    if not isinstance(load, ClosedLoop) and metrics.window_kind == "steady" and \
-            overloaded(*queue_growth(rec, window)):
-        metrics = replace(metrics, window_kind="overloaded")   # figures kept; label changed
+    metrics = (summarize(rec, window, sched.preemptions) if isinstance(load, ClosedLoop) else
+               summarize_open(rec, window, sched.preemptions))
     spans = {n: None if n not in state.done_at else (state.done_at[n], state.last_arrival)
              for n in sorted(marks)}
     others = {n: summarize(rec, w, sched.preemptions) for n, w in spans.items()}
@@ -288,20 +286,6 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         result.trajectory = trajectory.capture(result, rec, descs, itl_per_step, window, spans,
                                                sched.preemptions)
     return result
-
-
-# an open loop's window is overloaded when the requests in the server grow through its second
-# half by more than this share of the arrivals there (and by OVERLOAD_MIN_REQUESTS at least):
-# a rate r past a capacity c keeps (r - c) / r of them; a sustained rate keeps the count level
-OVERLOAD_SHARE = 0.25
-OVERLOAD_MIN_REQUESTS = 8
-
-
-def overloaded(growth: int, arrivals: int) -> bool:
-    """True when an open loop's queue grew through the window (metrics.queue_growth): the
-    rate is past what the server sustains (or the run is too short to settle), so the window's
-    tok/s is no steady rate."""
-    return growth >= max(OVERLOAD_MIN_REQUESTS, OVERLOAD_SHARE * arrivals)
 
 
 def prices_steps(spec: SpecConfig) -> bool:
