@@ -270,6 +270,13 @@ def test_calibrate_plan_refuses_a_model_calibrate_run_cannot_serve(capsys, tmp_p
     assert not (tmp_path / "plan.sh").exists()
 
 
+def test_calibrate_plan_says_how_many_gpus_an_engine_holds(capsys):
+    code, out, _ = run(capsys, "calibrate", "plan", "--model", "llama-3.1-70b")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "TP 2 (2 GPUs per engine" in text and " --tp 2 " in out
+
+
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen2.5-32b"])
 def test_calibrate_plan_runs_each_model_at_the_tp_predict_chooses(capsys, tmp_path, model):
     from calibrate.model_configs import canonical
