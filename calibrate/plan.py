@@ -98,10 +98,17 @@ class Plan:
     budget_s: float
     engines: list[PlannedEngine] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    tp: int = 1                      # GPUs per engine (tensor parallel size)
 
     @property
     def seconds(self) -> float:
+        """Wall seconds of every engine, one after another."""
         return sum(e.seconds for e in self.engines)
+
+    @property
+    def gpu_seconds(self) -> float:
+        """GPU-seconds: each engine holds `tp` GPUs for its wall seconds."""
+        return self.seconds * self.tp
 
     def commands(self, requests_dir: str = ".gpu/requests", out: str = "calib-out") -> list[str]:
         """One `simkit calibrate run` line per engine (each its own process, as vLLM wants)."""
@@ -110,13 +117,15 @@ class Plan:
             runs = ",".join(r.spec for r in e.runs)
             lines.append(" ".join(["simkit", "calibrate", "run", "--model", self.model,
                                    "--corpus", self.corpus, "--config", e.config, "--k", str(e.k),
+                                   *(["--tp", str(self.tp)] if self.tp > 1 else []),
                                    "--runs", shlex.quote(runs), "--requests-dir", requests_dir,
                                    "--out", out]))
         return lines
 
     def to_dict(self) -> dict:
         return {"model": self.model, "corpus": self.corpus, "vllm_version": self.vllm_version,
-                "budget_s": self.budget_s, "estimated_s": round(self.seconds, 1),
+                "tp": self.tp, "budget_s": self.budget_s, "estimated_s": round(self.seconds, 1),
+                "estimated_gpu_s": round(self.gpu_seconds, 1),
                 "engines": [{"config": e.config, "k": e.k, "estimated_s": round(e.seconds, 1),
                              "overhead_s": e.overhead_s,
                              "runs": [{"spec": r.spec, "estimated_s": round(r.seconds, 1)}
@@ -155,10 +164,11 @@ def run_seconds(config: str, concurrency: int, num_requests: int, history: str,
 def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN,
               configs: tuple[str, ...] | list[str] = DEFAULT_CONFIGS,
               vllm_version: str | None = None, mean_output_tokens: float = 400.0,
-              params_b: float = 8.0) -> Plan:
-    """The engines and runs that fit `budget_min` GPU-minutes, most informative first. A
-    release newer than simkit's rules is planned as the newest the harness knows (the caller
-    prints resolve_vllm_version's warning)."""
+              params_b: float = 8.0, tp: int = 1) -> Plan:
+    """The engines and runs that fit `budget_min` GPU-minutes, most informative first; an
+    engine at TP `tp` holds that many GPUs, so its seconds count `tp` times. A release newer
+    than simkit's rules is planned as the newest the harness knows (the caller prints
+    resolve_vllm_version's warning)."""
     if not budget_min > 0:
         raise InputError("must be > 0", field="budget-min")
     if not mean_output_tokens > 0:
@@ -172,8 +182,8 @@ def make_plan(model: str, corpus: str, *, budget_min: float = DEFAULT_BUDGET_MIN
         parsed = list(dict.fromkeys(("suffix", k) if name == "kpad" else (name, k)
                                     for name, k in parsed))
     overhead = _nearest(ENGINE_OVERHEAD_S, key, ENGINE_OVERHEAD_S["0.33"])
-    plan = Plan(model, corpus, key, budget_min * 60.0)
-    left = plan.budget_s
+    plan = Plan(model, corpus, key, budget_min * 60.0, tp=tp)
+    left = plan.budget_s / tp                     # wall seconds the GPUs can hold
     for name, k in parsed:
         runs: list[PlannedRun] = []
         used = overhead

@@ -14,6 +14,9 @@ options before loading anything. The rules, as vLLM 0.26 and 0.33 state them:
   the prompt is refused, so a max_tokens of max_model_len or more refuses every request (a
   prompt holds at least one token).
 - gpu_memory_utilization (CacheConfig): a fraction in (0, 1].
+- max_model_len (ModelConfig, _get_and_verify_max_len): "User-specified max_model_len (L) is
+  greater than the derived max_model_len (max_position_embeddings=P ... in model's
+  config.json)" is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set.
 
 Imports only the model catalogue and errors (a leaf above catalog/)."""
 
@@ -45,6 +48,20 @@ def check_tp(model, tp: int | None, field: str = "tp") -> None:
                          "must divide one another)", field=field)
 
 
+def check_context(model, max_model_len: int, field: str = "max-model-len") -> None:
+    """Refuse a max_model_len longer than the context the model's config.json states (vLLM's
+    _get_and_verify_max_len: 'User-specified max_model_len ... is greater than the derived
+    max_model_len'); a model whose config states none passes."""
+    from simkit.catalog.models import get_model
+
+    spec = get_model(model) if isinstance(model, str) else model
+    top = int(getattr(spec, "max_position_embeddings", 0) or 0)
+    if top and max_model_len > top:
+        raise InputError(f"vLLM refuses max_model_len {max_model_len:,} for {spec.name}: it is "
+                         f"greater than the derived max_model_len (max_position_embeddings="
+                         f"{top:,} in the model's config.json)", field=field)
+
+
 def check_serving(model=None, tp: int | None = None, *,
                   max_tokens: int | None = None, max_model_len: int = 16384,
                   max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
@@ -53,6 +70,7 @@ def check_serving(model=None, tp: int | None = None, *,
     would refuse (module docstring); None means not given (the default, which vLLM accepts)."""
     if model is not None:
         check_tp(model, tp)
+        check_context(model, max_model_len)
     if max_tokens is not None and max_tokens >= max_model_len:    # a prompt has >= 1 token
         raise InputError(f"vLLM refuses every request whose max_tokens ({max_tokens:,}) is "
                          f"more than max_model_len ({max_model_len:,}) minus its prompt (at "
@@ -67,4 +85,4 @@ def check_serving(model=None, tp: int | None = None, *,
                          "GPU's memory in (0, 1]", field="gpu-memory-utilization")
 
 
-__all__ = ["check_serving", "check_tp"]
+__all__ = ["check_context", "check_serving", "check_tp"]

@@ -74,6 +74,12 @@ class Prediction:
         """True when every row's figures come from a steady window."""
         return all(r.steady_window for r in self.rows)
 
+    @property
+    def overloaded(self) -> list[str]:
+        """The configs whose open-loop window was overloaded for some seed (the queue grew
+        through it): their tok/s is no steady rate, and no recommendation ranks them."""
+        return [r.config for r in self.rows if getattr(r, "overloaded_windows", 0)]
+
 
 def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
     """(best_config, best_k, dynamic-vs-best-K line, why line of the best config); the
@@ -151,9 +157,11 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
                         load=load, workers=run.workers, progress=progress)
     rows, flat = ladder.rows, ladder.runs
     best_config, best_k, dyn_line, why = verdict(rows)
+    if any(r.overloaded_windows for r in rows):    # no steady rate to rank configs on
+        best_config, best_k, dyn_line, why = None, None, "", ""
     skipped = flat[0].skipped if flat else {}
     suggested = None
-    if not all(r.steady_window for r in rows):
+    if any(r.full_run_windows for r in rows):
         suggested = suggest_num_requests(n_req, concurrency, request_rate)
     used = run.but(tp=int(cost.tp), num_requests=n_req, vllm_version=cfg.vllm_version,
                    calibration=run.calibration or default_calibration(hardware, cfg.vllm_version)

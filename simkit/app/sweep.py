@@ -45,7 +45,8 @@ def _cell(model: str, corpus: str, run: RunOptions, configs: str) -> dict[str, A
         rows.append({**ident, **{key: flags[key] if key in flags else getattr(r, key)
                                  for key in ROW_COLUMNS}})
     return {"model": model, "corpus": corpus, "error": None, "rows": rows,
-            "unavailable": pred.unavailable}
+            "unavailable": pred.unavailable,
+            "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v}}
 
 
 def sweep(models: list[str], corpora: list[str], out: str | Path, *,
@@ -81,8 +82,11 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *,
     frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
     written, not_written = write_artefacts(frame, out)
     failed = {f"{r['model']}/{r['corpus']}": r["error"] for r in results if r["error"]}
+    skipped = {f"{r['model']}/{r['corpus']}": r["skipped"] for r in results
+               if r.get("skipped")}
     return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
-            "frame": frame, "written": written, "not_written": not_written}
+            "frame": frame, "written": written, "not_written": not_written,
+            "skipped": skipped}
 
 
 def write_artefacts(frame, out: Path) -> tuple[list[str], dict[str, str]]:

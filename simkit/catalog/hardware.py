@@ -4,6 +4,7 @@ as a speed factor. Datasheet values are the starting point; a calibrated profile
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
@@ -53,6 +54,10 @@ class HardwareSpec:
         return {**asdict(self), "label": self.label}
 
 
+# the figures that price a step; a hardware file equal to a catalogue entry in these (and its
+# name) is that entry
+_FIGURES = ("hbm_gib", "hbm_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops", "nvlink_gbps",
+            "host_speed")
 _REQUIRED = ("display", "hbm_gib", "hbm_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops",
              "nvlink_gbps", "host_cpu", "host_speed", "source")
 
@@ -62,9 +67,11 @@ def hardware_from_dict(doc: dict, path: str) -> HardwareSpec:
     for key in _REQUIRED:
         if key not in doc:
             raise InputError("required key missing", path=path, field=key)
-    for key in ("hbm_gib", "hbm_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops", "nvlink_gbps", "host_speed"):
+    for key in _FIGURES:
         if not isinstance(doc[key], (int, float)) or isinstance(doc[key], bool) or doc[key] < 0:
             raise InputError(f"expected a non-negative number, got {doc[key]!r}", path=path, field=key)
+        if not math.isfinite(doc[key]):     # JSON's NaN/Infinity parse as floats; never priceable
+            raise InputError(f"expected a finite number, got {doc[key]!r}", path=path, field=key)
     for key in ("hbm_gib", "hbm_tbps", "bf16_tflops", "host_speed"):
         if doc[key] <= 0:
             raise InputError("must be positive", path=path, field=key)
@@ -121,12 +128,35 @@ def get_hardware(name: str) -> HardwareSpec:
     raise UnknownNameError("hardware", name, list(cat))
 
 
+def catalogue_entry(spec: HardwareSpec) -> str | None:
+    """The id of the catalogue entry `spec` is (same name, case-insensitive, and the same
+    figures), else None: a user file that only borrows an entry's name is not that entry."""
+    entry = _catalog().get(str(spec.name).lower())
+    if entry is None or any(getattr(spec, k) != getattr(entry, k) for k in _FIGURES):
+        return None
+    return entry.name
+
+
+def figures_differing(spec: HardwareSpec) -> list[str]:
+    """The figures in which `spec` differs from the catalogue entry of its name (empty when
+    no entry has that name or none differs)."""
+    entry = _catalog().get(str(spec.name).lower())
+    if entry is None:
+        return []
+    return [k for k in _FIGURES if getattr(spec, k) != getattr(entry, k)]
+
+
 def canonical_hardware(name: str) -> str:
-    """The catalogue id of `name` matched case-insensitively (H200 -> h200), else `name` as
-    given (a hardware JSON path or an unknown name, which get_hardware refuses). Labels,
-    default calibrations and reports key on the id, so one spelling must reach them all."""
+    """The catalogue id of `name` matched case-insensitively (H200 -> h200), or of a hardware
+    JSON file equal to a catalogue entry (catalogue_entry), else `name` as given (another
+    hardware JSON path or an unknown name, which get_hardware refuses). Labels, default
+    calibrations and reports key on the id, so one spelling must reach them all."""
     key = str(name).lower()
-    return key if key in _catalog() else name
+    if key in _catalog():
+        return key
+    if str(name).endswith(".json"):
+        return catalogue_entry(hardware_from_json(name)) or name
+    return name
 
 
-__all__ = ["HardwareSpec", "canonical_hardware", "get_hardware", "list_hardware", "hardware_from_dict", "hardware_from_json"]
+__all__ = ["HardwareSpec", "canonical_hardware", "catalogue_entry", "figures_differing", "get_hardware", "list_hardware", "hardware_from_dict", "hardware_from_json"]

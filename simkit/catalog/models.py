@@ -41,6 +41,9 @@ class ModelSpec:
     qkv_bias: bool = False          # Qwen2 style q/k/v biases
     qk_norm: bool = False           # per-head q/k RMSNorm (EXAONE-MoE)
     sliding_window: int = 0         # window of the local-attention layers (0 = none)
+    # the context its config.json states (max_position_embeddings; 0 = not stated): vLLM
+    # refuses a longer max_model_len
+    max_position_embeddings: int = 0
     full_attention_layers: int = 0  # layers with global attention (= layers when no window)
     weight_dtype: str = "bf16"      # dtype of the linear weights inside transformer blocks
     fp8_scope: str = "all"          # with fp8: "all" linear layers, or "ffn" only (Meta 405B-FP8)
@@ -264,6 +267,7 @@ def spec_from_config(cfg: dict, name: str, path: str, extra: dict | None = None)
         qkv_bias=bool(cfg.get("attention_bias", model_type == "qwen2")),
         qk_norm=model_type in ("exaone_moe", "exaone4", "qwen3", "qwen3_moe"),
         sliding_window=window,
+        max_position_embeddings=_get(cfg, ("max_position_embeddings", "n_positions"), path, 0),
         full_attention_layers=full_layers,
         weight_dtype=weight_dtype,
         fp8_scope=extra.get("fp8_scope", "all"),

@@ -161,6 +161,9 @@ def plan_cmd(
     fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "
                                        "script to run on the GPU host (default: none)"),
+    hardware: str = typer.Option("h200", "--hardware", help="the GPU the runs use (h100, h200, "
+                                 "b200 or a hardware JSON path): the TP is the smallest that "
+                                 "fits the model on it, as predict chooses"),
 ) -> None:
     """The calibration runs that fit a GPU-time budget, as `simkit calibrate run` commands."""
     import json
@@ -173,6 +176,7 @@ def plan_cmd(
 
     output_file(out, "out", (".sh",))
     spec = get_model(model)
+    tp = _runnable_tp(spec, hardware)
     _known_corpus(corpus)
     # the version asked for, else the vLLM installed here (a GPU host), else simkit's newest
     choice = choose(vllm_version or installed_vllm_release() or get_vllm_version(None).release)
@@ -183,7 +187,7 @@ def plan_cmd(
         list(default_configs(choice.key))
     plan = make_plan(spec.name, corpus, budget_min=budget_min, configs=asked,
                      vllm_version=choice.key, mean_output_tokens=mean_out,
-                     params_b=spec.active_params() / 1e9)
+                     params_b=spec.active_params() / 1e9, tp=tp)
     lines = plan.commands()
     if out:
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
@@ -204,10 +208,13 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
     a shell command to paste whole on the GPU host, so it is never wrapped."""
     from simkit.report.fit import wrap_prose
 
+    n = len(plan.engines)
+    gpus = (f", TP {plan.tp} ({plan.tp} GPUs per engine, {plan.seconds / 60:.1f} minutes of wall "
+            "time)" if plan.tp > 1 else "")
     out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
-                     f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
-                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens, from "
-                     f"{mean_from})")
+                     f"{n} engine{'s' if n != 1 else ''}{gpus}, about "
+                     f"{plan.gpu_seconds / 60:.1f} of {budget_min:g} GPU-minutes (estimates; mean "
+                     f"output {mean_out:.0f} tokens, from {mean_from})")
     for e, line in zip(plan.engines, commands):
         out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
                           f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
@@ -216,6 +223,22 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
     for why in plan.left_out:
         out += wrap_prose(f"left out: {why}", indent="  ", hang="    ")
     return out
+
+
+def _runnable_tp(spec, hardware: str) -> int:
+    """The TP a plan's engines run at: the smallest that fits `spec` on `hardware`, as predict
+    chooses it; refused when `simkit calibrate run` cannot serve the model (it writes dummy
+    weights from the configs in calibrate.model_configs) or it fits at no TP."""
+    from calibrate.model_configs import CONFIGS
+    from simkit.catalog.hardware import get_hardware
+    from simkit.costmodel.memory import choose_tp
+    from simkit.errors import InputError
+
+    if spec.name not in CONFIGS:
+        raise InputError(f"`simkit calibrate run` serves {', '.join(CONFIGS)} (dummy weights "
+                         f"from their public configs), not {spec.name}: no plan for it",
+                         field="model")
+    return choose_tp(spec, get_hardware(hardware))
 
 
 def _known_corpus(corpus: str) -> None:
@@ -337,8 +360,15 @@ def fit_cmd(
     if version.warning:
         typer.echo(f"warning: {version.warning}", err=True)
     with status(f"fitting the step-time model on {records} ({folds}-fold cross-validation)"):
-        doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
+        doc = fit_calibration(records, name, hardware, None, tuple(default_for), folds,
                               version.key)
+    from simkit.validation.own_interval import interval_block
+
+    doc["interval"] = interval_block(doc, records)    # its own, as the shipped ones carry
+    if out:
+        from simkit.costmodel.calibrations import write_calibration
+
+        write_calibration(doc, out)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
                                                "n_steps", "left_out", "skipped")}, indent=1))
     from simkit.report.fit import wrap_prose
@@ -356,6 +386,9 @@ def fit_cmd(
     mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
     lines += wrap_prose(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): "
                         + json.dumps(mean))
+    from simkit.report.assumptions import interval_text
+
+    lines += wrap_prose("rerun interval: " + interval_text(doc["interval"], len(doc["runs"])))
     typer.echo("\n".join(lines))
     if out:
         from simkit.outfiles import wrote

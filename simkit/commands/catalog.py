@@ -190,6 +190,9 @@ def register(app: typer.Typer) -> None:
         if not 0 < gmu <= 1:                     # checked here, not by a range type: --help stays narrow
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {gmu}", field="gmu")
         positive_int(max_model_len, "max-model-len")
+        from simkit.serving_checks import check_context
+
+        check_context(name, max_model_len)       # vLLM refuses a context the model has not
         _models_show(name, fmt, gmu, max_model_len)
 
     @hardware.command("list")

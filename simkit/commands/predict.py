@@ -153,6 +153,9 @@ def register(app: typer.Typer) -> None:
         else:                                        # name only what is really there
             typer.echo(f"{res['cells']} cells, {res['rows']} rows -> "
                        + (", ".join(res.get("written", [])) or "nothing written"))
+        for cell, counts in sorted(res.get("skipped", {}).items()):   # never dropped silently
+            typer.echo(f"skipped profile requests in {cell}: "
+                       + ", ".join(f"{k} {v}" for k, v in counts.items()))
         for path in res.get("written", []):
             wrote(path)
         for path, why in not_written.items():

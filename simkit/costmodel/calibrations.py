@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from simkit.catalog.hardware import HardwareSpec, get_hardware
+from simkit.catalog.hardware import HardwareSpec, catalogue_entry, figures_differing, get_hardware
 from simkit.catalog.models import ModelSpec, get_model
 from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.coefficients import Coefficients
@@ -140,18 +140,29 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
                          f"after weights holds {capacity:,} tokens, less than one "
                          f"{max_model_len:,}-token sequence (gmu {gmu}){hint}", field="tp")
     version = get_vllm_version(vllm_version).key
+    entry = catalogue_entry(hw)         # None: a user file, whatever name it carries
+    analytic_label = "analytic"
     if calibration is None:
-        calibration = default_calibration(hw.name, version) or "analytic"
+        # a catalogue entry's fit prices only that entry: a file that borrows the name with
+        # other figures gets the analytic model unless --calibration names the fit
+        calibration = (default_calibration(entry, version) if entry else None) or "analytic"
+        differ = figures_differing(hw) if entry is None else []
+        if differ and default_calibration(hw.name, version):
+            analytic_label = (f"analytic: the hardware file is named {hw.name} but its "
+                              f"figures ({', '.join(differ)}) differ from the catalogue's {hw.name}, so "
+                              f"{hw.name}'s calibration is not used (--calibration "
+                              f"{default_calibration(hw.name, version)} transfers it)")
     if calibration == "analytic":
-        return CostModel(spec, hw, tp, Coefficients(), "analytic", capacity, chosen,
+        return CostModel(spec, hw, tp, Coefficients(), analytic_label, capacity, chosen,
                          async_overlap=async_overlap, vllm_version=version)
     doc = read_calibration(calibration)
     coefs: Coefficients = doc["_coefs"]
     label = f"calibrated {doc['name']}"
-    if doc["hardware"] != hw.name:
+    if doc["hardware"] != hw.name or entry is None:
         # device scales carry over as they are; host coefficients are stored in reference-host
         # seconds and CostModel divides them by this hardware's host_speed
-        label += f" (fitted on {doc['hardware']}, transferred to {hw.name})"
+        target = hw.name if entry else f"the hardware file named {hw.name}"
+        label += f" (fitted on {doc['hardware']}, transferred to {target})"
     fitted_on = calibration_version(doc)
     if fitted_on != version:
         label += f" (fitted on vLLM {fitted_on} runs, used for {version})"

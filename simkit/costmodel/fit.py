@@ -21,16 +21,20 @@ def load_record_dir(root: str | Path, hardware: str,
     (None: any); returns the frame and the number of steps left out per reason."""
     import pandas as pd
 
-    from simkit.costmodel.step_records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
+    from simkit.costmodel.step_records import (
+        RUN_KEYS, STEP_KEYS, check_unique_runs, check_unique_steps, join_runs, read_parquet)
 
     root = Path(root)
     steps = sorted(root.glob("**/steps*.parquet"))
     runs = sorted(root.glob("**/runs*.parquet"))
     if not steps or not runs:
         raise InputError("no steps*.parquet / runs*.parquet found", path=str(root))
-    S = pd.concat([read_parquet(p, STEP_KEYS) for p in steps], ignore_index=True)
-    R = pd.concat([read_parquet(p, RUN_KEYS) for p in runs],
-                  ignore_index=True).drop_duplicates("run_id", keep="last")
+    step_frames = [(p, read_parquet(p, STEP_KEYS)) for p in steps]
+    run_frames = [(p, read_parquet(p, RUN_KEYS)) for p in runs]
+    check_unique_runs(run_frames)           # the same runs twice: refused, as validate does
+    check_unique_steps(step_frames)
+    S = pd.concat([f for _, f in step_frames], ignore_index=True)
+    R = pd.concat([f for _, f in run_frames], ignore_index=True)
     return fit_frame(join_runs(S, R), R, hardware, vllm_version, str(root))
 
 
@@ -68,6 +72,27 @@ def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
     return X.reset_index(drop=True), left_out
 
 
+def run_residuals(est: Any, X: Any) -> dict[str, float]:
+    """Per fitted run: log(predicted / measured) of its recorded steps' total time, the fit
+    pricing each step as recorded. A run's tok/s scales with the inverse of its steps' time
+    for the same batches, so this is the fit's residual on that run's throughput (sign
+    reversed), the part of a calibration's rerun interval that does not need the run's
+    requests replayed (simkit.validation.own_interval)."""
+    import numpy as np
+
+    timed = X["t_step_s"].notna().to_numpy()
+    frame = X[timed]
+    pred = est.predict(frame)
+    meas = frame["t_step_s"].to_numpy(float)
+    out = {}
+    for rid in sorted(set(frame["run_id"].astype(str))):
+        sel = (frame["run_id"].astype(str) == rid).to_numpy()
+        p, m = float(np.sum(pred[sel])), float(np.sum(meas[sel]))
+        if p > 0 and m > 0:
+            out[rid] = round(float(np.log(p / m)), 6)
+    return out
+
+
 def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
                 default_for: tuple[str, ...] = (), n_splits: int = 5,
                 vllm_version: str | None = None) -> dict[str, Any]:
@@ -89,6 +114,7 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     est.cross_validate_report(X, n_splits=n_splits)
     est.fit(X)
     doc = est.to_calibration(name)
+    doc["fit_residuals"] = run_residuals(est, X)
     doc["default_for"] = sorted(default_for)
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_

@@ -207,6 +207,47 @@ def batches(X: Any) -> list[BatchDescriptor]:
             for *c, m, a, k, n_acc in zip(*counts, mode, runner_async, keys, accepted)]
 
 
+def check_unique_runs(frames) -> None:
+    """Refuse run records that hold one run_id twice, in one runs*.parquet or across two: each
+    run is predicted once under its own settings, and a duplicate would make its steps join two
+    settings (pandas' MergeError once escaped as an internal error). The message names the
+    file(s) and the duplicated run ids."""
+    seen: dict[str, Path] = {}
+    for path, frame in frames:
+        ids = frame["run_id"].astype(str)
+        dup = sorted(set(ids[ids.duplicated()]))
+        if dup:
+            raise InputError(f"run_id {', '.join(dup[:5])}{' ...' if len(dup) > 5 else ''} "
+                             f"appear(s) more than once ({len(dup)} duplicated run id(s)); "
+                             "keep one row per run", path=str(path), field="run_id")
+        for rid in ids:
+            if rid in seen:
+                raise InputError(f"run_id {rid} is also in {seen[rid]}; keep each run in one "
+                                 "runs file", path=str(path), field="run_id")
+            seen[rid] = path
+
+
+def check_unique_steps(frames) -> None:
+    """Refuse step records that hold one (run_id, step) twice, in one steps*.parquet or across
+    two (a records folder holding the same runs twice): a fit on them would count those steps
+    twice. The message names the file and the run, as check_unique_runs does."""
+    seen: dict[str, Path] = {}
+    for path, frame in frames:
+        keys = frame["run_id"].astype(str) + "#" + frame["step"].astype(str)
+        dup = keys[keys.duplicated()]
+        if len(dup):
+            rid = str(dup.iloc[0]).split("#")[0]
+            raise InputError(f"run {rid} has step {str(dup.iloc[0]).split('#')[1]} more than "
+                             f"once ({len(dup):,} duplicated step(s)); keep one row per step",
+                             path=str(path), field="step")
+        for rid in sorted(set(frame["run_id"].astype(str))):
+            if rid in seen:
+                raise InputError(f"the steps of run {rid} are also in {seen[rid]}; keep each "
+                                 "run's steps in one steps file", path=str(path),
+                                 field="run_id")
+            seen[rid] = path
+
+
 def join_runs(steps: Any, runs: Any) -> Any:
     """Step records with their run's settings (model, tp, async_scheduling, config, gpu) joined
     by run_id; a step whose run is missing is an error naming the run."""

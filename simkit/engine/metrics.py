@@ -97,7 +97,8 @@ class RunMetrics:
     request_throughput: float
     window_start_s: float
     window_end_s: float
-    window_kind: str                   # "steady" or "full-run" (too few requests for a window)
+    window_kind: str                   # "steady", "full-run" (too few requests for a window)
+    #                                    or "overloaded" (an open loop's queue grew through it)
     sim_time_s: float
     steps: int
     requests_done: int
@@ -197,3 +198,46 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         kv_usage_peak=float(a["kv_used"].max()) if a["kv_used"].size else 0.0,
         preemptions=preemptions,
     )
+
+
+def queue_growth(rec: Recorder, window: tuple[float, float]) -> tuple[int, int]:
+    """(growth, arrivals) of an open loop's requests in the server over the second half of
+    `window`: those arrived and not finished at its end less those at its midpoint, and the
+    requests that arrived in between. Past saturation the server keeps a share of every arrival
+    (the queue grows with the window); at a rate it sustains the count stays level once the run
+    has settled."""
+    a = rec.arrays()
+    arr, done = a["req_arrival"], a["req_done"]
+    w0, w1 = window
+    mid = (w0 + w1) / 2
+
+    def inside(t: float) -> int:
+        return int(((arr <= t) & (done > t)).sum())
+
+    return inside(w1) - inside(mid), int(((arr > mid) & (arr <= w1)).sum())
+
+
+# an open loop's window is overloaded when the requests in the server grow through its second
+# half by more than this share of the arrivals there (and by OVERLOAD_MIN_REQUESTS at least):
+# a rate r past a capacity c keeps (r - c) / r of them; a sustained rate keeps the count level
+OVERLOAD_SHARE = 0.25
+OVERLOAD_MIN_REQUESTS = 8
+
+
+def overloaded(growth: int, arrivals: int) -> bool:
+    """True when an open loop's queue grew through the window (metrics.queue_growth): the
+    rate is past what the server sustains (or the run is too short to settle), so the window's
+    tok/s is no steady rate."""
+    return growth >= max(OVERLOAD_MIN_REQUESTS, OVERLOAD_SHARE * arrivals)
+
+
+def summarize_open(rec: Recorder, window: tuple[float, float] | None,
+                   preemptions: int) -> RunMetrics:
+    """summarize() over an open loop's window, its kind 'overloaded' where the queue grew
+    through it (overloaded): the figures are kept, the label says they are no steady rate."""
+    from dataclasses import replace
+
+    m = summarize(rec, window, preemptions)
+    if m.window_kind == "steady" and overloaded(*queue_growth(rec, window)):
+        m = replace(m, window_kind="overloaded")
+    return m

@@ -106,11 +106,14 @@ class PlanEntry(NamedTuple):
 class Plan:
     """What one step scheduled: one entry per scheduled request, plus its BatchDescriptor."""
 
-    __slots__ = ("entries", "k", "desc", "preempted")
+    __slots__ = ("entries", "k", "k_ran", "desc", "preempted")
 
     def __init__(self, k: int) -> None:
         self.entries: list[PlanEntry] = []
         self.k = k
+        # the K cap that ran: k, or less when the step's token budget (or max_model_len) left
+        # no decode request room for k drafts: vLLM cuts drafts to the tokens it schedules
+        self.k_ran = k
         self.desc: BatchDescriptor | None = None
         self.preempted = 0
 
@@ -218,6 +221,7 @@ class Scheduler:
         pc = self.pc
         num_tokens = prefill_tokens = prefill_reqs = spec_tokens = real_total = drafting = 0
         ctx = max_q = accepted = 0
+        room_max = -1                              # most drafts a decode request had room for
         acc_col = self.cols[plan.k][0] if plan.k in self.cols else None
         i = 0
         while i < len(running) and budget > 0:
@@ -225,6 +229,7 @@ class Scheduler:
             computed = req.computed
             n_tokens = req.prompt_len + req.t
             n_new = n_tokens + req.spec - computed
+            room = budget if budget < max_len_1 - computed else max_len_1 - computed
             if n_new > budget:
                 n_new = budget
             if n_new > max_len_1 - computed:
@@ -256,6 +261,8 @@ class Scheduler:
             gap = n_tokens - computed
             if gap == 1:                                  # decode (+ drafts)
                 spec = n_new - 1
+                if room - 1 > room_max:
+                    room_max = room - 1
                 real = req.draft if req.draft < spec else spec
                 entries.append(new(entry, (req, n_new, spec, real, decode)))
                 spec_tokens += spec
@@ -330,6 +337,10 @@ class Scheduler:
             raise SimulationError(
                 f"nothing can be scheduled: {self.total_blocks} KV blocks cannot hold the next "
                 f"request's chunk (kv_capacity_tokens={cfg.kv_capacity_tokens})")
+        if room_max < 0:                           # no decode: the budget's own bound
+            room_max = cfg.max_num_batched_tokens - 1
+        if room_max < plan.k:                      # no decode had room for K drafts
+            plan.k_ran = room_max
         n = len(entries)
         mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q)
         plan.desc = BatchDescriptor(

@@ -13,7 +13,7 @@ import simpy
 
 from simkit.costmodel.batch import StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.metrics import Recorder, RunMetrics, summarize
+from simkit.engine.metrics import Recorder, RunMetrics, summarize, summarize_open
 from simkit.engine.policies import KPolicyName
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Req, Scheduler
@@ -248,7 +248,7 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
             cost = cm.step_cost(plan.desc)
             yield env.timeout(cost.step_s)
             outcome = sched.update(plan, env.now, rec.itl, rec.itl_time, on_finish)
-            rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            rec.step(env.now, cost, plan.desc, outcome, plan.k_ran, sched.kv_used_frac())
             prefill[0] += plan.desc.num_prefill_tokens
             if log is not None:
                 log.append((plan.desc, cost))
@@ -272,7 +272,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     else:
         times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
-    metrics = summarize(rec, window, sched.preemptions)
+    metrics = (summarize(rec, window, sched.preemptions) if isinstance(load, ClosedLoop) else
+               summarize_open(rec, window, sched.preemptions))
     spans = {n: None if n not in state.done_at else (state.done_at[n], state.last_arrival)
              for n in sorted(marks)}
     others = {n: summarize(rec, w, sched.preemptions) for n, w in spans.items()}

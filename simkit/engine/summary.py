@@ -144,6 +144,8 @@ class Row:
     preemptions: float = NAN
     steps: float = NAN
     full_run_windows: float = 0.0       # seeds whose run had no steady window
+    # seeds whose open-loop window was overloaded (the queue grew through it: no steady rate)
+    overloaded_windows: float = 0.0
     prefix_caching: bool = False        # on: the row carries prefix_hit_rate
     prefix_hit_rate: float | None = None  # None with caching on: not modelled (no block hashes)
 
@@ -178,7 +180,8 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[RunResult]]) -> list
             vals = vals[np.isfinite(vals)]
             return float(vals.mean()) if vals.size else NAN
 
-        full_runs = float(sum(m.window_kind != "steady" for m in metrics))
+        full_runs = float(sum(m.window_kind == "full-run" for m in metrics))
+        over = float(sum(m.window_kind == "overloaded" for m in metrics))
         prefix = [r.prefix for r in rs if r.prefix is not None]
         hit = None
         if prefix and all(p["modelled"] for p in prefix):
@@ -187,8 +190,8 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[RunResult]]) -> list
             spec.name, spec.k if spec.speculative else 0, float(tput.mean()),
             float(tput.std(ddof=1)) if tput.size > 1 else 0.0, None, mean("full_steps_frac"),
             mean("mean_accepted"), mean("host_frac"), mean("tpot_ms_p50"), mean("ttft_ms_p50"),
-            steady_window=full_runs == 0, ks=",".join(map(str, spec.ks)) if spec.ks else None,
-            full_run_windows=full_runs, prefix_caching=bool(prefix), prefix_hit_rate=hit,
+            steady_window=full_runs + over == 0, ks=",".join(map(str, spec.ks)) if spec.ks else None,
+            full_run_windows=full_runs, overloaded_windows=over, prefix_caching=bool(prefix), prefix_hit_rate=hit,
             **{key: mean(key) for key in MEAN_KEYS}))
     base = next((r for r in rows if r.config == "vanilla"), None)
     for r in rows:

@@ -24,7 +24,8 @@ def _run_cell(model: str, corpus: str, kwargs: dict[str, Any]) -> dict[str, Any]
 
     with tempfile.TemporaryDirectory(prefix="simkit-ray-") as tmp:
         res = sweep([model], [corpus], tmp, workers=1, **kwargs)
-    return {"rows": res["frame"].to_dict("records"), "failed": res["failed"]}
+    return {"rows": res["frame"].to_dict("records"), "failed": res["failed"],
+            "skipped": res.get("skipped", {})}
 
 
 def _import_ray():
@@ -75,6 +76,8 @@ def sweep_ray(models: list[str], corpora: list[str], out: str | Path, *,
     frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
     written, not_written = write_artefacts(frame, out)
     failed = {k: v for res in results for k, v in res["failed"].items()}
+    skipped = {k: v for res in results for k, v in res.get("skipped", {}).items()}
     return {"cells": len(cells), "rows": len(frame), "failed": failed, "out": str(out),
+            "skipped": skipped,
             "frame": frame, "written": written, "not_written": not_written, "executor": Executor.RAY, "address": address or "local",
             "cluster_cpus": resources.get("CPU")}

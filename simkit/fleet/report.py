@@ -84,8 +84,9 @@ def notes(doc: dict) -> list[str]:
                                     if f["ordering"] == FleetOrdering.CONCURRENT else "sequential"))
            + ") and prefix cache; effective repeat share = requests whose earlier response was "
            "in that replica's tree; accepted/step = accepted drafts per decode request-step",
-           f"tok/s per GPU and cost: the traffic's output tokens ({f['offered_out_tok_s']:,.0f} "
-           "tok/s) over the GPUs" + (f", at ${f['gpu_hour_price']:g} per GPU-hour"
+           "tok/s per GPU and cost: the output tokens the replicas delivered in their steady "
+           f"windows (out tok/s) over the GPUs; the traffic offers "
+           f"{f['offered_out_tok_s']:,.0f} tok/s" + (f", at ${f['gpu_hour_price']:g} per GPU-hour"
                                      if f["gpu_hour_price"] is not None else
                                      " (no --gpu-hour-price: no cost)")]
     for r in doc["rows"]:

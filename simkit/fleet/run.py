@@ -139,6 +139,24 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
             "evaluations": fl.evaluations}
 
 
+# delivered below this share of the offered output tok/s: the note says the fleet falls behind
+KEEPS_UP_SHARE = 0.9
+
+
+def delivered_figures(point: dict, offered: float, gpu_hour_price: float | None) -> dict:
+    """tok/s per GPU and US$ per million output tokens of a fleet point, from the output
+    tok/s its replicas delivered in their steady windows (never the traffic's offered load: a
+    fleet that falls behind serves less than it is offered), and a note when it fell behind."""
+    out_tok_s = float(point["out_tok_s"])
+    fig = {"tok_s_per_gpu": out_tok_s / point["gpus"],
+           "usd_per_m_tok": cost_per_million(out_tok_s, point["gpus"], gpu_hour_price)}
+    if offered > 0 and out_tok_s < KEEPS_UP_SHARE * offered:
+        behind = (f"delivered {out_tok_s:,.0f} of the {offered:,.0f} output tok/s offered "
+                  f"({out_tok_s / offered:.0%}): the fleet falls behind its traffic")
+        fig["note"] = f"{point['note']}; {behind}" if point.get("note") else behind
+    return fig
+
+
 def _search_all(fl: Fleet, pols, specs, goals, max_replicas, replicas, gpu_hour_price, served,
                 rows: list, tried: dict) -> None:
     """Fill rows (one per policy x configuration) and tried (the n evaluated for each)."""
@@ -159,6 +177,4 @@ def _search_all(fl: Fleet, pols, specs, goals, max_replicas, replicas, gpu_hour_
                 continue
             ok, why = meets(point, goals)
             rows.append({**point, "meets": ok, "binding": bind if ok else why,
-                         "tok_s_per_gpu": served / point["gpus"],
-                         "usd_per_m_tok": cost_per_million(served, point["gpus"],
-                                                           gpu_hour_price)})
+                         **delivered_figures(point, served, gpu_hour_price)})

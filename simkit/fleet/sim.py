@@ -22,7 +22,7 @@ import numpy as np
 import simpy
 
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.metrics import Recorder, RunMetrics, summarize
+from simkit.engine.metrics import Recorder, RunMetrics, summarize_open
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.scheduler import Req, Scheduler
 from simkit.engine.workload import Workload
@@ -90,17 +90,17 @@ class _Engine:
             cost = cm.step_cost(plan.desc)
             yield env.timeout(cost.step_s)
             outcome = sched.update(plan, env.now, self.rec.itl, self.rec.itl_time, self._finish)
-            self.rec.step(env.now, cost, plan.desc, outcome, plan.k, sched.kv_used_frac())
+            self.rec.step(env.now, cost, plan.desc, outcome, plan.k_ran, sched.kv_used_frac())
             self.prefill += plan.desc.num_prefill_tokens
 
     def result(self, times: list[float]) -> ReplicaRun:
         """Summary over the replica's own open-loop window (10 % of its arrivals -> the last)."""
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
-        m = summarize(self.rec, window, self.sched.preemptions)
+        m = summarize_open(self.rec, window, self.sched.preemptions)
         rec = self.rec
         arr, first = np.asarray(rec.req_arrival), np.asarray(rec.req_first)
         done, out = np.asarray(rec.req_done), np.asarray(rec.req_out, np.int64)
-        sel = ((arr >= m.window_start_s) & (arr <= m.window_end_s) if m.window_kind == "steady"
+        sel = ((arr >= m.window_start_s) & (arr <= m.window_end_s) if m.window_kind != "full-run"
                else np.ones(arr.size, bool))
         multi = sel & (out > 1)
         s = self.sched

@@ -23,7 +23,7 @@ from simkit.app.options import RunOptions
 from simkit.history import History
 from simkit.reference.published import (CONDITIONS, FINDINGS, HELD_OUT, PUBLISHED, SOURCE,
                                         published)
-from simkit.whatif.common import WhatIfResult
+from simkit.whatif.common import WhatIfResult, skip_note, skipped_of
 
 # the study's run settings (simkit.app.options.RunOptions): its hardware and corpus, one seed
 # (a quick look; `simkit whatif reference` simulates 3, as predict does); the closed loop at
@@ -97,12 +97,14 @@ def predict_model(run: RunOptions = STUDY, *, host_factor: float = 1.0,
     n = run.num_requests or default_num_requests(workload, CONDITIONS["concurrency"])
     server = engine_config(cost, max_tokens=CONDITIONS["max_tokens"],
                            max_model_len=CONDITIONS["max_model_len"])
-    rows = run_ladder(Cell(workload, cost, server), parse_configs(configs),
-                      seeds=run.seeds, num_requests=n, load=ClosedLoop(CONDITIONS["concurrency"]),
-                      workers=run.workers).rows
+    ladder = run_ladder(Cell(workload, cost, server), parse_configs(configs),
+                        seeds=run.seeds, num_requests=n,
+                        load=ClosedLoop(CONDITIONS["concurrency"]), workers=run.workers)
+    rows = ladder.rows
     out = {"model": run.model, "corpus": run.corpus, "tp": cost.tp, "tp_chosen": cost.tp_chosen,
            "cost": cost.describe(), "cost_label": str(cost.label), "num_requests": n,
-           "origin": workload.origin, "proxy_note": workload.proxy_note, **ladder_summary(rows)}
+           "origin": workload.origin, "proxy_note": workload.proxy_note,
+           "skipped": skipped_of(ladder), **ladder_summary(rows)}
     return out
 
 
@@ -177,6 +179,8 @@ def reproduce(run: RunOptions = STUDY, *, models: list[str] | None = None,
     if proxies:
         notes.append(f"{len(proxies)} of {len(rows)} models replay proxy outputs or tokenizers "
                      "(JSON extra.proxies, or `simkit predict` per model, says which)")
+    if skip_note([(r["model"], r["skipped"]) for r in rows]):    # never dropped silently
+        notes.append(skip_note([(r["model"], r["skipped"]) for r in rows]))
     mean_tps = {r["model"]: r["tokens_per_step_final"] for r in rows}
     notes.append("tokens per decode step of the final configuration (acceptance + bonus): " +
                  ", ".join(f"{m} {v:.2f}" for m, v in mean_tps.items() if v))
@@ -241,6 +245,8 @@ def reproduce_histories(histories: list[History], run: RunOptions = STUDY, *,
              f" (study: {FINDINGS['geomean_ratio_11_models']}x over 11 models)",
              "histories_within_25pct: the histories whose predicted ratio is within 25 % of the "
              "published one (published rows only)"]
+    notes += [f"{h}: {note}" for h in labels for note in per[h].notes
+              if note.startswith("skipped profile requests")]
     return WhatIfResult("reference-history",
                         f"reference study on {hardware}, {corpus} corpus, per request history",
                         columns, rows,

@@ -38,12 +38,43 @@ def _hardware(pred: Prediction) -> dict[str, Any]:
                   "by it)")
 
 
+def _band_text(band: dict[str, Any]) -> str:
+    """'±S % for the speculative configurations (synchronous runner), ±A % for vanilla (async
+    runner)' or '±H %' of an interval block."""
+    per = band.get("by_runner") or {}
+    s = (per.get("synchronous") or {}).get("half_width_pct")
+    a = (per.get("async") or {}).get("half_width_pct")
+    if s is not None and a is not None:
+        return (f"±{s:.1f} % for the speculative configurations (synchronous runner), "
+                f"±{a:.1f} % for vanilla (async runner)")
+    return f"±{band['half_width_pct']:.1f} %"
+
+
+def interval_text(band: dict[str, Any], fitted_runs: int) -> str:
+    """The interval a user fit carries (simkit.validation.own_interval), in words: measured
+    on its own runs, borrowed from the shipped calibration, or not measured at all."""
+    if band.get("measured"):
+        return (f"90 % interval for a rerun {_band_text(band)} (run-to-run drift of "
+                f"{band['drift_settings']} repeated setting(s) and the fit's residuals on its "
+                f"{fitted_runs} fitted runs' own recorded steps; no run held out)")
+    own = band.get("own") or band
+    why = own.get("why", "not measured")
+    if band.get("borrowed_from"):
+        return (f"its own interval is not measured: {why}; predictions use the shipped "
+                f"{band['borrowed_from']}'s 90 % interval for a rerun, {_band_text(band)}, as a "
+                "floor (your runs' own drift may be wider)")
+    return (f"its own interval is not measured: {why}; no shipped calibration of its vLLM "
+            "version gives one, so no lead is called a tie within the error")
+
+
 def _cost_model(pred: Prediction) -> dict[str, Any]:
     """The calibration, what it was fitted on, and its measured error as the calibration records
     it (printed under the key cost_model; its JSON keys kept as before the rename)."""
     if pred.calibration in ("", "analytic"):
-        return _entry({"profile": "analytic", "validation": None},
-                      "analytic coefficients (no calibrated profile): error never measured")
+        text = "analytic coefficients (no calibrated profile): error never measured"
+        if pred.cost_label.startswith("analytic: "):      # why a named entry's fit was not used
+            text += "; " + pred.cost_label.split(": ", 1)[1]
+        return _entry({"profile": "analytic", "validation": None}, text)
     from simkit.costmodel.calibrations import read_calibration
 
     doc = read_calibration(pred.calibration)
@@ -82,6 +113,10 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
         if doc["hardware"] != pred.hardware:
             text += (f"; that error was measured on {doc['hardware']}, never on "
                      f"{pred.hardware}")
+    elif band and ("measured" in band or "own" in band):   # a user fit's own (calibrate fit)
+        text += "; " + interval_text(band, value["fitted_runs"])
+        if doc["hardware"] != pred.hardware:
+            text += f"; measured on {doc['hardware']}, never on {pred.hardware}"
     else:
         text += "; throughput error not recorded in the profile"
     return _entry(value, text)
@@ -209,7 +244,15 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
          "and drain excluded") if closed else
         "throughput counted from the arrival of the first 10 % of requests to the last "
         "arrival: start-up and drain excluded")
-    if not pred.steady_window:
+    over = getattr(pred, "overloaded", [])
+    if over:
+        rate = pred.request_rate
+        out["steady_window"] = _entry(
+            None, f"OVERLOADED at {rate:g} req/s: {', '.join(over)} (rows marked *): the "
+                  "requests in the server grew through the window (past what the server "
+                  "sustains, or a run too short to settle), so those tok/s are no steady rate "
+                  "and no config is ranked on them")
+    elif not pred.steady_window:
         out["steady_window"] = _entry(
             None, f"NO steady window (too few requests): rows marked * are whole-run rates, "
                   f"start-up and drain included; --num-requests {pred.suggested_num_requests} "

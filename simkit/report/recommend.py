@@ -37,6 +37,18 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
     rows = [r for r in pred.rows if r.output_tok_s == r.output_tok_s]
     if not rows:
         return {"config": None, "line": "no configuration ran", "reasons": []}
+    over = [r.config for r in rows if getattr(r, "overloaded_windows", 0)]
+    if over:                 # a growing queue has no steady tok/s to rank configs on
+        rate = getattr(pred, "request_rate", None)
+        at = f"{rate:g} req/s" if rate else "this rate"
+        return {"config": None,
+                "line": f"none: {', '.join(over)} {'is' if len(over) == 1 else 'are'} "
+                        f"overloaded at {at} (the queue grew through the window), so no config "
+                        "is ranked; lower --request-rate, or find the rate each sustains with "
+                        "simkit whatif capacity",
+                "reasons": [f"{', '.join(over)}: the requests in the server grew through the "
+                            "window's second half by a quarter or more of the requests that "
+                            "arrived there, so the tok/s shown is not a rate the server keeps"]}
     ranked = sorted(rows, key=lambda r: -r.output_tok_s)
     top = ranked[0]
     # among configs inside the top one's seed spread, the simplest to deploy is recommended

@@ -30,7 +30,8 @@ def load_records(root: str | Path | None = None):
     """(steps joined with runs, runs) as DataFrames, or (None, None) when there are none."""
     import pandas as pd
 
-    from simkit.costmodel.step_records import RUN_KEYS, STEP_KEYS, join_runs, read_parquet
+    from simkit.costmodel.step_records import (
+        RUN_KEYS, STEP_KEYS, check_unique_runs, join_runs, read_parquet)
 
     steps_files, runs_files = find_records(root)
     if not steps_files or not runs_files:
@@ -40,26 +41,6 @@ def load_records(root: str | Path | None = None):
     runs = pd.concat([f for _, f in frames], ignore_index=True)
     steps = pd.concat([read_parquet(p, STEP_KEYS) for p in steps_files], ignore_index=True)
     return join_runs(steps, runs), runs
-
-
-def check_unique_runs(frames) -> None:
-    """Refuse run records that hold one run_id twice, in one runs*.parquet or across two: each
-    run is predicted once under its own settings, and a duplicate would make its steps join two
-    settings (pandas' MergeError once escaped as an internal error). The message names the
-    file(s) and the duplicated run ids."""
-    seen: dict[str, Path] = {}
-    for path, frame in frames:
-        ids = frame["run_id"].astype(str)
-        dup = sorted(set(ids[ids.duplicated()]))
-        if dup:
-            raise InputError(f"run_id {', '.join(dup[:5])}{' ...' if len(dup) > 5 else ''} "
-                             f"appear(s) more than once ({len(dup)} duplicated run id(s)); "
-                             "keep one row per run", path=str(path), field="run_id")
-        for rid in ids:
-            if rid in seen:
-                raise InputError(f"run_id {rid} is also in {seen[rid]}; keep each run in one "
-                                 "runs file", path=str(path), field="run_id")
-            seen[rid] = path
 
 
 def step_comparison(steps, max_steps_per_run: int = 2000, calibration: str | None = None) -> Any:

@@ -28,12 +28,12 @@ from typing import Any
 from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
 from simkit.engine.runner import Cell, Job, engine_config, prepare, run_jobs
 from simkit.app.options import Goals, RunOptions
-from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
+from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult, request_order
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, mean_output_tokens, workload_note, workload_of)
+    WhatIfResult, cost_of, mean_output_tokens, skip_note, workload_note, workload_of)
 
 COLUMNS = ["config", "max_rate_per_replica", "out_tok_s_per_replica", "ttft_ms_p99",
            "tpot_ms_p99", "binding", "replicas", "gpus", "requests", "iterations"]
@@ -172,6 +172,9 @@ def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None
              "simulated (binding 'request cap': raise --max-requests to verify higher rates)"]
     if workload.proxy_note:
         notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
+    skipped = request_order(workload, cfg, 1, 0)[1]     # every run of the search skips these
+    if skip_note([("every rate", skipped)]):
+        notes.append(skip_note([("every rate", skipped)]))
     for r in rows:
         if r["binding"] == "request cap":
             notes.append(f"{r['config']}: limited by the request cap, not by the goals: the "

@@ -101,6 +101,30 @@ def cost_of(run: RunOptions, hardware: str | None = None, tp: int | None = None)
                            calibration=run.calibration, vllm_version=run.vllm_version)
 
 
+def skipped_of(ladder: Any) -> dict[str, int]:
+    """The profile requests the engine skipped in a ladder (a Ladder or a list of RunResult;
+    every run of one cell skips the same ones), by reason."""
+    runs = getattr(ladder, "runs", ladder)
+    return dict(runs[0].skipped) if runs else {}
+
+
+def skip_note(labelled: list[tuple[str, dict[str, int]]]) -> str | None:
+    """One note naming, per labelled ladder (label, skipped_of), the profile requests the engine
+    skipped (no room under max_model_len, empty output, beyond the KV cache:
+    simkit.engine.sim.request_order), or None when none did: a row never runs on fewer
+    requests than the others without saying so."""
+    parts = []
+    if len(labelled) > 1 and all(sk == labelled[0][1] for _, sk in labelled):
+        labelled = [("every row", labelled[0][1])]         # the same requests everywhere
+    for label, skipped in labelled:
+        counts = {k: v for k, v in sorted(skipped.items()) if v}
+        if counts:
+            parts.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if not parts:
+        return None
+    return "skipped profile requests (never run): " + "; ".join(parts)
+
+
 def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,
               server: EngineConfig | None = None, num_requests: int | None = None,
               concurrency: int | None = None) -> Ladder:

@@ -12,7 +12,8 @@ from simkit.engine.runner import default_num_requests
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, workload_note, workload_of
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, skip_note, skipped_of, workload_note, workload_of)
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -58,12 +59,13 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
     workload = workload_of(run, workload)
     cost = cost_of(run)
     server = run.server(cost)
-    rows, unavailable = [], {}
+    rows, unavailable, skipped = [], {}, {}
     for c in cs:
         n = max(min_requests, default_num_requests(workload, c))
         ladder = ladder_of(run, workload, cost, specs, server=server, num_requests=n,
                            concurrency=c)
         unavailable.update(ladder.unavailable)
+        skipped = skipped or skipped_of(ladder)      # one workload and server: the same
         for r in ladder.rows:
             rows.append({"concurrency": c, "config": r.config, "output_tok_s": r.output_tok_s,
                          "speedup_vs_vanilla": r.speedup_vs_vanilla,
@@ -101,6 +103,8 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
         notes.append(f"not run: {why}")
     if workload.proxy_note:
         notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
+    if skip_note([("every level", skipped)]):
+        notes.append(skip_note([("every level", skipped)]))
     return WhatIfResult("concurrency", f"throughput vs concurrency for {model} on "
                         f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name, "tp": cost.tp,

@@ -12,7 +12,8 @@ from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
+    WhatIfResult, cost_of, ladder_of, requests_per_run, skip_note, skipped_of, workload_note,
+    workload_of)
 
 COLUMNS = ["hardware", "tp", "config", "output_tok_s", "tok_s_per_gpu", "speedup_vs_vanilla",
            "vs_first_hardware", "tpot_ms_p50", "host_frac", "kv_capacity_tokens"]
@@ -41,7 +42,7 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
     workload = workload_of(run, workload)
     num_requests = requests_per_run(run.num_requests, workload, run.concurrency)
     specs = parse_configs(configs)
-    rows, notes, first, failures = [], [], {}, []
+    rows, notes, first, failures, ran = [], [], {}, [], []
     for hw in hws:
         for tp in tp_list:
             try:
@@ -50,7 +51,9 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
                 failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
                 continue
             notes.append(cost.describe())
-            ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests).rows
+            ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests)
+            ran.append((f"{hw} TP{tp}", skipped_of(ran_ladder)))
+            ladder = ran_ladder.rows
             for r in ladder:
                 first.setdefault(r.config, r.output_tok_s)
                 rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
@@ -66,6 +69,8 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
                  "vs_first_hardware = throughput / the first (hardware, TP) row of that config")
     if workload.proxy_note:
         notes.append(workload.proxy_note)   # "proxy outputs: ..." or "own outputs"
+    if skip_note(ran):
+        notes.append(skip_note(ran))
     return WhatIfResult("hardware", f"{model} on {', '.join(hws)}"
                         + (f" at TP {tps}" if tps else " (chosen TP)"), COLUMNS, rows,
                         {"model": model, "corpus": corpus, "targets": hws, "tps": tps,

@@ -14,7 +14,8 @@ from simkit.errors import InputError
 from simkit.history import WARM, parse_history
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
+    WhatIfResult, cost_of, ladder_of, requests_per_run, skip_note, skipped_of, workload_note,
+    workload_of)
 
 COLUMNS = ["history", "repeat_share", "config", "output_tok_s", "speedup_vs_vanilla",
            "mean_accepted", "tokens_per_step", "is_best"]
@@ -60,13 +61,15 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
     cost = cost_of(run)
     histories = [(parse_history(f"repeat:{p:g}"), p) for p in ps] + \
         ([(WARM, None)] if warm else [])
-    rows, best_by, origin = [], {}, ""
+    rows, best_by, origin, ran = [], {}, "", []
     for hist, p in histories:
         label = hist.label
         workload = workload_of(run.but(history=hist))
         origin = origin or (workload.origin or "")
         n = max(requests_per_run(run.num_requests, workload, concurrency), workload.num_requests)
-        ladder = ladder_of(run, workload, cost, specs, num_requests=n).rows
+        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=n)
+        ran.append((label, skipped_of(ran_ladder)))
+        ladder = ran_ladder.rows
         top = fastest(ladder)
         best_spec = fastest([r for r in ladder if r.config != "vanilla"])
         kpad = best_kpad(ladder)
@@ -97,6 +100,8 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
              "best K per history: " + ", ".join(f"{h} K={v['best_k']}" for h, v in best_by.items()),
              workload_note(f"{model}/{corpus}", origin) + "; a repeated request's "
              "prompt is also in the prefix cache (vanilla gains through that alone)"]
+    if skip_note(ran):
+        notes.append(skip_note(ran))
     return WhatIfResult("history", f"throughput vs request history for {model}/{corpus} on "
                         f"{cost.hw.name} TP{cost.tp}", COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name,

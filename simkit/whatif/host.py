@@ -15,7 +15,8 @@ from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
+    WhatIfResult, cost_of, ladder_of, requests_per_run, skip_note, skipped_of, workload_note,
+    workload_of)
 
 HOST_BOUND_ELASTICITY = 0.25   # our threshold: a 2x faster host gives >= +19 % throughput
 
@@ -54,12 +55,14 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
     num_requests = requests_per_run(run.num_requests, workload, concurrency)
     base = cost_of(run)
     specs = parse_configs(configs)
-    rows = []
+    rows, ran = [], []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}
     for f in fs:
         cost = with_host_factor(base, f)
-        ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests).rows
+        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests)
+        ran.append((f"host x{f:g}", skipped_of(ran_ladder)))
+        ladder = ran_ladder.rows
         for r in ladder:
             by[(r.config, f)] = r.output_tok_s
             frac[(r.config, f)] = r.host_frac
@@ -84,6 +87,8 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
     notes += [f"{s['config']}: elasticity {s['elasticity_1_to_2']:.2f}, host share "
               f"{s['host_frac_at_1']:.0%} -> {'HOST-BOUND' if s['host_bound'] else 'device-bound'}"
               for s in summary]
+    if skip_note(ran):
+        notes.append(skip_note(ran))
     return WhatIfResult("host", f"host-CPU speed sweep for {model} on {base.hw.name} TP{base.tp}",
                         COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": base.hw.name,

@@ -21,7 +21,8 @@ from simkit.engine.config import WHATIF_CONFIGS, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
-from simkit.whatif.common import WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note
+from simkit.whatif.common import (
+    WhatIfResult, cost_of, ladder_of, requests_per_run, skip_note, skipped_of, workload_note)
 
 COLUMNS = ["preamble", "config", "output_tok_s", "vs_first", "prefix_hit_rate",
            "no_cache_tok_s", "cache_gain", "ttft_ms_p50", "no_cache_ttft_ms_p50"]
@@ -43,6 +44,39 @@ def with_preamble(workload: Workload, prompts: list[np.ndarray], n: int) -> Work
     return dataclasses.replace(workload, prompt_len=workload.prompt_len + np.int32(n),
                                name=f"{workload.name}+preamble{n}", block_hashes=hashes,
                                _columns={})
+
+
+def same_requests(workload: Workload, longest: int, max_model_len: int, max_tokens: int
+                  ) -> tuple[Workload, np.ndarray]:
+    """(the workload without the requests that do not fit whole, prompt and output under
+    max_tokens, in max_model_len behind the longest preamble; the mask of those): every
+    preamble row then replays the same requests, none cut short by the longer preamble. They
+    are left out by an empty output, which the engine never runs and never draws
+    (simkit.engine.sim.request_order), so the sample's other weights and tables stay as they
+    are; InputError when no request is left."""
+    live = workload.output_len > 0
+    whole = workload.prompt_len + longest + np.minimum(workload.output_len, max_tokens)
+    over = live & (whole > max_model_len)
+    n = int(over.sum())
+    if n and n == int(live.sum()):
+        raise InputError(f"no sampled request fits whole in max_model_len {max_model_len:,} "
+                         f"behind a {longest:,}-token preamble", field="preamble")
+    if not n:
+        return workload, over
+    olen = np.where(over, 0, workload.output_len).astype(workload.output_len.dtype)
+    return dataclasses.replace(workload, output_len=olen, _columns={}), over
+
+
+def own_skips(skipped: dict[str, int], prompt_len: np.ndarray, left: np.ndarray,
+              preamble: int, max_model_len: int) -> dict[str, int]:
+    """The engine's skip counts at one preamble less the requests same_requests left out (the
+    notes count those once): what the engine skipped on its own. A left-out request counts as
+    over max_model_len where its prompt is over it at this preamble, else as an empty output."""
+    out = dict(skipped)
+    over = int(np.sum(left & (prompt_len + preamble >= max_model_len)))
+    out["prompt_over_max_model_len"] = out.get("prompt_over_max_model_len", 0) - over
+    out["empty_output"] = out.get("empty_output", 0) - (int(left.sum()) - over)
+    return out
 
 
 def parse_levels(text: str) -> list[int]:
@@ -76,11 +110,16 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
     cost = cost_of(run)
     on = run.but(prefix_caching=True).server(cost)
     off = dataclasses.replace(on, prefix_caching=False)
-    rows, first = [], {}
+    base, left = same_requests(base, levels[-1], on.max_model_len, on.max_tokens)
+    left_out = int(left.sum())
+    rows, first, ran = [], {}, []
     for n in levels:
         w = with_preamble(base, prompts, n)
-        cached = ladder_of(run, w, cost, specs, server=on, num_requests=num_requests).rows
+        cached_ladder = ladder_of(run, w, cost, specs, server=on, num_requests=num_requests)
+        cached = cached_ladder.rows
         plain = ladder_of(run, w, cost, specs, server=off, num_requests=num_requests).rows
+        ran.append((f"preamble {n}", own_skips(skipped_of(cached_ladder), base.prompt_len,
+                                               left, n, on.max_model_len)))
         for r, p in zip(cached, plain):
             first.setdefault(r.config, r.output_tok_s)
             rows.append({"preamble": n, "config": r.config, "output_tok_s": r.output_tok_s,
@@ -93,12 +132,18 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
              f"closed loop, concurrency {concurrency}; {num_requests} requests per run, {seeds} "
              f"seed(s); {workload_note(base.name, base.origin)}",
              "preamble: the same fixed N tokens in front of every prompt; prompts over "
-             "max_model_len after it are skipped",
+             "max_model_len after it are skipped" if not left_out else
+             f"preamble: the same fixed N tokens in front of every prompt; {left_out:,} of "
+             f"{base.num_requests:,} sampled requests do not fit whole (prompt and output) in "
+             f"max_model_len {on.max_model_len:,} behind the {levels[-1]:,}-token preamble, so "
+             "every row runs without them (all rows replay the same requests)",
              "vs_first: tok/s against the first preamble length, caching on; cache_gain: caching "
              "on against off at the same preamble",
              "assumed: the preamble does not change the drafts (acceptance tables unchanged)"]
     if base.proxy_note:
         notes.append(base.proxy_note)
+    if skip_note(ran):
+        notes.append(skip_note(ran))
     return WhatIfResult("prefix", f"a shared preamble of {', '.join(map(str, levels))} tokens "
                         f"for {model}/{corpus} on {cost.hw.name} TP{cost.tp}", COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": cost.hw.name,

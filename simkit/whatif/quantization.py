@@ -29,7 +29,8 @@ from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, ladder_of, requests_per_run, workload_note, workload_of)
+    WhatIfResult, cost_of, ladder_of, requests_per_run, skip_note, skipped_of, workload_note,
+    workload_of)
 
 NVFP4_BYTES_PER_WEIGHT = 0.5 + 1.0 / 16     # 4-bit value + an FP8 scale per 16-weight block
 
@@ -131,9 +132,11 @@ def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
     specs = parse_configs(configs)
-    r_base = ladder_of(run, workload, base, specs, num_requests=num_requests).rows
-    r_arith = ladder_of(run, workload, quant, specs, num_requests=num_requests).rows
-    r_quant = ladder_of(run, qwork, quant, specs, num_requests=num_requests).rows
+    ladders = [("base", ladder_of(run, workload, base, specs, num_requests=num_requests)),
+               ("W4A4 arithmetic", ladder_of(run, workload, quant, specs,
+                                             num_requests=num_requests)),
+               ("W4A4", ladder_of(run, qwork, quant, specs, num_requests=num_requests))]
+    r_base, r_arith, r_quant = (lad.rows for _, lad in ladders)
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):
         rows.append({"config": a.config, "base_tok_s": a.output_tok_s,
@@ -152,6 +155,8 @@ def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b
     if quant_corpus and len(qwork.prompt_len) != len(workload.prompt_len):
         notes.append("the quantized corpus has other requests than the base corpus: the "
                      "comparison mixes a traffic change with the quantization")
+    if skip_note([(name, skipped_of(lad)) for name, lad in ladders]):
+        notes.append(skip_note([(name, skipped_of(lad)) for name, lad in ladders]))
     return WhatIfResult("quantization", f"W4A4 for {model} on {base.hw.name} TP{base.tp}",
                         COLUMNS, rows,
                         {"model": model, "corpus": corpus, "hardware": base.hw.name,
