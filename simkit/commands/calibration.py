@@ -290,7 +290,14 @@ def fit_cmd(
 
     from simkit.catalog.vllm_versions import get_vllm_version
 
+    from simkit.catalog.hardware import canonical_hardware, list_hardware
+    from simkit.errors import UnknownNameError
+
     version = get_vllm_version(vllm_version)
+    hardware = canonical_hardware(hardware)
+    if hardware not in list_hardware():     # was "no calibration steps on a100", after reading
+        raise UnknownNameError("hardware", hardware, list_hardware(),
+                               "a fit needs the hardware's catalogue entry (simkit hardware list)")
     name = name or version.calibration_name(hardware)
     if folds < 2:
         raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
@@ -303,7 +310,8 @@ def fit_cmd(
         doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
                               version.key)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
-                                               "n_steps", "left_out", "skipped")}, indent=1))
+                                               "n_steps", "left_out", "skipped",
+                                               "runs_without_steps")}, indent=1))
     from simkit.report.fit import wrap_prose
 
     own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]

@@ -144,8 +144,10 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         """NNLS on max-scaled columns with a weak pull toward `prior`; columns that are zero
         everywhere keep their prior and are reported as not fitted. row_weight: weighted least
         squares (each row's squared residual counts row_weight times)."""
-        used = np.abs(A).max(axis=0) > 0
         coef = prior.astype(float).copy()
+        if A.shape[0] == 0:       # no step exercises this block (e.g. no drafting run)
+            return coef, [False] * A.shape[1]
+        used = np.abs(A).max(axis=0) > 0
         if not used.any() or len(y) == 0:
             return coef, [False] * A.shape[1]
         Au, y = A[:, used], np.asarray(y, float)
