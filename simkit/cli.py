@@ -36,9 +36,28 @@ for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif, f
 _DEBUG = {"on": False}
 
 
+def _version_text() -> str:
+    """simkit's version and the vLLM releases whose engine rules it models."""
+    from simkit import __version__
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    return (f"simkit {__version__}\n"
+            f"vLLM versions with engine rules: {', '.join(v.release for v in VERSIONS.values())}")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(_version_text())
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug",
-                                     help="show the Python traceback of an error")) -> None:
+                                     help="show the Python traceback of an error"),
+          _version: bool = typer.Option(False, "--version", is_eager=True,
+                                        callback=_print_version,
+                                        help="print simkit's version and the vLLM versions it "
+                                             "has rules for, and exit")) -> None:
     """Simulate vLLM serving throughput under model-free speculative decoding."""
     _DEBUG["on"] = debug
 

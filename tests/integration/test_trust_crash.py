@@ -144,3 +144,46 @@ def test_fit_on_an_unknown_gpu_says_it_is_unknown(capsys, tmp_path):
     assert code == 2 and out == ""
     line = one_line_error(err, "unknown hardware 'a100'", "h100", "h200")
     assert "calibration steps" not in line
+
+
+# -- the installed vLLM, simkit's own version --------------------------------------------------
+
+@pytest.mark.parametrize("installed", ["0.10.1", "0.34.0rc1", None])
+def test_an_unsupported_vllm_is_named_with_the_supported_ones(monkeypatch, installed):
+    """It used to fail deep in the harness with 'ImportError ... a simkit bug'."""
+    import importlib.util
+
+    from simkit.catalog.vllm_versions import VERSIONS
+    from simkit.commands import calibration
+    from simkit.errors import SimkitError
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(calibration, "_installed_vllm", lambda: installed)
+    if installed is not None and installed[:4] in VERSIONS:
+        pytest.skip(f"vLLM {installed} has rules here")
+    with pytest.raises(SimkitError) as exc:
+        calibration._require_vllm()
+    msg = str(exc.value)
+    assert f"({installed or 'version unknown'})" in msg and "not one" in msg
+    assert all(v.release in msg for v in VERSIONS.values())
+
+
+@pytest.mark.parametrize("installed", ["0.33.0", "0.33.1+cu128", "0.26.0"])
+def test_a_supported_vllm_passes(monkeypatch, installed):
+    import importlib.util
+
+    from simkit.commands import calibration
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(calibration, "_installed_vllm", lambda: installed)
+    calibration._require_vllm()
+
+
+def test_version_option_names_simkit_and_the_vllm_versions(capsys):
+    from simkit import __version__
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"simkit {__version__}"
+    assert all(v.release in out.splitlines()[1] for v in VERSIONS.values())
