@@ -59,13 +59,20 @@ def _frame(rows: list[dict[str, Any]], columns: dict[str, str]):
 
 
 def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
-    """steps.parquet with exactly STEP_COLUMNS, typed."""
-    _frame(rows, STEP_COLUMNS).to_parquet(path, index=False)
+    """steps.parquet with exactly STEP_COLUMNS, typed; written whole or not at all (a full
+    disk names the file and leaves no 0-byte file: simkit.outfiles.write_atomic)."""
+    from simkit.outfiles import write_atomic
+
+    frame = _frame(rows, STEP_COLUMNS)
+    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def write_runs(path: Path, rows: list[dict[str, Any]]) -> None:
-    """runs.parquet with exactly RUN_COLUMNS, typed."""
-    _frame(rows, RUN_COLUMNS).to_parquet(path, index=False)
+    """runs.parquet with exactly RUN_COLUMNS, typed; written whole or not at all."""
+    from simkit.outfiles import write_atomic
+
+    frame = _frame(rows, RUN_COLUMNS)
+    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def step_summary(rows: list[dict[str, Any]]) -> dict[str, int]:

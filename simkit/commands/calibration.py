@@ -186,7 +186,10 @@ def plan_cmd(
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
                   "`simkit calibrate fit --records calib-out`", "set -euo pipefail",
                   f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
-        out.write_text("\n".join(script) + "\n")
+        from simkit.outfiles import write_atomic
+
+        text = "\n".join(script) + "\n"
+        write_atomic(out, lambda tmp: tmp.write_text(text))   # a full disk: no 0-byte plan.sh
         typer.echo(f"wrote {out}", err=True)
     if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(plan.to_dict(), indent=1))
