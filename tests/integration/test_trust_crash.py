@@ -187,3 +187,144 @@ def test_version_option_names_simkit_and_the_vllm_versions(capsys):
     assert code == 0 and err == ""
     assert out.splitlines()[0] == f"simkit {__version__}"
     assert all(v.release in out.splitlines()[1] for v in VERSIONS.values())
+
+
+# -- checked before the work, not after it -----------------------------------------------------
+
+@pytest.mark.parametrize("argv,needles", [
+    (("whatif", "prefix", "--preamble", "0,100000000"), ("preamble", "16,382", "100,000,000")),
+    (("whatif", "prefix", "--preamble", "500,16383"), ("preamble", "16,382", "16,383")),
+    (("whatif", "host", "--factors", "1,nan"), ("factors", "nan")),
+    (("whatif", "host", "--factors", "inf"), ("factors", "inf")),
+    (("whatif", "concurrency", "--levels", "8,100000"), ("levels", "at most", "1,024")),
+    (("whatif", "concurrency", "--levels", "300", "--max-num-seqs", "256"), ("levels", "256")),
+], ids=["preamble-huge", "preamble-over-len", "factors-nan", "factors-inf", "levels-huge",
+        "levels-over-seqs"])
+def test_what_if_values_past_their_bounds_are_refused_first(capsys, monkeypatch, argv, needles):
+    """Each used to run (2 GB and no end for the preamble; 14 s for the factors; no bound on
+    the levels) before failing, if it failed at all."""
+    import simkit.profiles.corpus_profile as profiles
+
+    def no_work(*a, **k):
+        raise AssertionError("a profile was loaded before the options were checked")
+
+    monkeypatch.setattr(profiles, "load_profile", no_work)
+    monkeypatch.setattr("simkit.app.cells.load_workload", no_work)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_line_error(err, *needles)
+
+
+def test_sweep_refuses_a_tp_the_model_cannot_take_before_writing(capsys, tmp_path):
+    out_dir = tmp_path / "sweep"
+    code, out, err = run(capsys, "sweep", "--out", str(out_dir), "--tp", "3", "--model",
+                         "llama-3.1-8b", "--corpus", "chat", "--seeds", "1", "--source",
+                         "shipped")
+    assert code == 2 and out == ""
+    one_line_error(err, "field 'tp'", "TP 3", "llama-3.1-8b", "divisible")
+    assert not out_dir.exists()
+
+
+def _slow_cell(*args, **kwargs):
+    """A sweep cell that takes far longer than any Ctrl-C may."""
+    import time
+
+    time.sleep(20)
+
+
+def test_ctrl_c_stops_a_sweep_without_waiting_for_its_cells(tmp_path, monkeypatch):
+    """The pool used to finish every cell it had started (and queued) before the Ctrl-C got
+    through: 9-11 s. Now the workers are ended at once (a hang guard, not a timing figure)."""
+    import threading
+    import time
+
+    import simkit.app.sweep as sweep
+    import simkit.interrupt as interrupt
+
+    monkeypatch.setattr(sweep, "_cell", _slow_cell)
+    monkeypatch.setattr(interrupt, "_SEEN", [False])
+    threading.Timer(1.0, lambda: interrupt._SEEN.__setitem__(0, True)).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sweep.sweep(["m1", "m2"], ["c1", "c2"], tmp_path / "out", workers=2)
+    assert time.monotonic() - start < 10
+    assert list((tmp_path / "out").iterdir()) == []          # nothing half-written
+
+
+# -- a full disk: the file named, nothing 0-byte left ------------------------------------------
+
+def _full_disk(monkeypatch, cls, name):
+    """Make cls.name write a little, then fail as a full disk does."""
+    import errno
+
+    def no_space(self, *a, **k):
+        target = self if isinstance(self, Path) else Path(a[0])
+        target.write_bytes(b"") if cls is not Path else open(target, "w").close()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cls, name, no_space)
+
+
+def test_a_full_disk_during_fit_names_fit_json_and_leaves_none(capsys, tmp_path, monkeypatch,
+                                                               partial_records):
+    some, _, _, _ = partial_records
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / "fit.json"
+    _full_disk(monkeypatch, Path, "write_text")
+    code, _, err = run(capsys, "calibrate", "fit", "--records", str(some), "--folds", "2",
+                       "--vllm-version", "0.33", "--out", str(target))
+    assert code == 2
+    one_line_error(err, str(target), "No space left on device")
+    assert list(target.parent.iterdir()) == []
+
+
+def test_a_full_disk_during_plan_names_plan_sh_and_leaves_none(capsys, tmp_path, monkeypatch):
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / "plan.sh"
+    _full_disk(monkeypatch, Path, "write_text")
+    code, _, err = run(capsys, "calibrate", "plan", "--out", str(target))
+    assert code == 2
+    one_line_error(err, str(target), "No space left on device")
+    assert list(target.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("writer", ["write_runs", "write_steps"])
+def test_a_full_disk_during_a_records_write_names_it_and_leaves_none(tmp_path, monkeypatch,
+                                                                    writer):
+    import pandas as pd
+
+    import calibrate.records as records
+
+    _full_disk(monkeypatch, pd.DataFrame, "to_parquet")
+    columns = records.RUN_COLUMNS if writer == "write_runs" else records.STEP_COLUMNS
+    monkeypatch.setattr(records, "_frame", lambda rows, cols: pd.DataFrame(columns=list(cols)))
+    target = tmp_path / ("runs.parquet" if writer == "write_runs" else "steps.parquet")
+    with pytest.raises(OSError) as exc:
+        getattr(records, writer)(target, [{c: 0 for c in columns}])
+    assert exc.value.filename == str(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_during_a_request_file_write_leaves_none(tmp_path, monkeypatch):
+    import builtins
+
+    from traces.calibration_requests import CalRequest, write_requests
+
+    real_open = builtins.open
+
+    def full_open(path, mode="r", *a, **k):
+        fh = real_open(path, mode, *a, **k)
+        if "w" in mode:
+            import errno
+
+            fh.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return fh
+
+    monkeypatch.setattr(builtins, "open", full_open)
+    target = tmp_path / "reqs.jsonl"
+    req = CalRequest("r0", np.array([1, 2], np.int32), np.array([3], np.int32), "t")
+    with pytest.raises(OSError) as exc:
+        write_requests(target, [req])
+    assert exc.value.filename == str(target)
+    assert list(tmp_path.iterdir()) == []
