@@ -328,3 +328,83 @@ def test_a_full_disk_during_a_request_file_write_leaves_none(tmp_path, monkeypat
         write_requests(target, [req])
     assert exc.value.filename == str(target)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- import: requests no model can take, folders, files of another format ----------------------
+
+def _block(prompt_lens, output_lens):
+    from traces.cache import TokenizedBlock, pack
+
+    p_tok, p_off = pack([np.ones(n, np.int32) for n in prompt_lens])
+    o_tok, o_off = pack([np.ones(n, np.int32) for n in output_lens])
+    n = len(prompt_lens)
+    return TokenizedBlock([f"f.jsonl:{i + 1}" for i in range(n)], p_tok, p_off, o_tok, o_off,
+                          np.zeros(n, bool), np.ones(n, np.int32), ["m"] * n, {}, {})
+
+
+def test_the_request_length_bound_is_the_context_exactly():
+    from simkit.errors import InputError
+    from traces.context_limit import MAX_CONTEXT_TOKENS, check_request_lengths
+
+    check_request_lengths(_block([MAX_CONTEXT_TOKENS - 10, 5], [10, 5]), "f.jsonl")
+    with pytest.raises(InputError) as exc:
+        check_request_lengths(_block([5, MAX_CONTEXT_TOKENS - 10, 7, 10**6], [5, 11, 7, 1]),
+                              "f.jsonl")
+    msg = str(exc.value)
+    assert "f.jsonl:2" in msg and f"{MAX_CONTEXT_TOKENS - 10:,} + output 11" in msg
+    assert "1 more" in msg
+
+
+def test_a_prompt_longer_than_any_model_takes_is_refused_at_import(capsys, tmp_path):
+    """A 22M-token prompt used to be accepted here and fail predict after 113 s."""
+    import json
+
+    f = tmp_path / "long.jsonl"
+    with f.open("w") as fh:
+        fh.write(json.dumps({"prompt_ids": [1, 2, 3], "output_ids": [4, 5]}) + "\n")
+        fh.write(json.dumps({"prompt_ids": [7] * 140_000, "output_ids": [4, 5]}) + "\n")
+    code, out, err = run(capsys, "traces", "import", str(f), "--format", "tokens", "--name",
+                         "long", "--tokenizer", "llama3")
+    if "tokenizer files not found" in err:
+        pytest.skip("the tokens format checks ids against the tokenizer (raw traces needed)")
+    assert code == 2 and out == ""
+    one_line_error(err, str(f), "long.jsonl:2", "140,000", "131,072")
+    code, _, err = run(capsys, "traces", "show", "--corpus", "long")
+    assert code == 2                                 # nothing was stored
+
+
+def test_a_folder_given_as_the_trace_file_is_named_a_folder(capsys, tmp_path):
+    code, _, err = run(capsys, "traces", "import", str(tmp_path), "--format", "openai",
+                       "--name", "d", "--tokenizer", "llama3")
+    assert code == 2
+    line = one_line_error(err, str(tmp_path), "folder")
+    assert "no such file" not in line
+
+
+def test_a_file_of_another_format_is_not_called_empty(capsys, tmp_path):
+    f = tmp_path / "server.log"
+    f.write_text("INFO 12-01 10:00:00 starting\nINFO 12-01 10:00:01 ready\n")
+    code, _, err = run(capsys, "traces", "import", str(f), "--format", "vllm-log", "--name",
+                       "l", "--tokenizer", "llama3")
+    assert code == 2
+    line = one_line_error(err, str(f), "2 non-blank line(s)", "--format")
+    assert "empty" not in line
+
+
+# -- empty paths -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,field", [
+    (PREDICT + ("--plot", ""), "plot"),
+    (PREDICT + ("--html", ""), "html"),
+    (("sweep", "--out", "", "--model", "llama-3.1-8b", "--corpus", "chat"), "out"),
+    (("whatif", "host", "--plot", ""), "plot"),
+    (("fleet", "plan", "--plot", ""), "plot"),
+], ids=["predict-plot", "predict-html", "sweep-out", "whatif-plot", "fleet-plot"])
+def test_an_empty_path_is_refused_not_read_as_none_or_here(capsys, tmp_path, monkeypatch, argv,
+                                                           field):
+    """--plot '' used to mean no plot and sweep --out '' the current folder, silently."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_line_error(err, f"field '{field}'", "empty path")
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == []   # nothing here
