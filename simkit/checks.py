@@ -105,3 +105,14 @@ def output_dir(path: str | Path, field: str) -> Path:
         parent = parent.parent
     _writable_dir(parent, field, str(p))
     return p
+
+
+def input_dir(path: str | Path, field: str | None = None) -> Path:
+    """`path` when it is an existing folder; else InputError saying whether it is missing or a
+    file ('no such folder' for a file misled)."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise InputError("is a file; give a folder", path=str(p), field=field)
+    raise InputError("no such folder", path=str(p), field=field)

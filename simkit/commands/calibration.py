@@ -277,12 +277,11 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
               into: Path = typer.Option(..., help="output folder for steps.parquet / runs.parquet")) -> None:
     """Concatenate record folders into one steps.parquet and runs.parquet."""
     from calibrate.merge import merge
-    from simkit.checks import output_dir
+    from simkit.checks import input_dir, output_dir
     from simkit.errors import InputError
 
     for f in folders:                                # every input checked before writing
-        if not f.is_dir():
-            raise InputError("no such folder", path=str(f))
+        input_dir(f)
         if not ((f / "runs.jsonl").exists() or (f / "runs.parquet").exists()):
             raise InputError("no runs.jsonl or runs.parquet in this folder", path=str(f))
     output_dir(into, "into")
@@ -331,8 +330,9 @@ def fit_cmd(
     name = name or version.calibration_name(hardware)
     if folds < 2:
         raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
-    if not records.is_dir():
-        raise InputError("no such folder", path=str(records), field="records")
+    from simkit.checks import input_dir
+
+    input_dir(records, "records")
     output_file(out, "out", (".json",))
     from simkit.progress import status
 
@@ -394,8 +394,10 @@ def validate(
     from simkit.checks import output_file
 
     output_file(plot, "plot")
-    if records is not None and not records.is_dir():
-        raise InputError("no such folder", path=str(records), field="records")
+    if records is not None:
+        from simkit.checks import input_dir
+
+        input_dir(records, "records")
     if history is not None:
         from simkit.history import parse_history
 

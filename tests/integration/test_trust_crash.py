@@ -408,3 +408,17 @@ def test_an_empty_path_is_refused_not_read_as_none_or_here(capsys, tmp_path, mon
     assert code == 2 and out == ""
     one_line_error(err, f"field '{field}'", "empty path")
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == []   # nothing here
+
+
+@pytest.mark.parametrize("argv", [("calibrate", "fit", "--records"), ("validate", "--records"),
+                                  ("calibrate", "merge", "--into", "merged")],
+                         ids=["fit", "validate", "merge"])
+def test_a_file_where_a_folder_is_wanted_is_named_a_file(capsys, tmp_path, monkeypatch, argv):
+    """'no such folder' for a file that is there misled."""
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "runs.parquet"
+    f.write_bytes(b"PAR1")
+    code, out, err = run(capsys, *argv, str(f))
+    assert code == 2 and out == ""
+    line = one_line_error(err, str(f), "is a file; give a folder")
+    assert "no such" not in line
