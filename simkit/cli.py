@@ -146,9 +146,31 @@ def main(argv: list[str] | None = None) -> None:
         _run(argv)
 
 
+def empty_value(argv: list[str]) -> str | None:
+    """The one-line error for an empty value on the command line (`--out ''`, `--plot=`, an
+    empty argument), else None. A path option typed as a path reads '' as '.', the current
+    folder, and others read it as 'not given': each silently meant something else."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[1] == "":
+            name = arg[2:].split("=", 1)[0]
+        elif arg == "" and i and argv[i - 1].startswith("--") and "=" not in argv[i - 1]:
+            name = argv[i - 1][2:]
+        elif arg == "":
+            return "error: an empty argument ('') where a value is needed"
+        else:
+            continue
+        return (f"error: field '{name}': empty value; give one, or leave --{name} out for its "
+                "default")
+    return None
+
+
 def _run(argv: list[str] | None) -> None:
     """main() inside its progress tracker."""
     debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
+    empty = empty_value(sys.argv[1:] if argv is None else list(argv))
+    if empty:
+        typer.echo(empty, err=True)
+        sys.exit(2)
     try:
         code = app(args=argv, prog_name="simkit", standalone_mode=False)
     except _USAGE_ERRORS as exc:             # unknown option, missing or malformed value

@@ -399,14 +399,18 @@ def test_a_file_of_another_format_is_not_called_empty(capsys, tmp_path):
     (("sweep", "--out", "", "--model", "llama-3.1-8b", "--corpus", "chat"), "out"),
     (("whatif", "host", "--plot", ""), "plot"),
     (("fleet", "plan", "--plot", ""), "plot"),
-], ids=["predict-plot", "predict-html", "sweep-out", "whatif-plot", "fleet-plot"])
+    (("calibrate", "fit", "--records", ""), "records"),
+    (("calibrate", "merge", "x", "--into="), "into"),
+], ids=["predict-plot", "predict-html", "sweep-out", "whatif-plot", "fleet-plot", "records",
+        "into"])
 def test_an_empty_path_is_refused_not_read_as_none_or_here(capsys, tmp_path, monkeypatch, argv,
                                                            field):
-    """--plot '' used to mean no plot and sweep --out '' the current folder, silently."""
+    """--plot '' used to mean no plot, sweep --out '' and --records '' the current folder,
+    silently."""
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    one_line_error(err, f"field '{field}'", "empty path")
+    one_line_error(err, f"field '{field}'", "empty")
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == []   # nothing here
 
 
@@ -422,3 +426,19 @@ def test_a_file_where_a_folder_is_wanted_is_named_a_file(capsys, tmp_path, monke
     assert code == 2 and out == ""
     line = one_line_error(err, str(f), "is a file; give a folder")
     assert "no such" not in line
+
+
+def test_whitespace_paths_are_refused_by_the_output_checks():
+    from simkit.checks import output_dir, output_file
+    from simkit.errors import InputError
+
+    for check in (lambda: output_file("  ", "plot"), lambda: output_dir(" ", "out")):
+        with pytest.raises(InputError, match="empty path"):
+            check()
+
+
+def test_an_empty_positional_argument_is_refused(capsys):
+    code, _, err = run(capsys, "traces", "import", "", "--format", "openai", "--name", "x",
+                       "--tokenizer", "llama3")
+    assert code == 2
+    one_line_error(err, "empty argument")
