@@ -225,6 +225,22 @@ def test_sweep_refuses_a_tp_the_model_cannot_take_before_writing(capsys, tmp_pat
     assert not out_dir.exists()
 
 
+@pytest.mark.parametrize("option,value,needle", [
+    ("--hardware", "nosuch", "unknown hardware 'nosuch'"),
+    ("--calibration", "nosuch", "unknown calibration 'nosuch'"),
+])
+def test_sweep_refuses_an_unknown_hardware_or_calibration_before_writing(capsys, tmp_path,
+                                                                         option, value, needle):
+    """Each cell used to fail on it, and the sweep wrote empty files and exited 1."""
+    out_dir = tmp_path / "sweep"
+    code, out, err = run(capsys, "sweep", "--out", str(out_dir), option, value, "--model",
+                         "llama-3.1-8b", "--corpus", "chat", "--seeds", "1", "--source",
+                         "shipped")
+    assert code == 2 and out == ""
+    one_line_error(err, needle)
+    assert not out_dir.exists()
+
+
 def _slow_cell(*args, **kwargs):
     """A sweep cell that takes far longer than any Ctrl-C may."""
     import time
