@@ -113,43 +113,11 @@ def run(
 
 
 def _require_vllm() -> None:
-    """One clear line when vLLM is not installed here (a GPU host with vLLM 0.26..0.33)."""
-    import importlib.util
+    """One clear line when vLLM is not installed here or is a release simkit has no rules for
+    (calibrate.installed_vllm)."""
+    from calibrate.installed_vllm import require_vllm
 
-    from simkit.catalog.vllm_versions import VERSIONS
-    from simkit.errors import SimkitError
-
-    if importlib.util.find_spec("vllm") is None:
-        raise SimkitError("vLLM is not installed here: `simkit calibrate run` drives your vLLM "
-                          f"({', '.join(v.release for v in VERSIONS.values())}) on a GPU host; "
-                          "install it there (pip install vllm==0.33.0) and run this command there")
-    installed = _installed_vllm()
-    if installed is None or _minor(installed) not in VERSIONS:
-        # another release fails deep in the harness with an ImportError read as a simkit bug
-        newest = list(VERSIONS.values())[-1].release
-        raise SimkitError(f"the vLLM installed here ({installed or 'version unknown'}) is not one "
-                          "`simkit calibrate run` supports; supported: "
-                          f"{', '.join(v.release for v in VERSIONS.values())} "
-                          f"(pip install vllm=={newest})")
-
-
-def _installed_vllm() -> str | None:
-    """The installed vLLM's version from its package metadata (without importing it, which
-    takes seconds), or None when the package on the path has none."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
-        return None
-
-
-def _minor(release: str) -> str:
-    """'0.33' of '0.33.0', '0.33.1+cu128' or '0.33.0rc1'."""
-    import re
-
-    m = re.match(r"(\d+)\.(\d+)", release)
-    return f"{int(m.group(1))}.{int(m.group(2))}" if m else release
+    require_vllm()
 
 
 @calibrate_app.command("plan")

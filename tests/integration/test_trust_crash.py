@@ -153,12 +153,13 @@ def test_an_unsupported_vllm_is_named_with_the_supported_ones(monkeypatch, insta
     """It used to fail deep in the harness with 'ImportError ... a simkit bug'."""
     import importlib.util
 
+    import calibrate.installed_vllm as vllm_check
     from simkit.catalog.vllm_versions import VERSIONS
     from simkit.commands import calibration
     from simkit.errors import SimkitError
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
-    monkeypatch.setattr(calibration, "_installed_vllm", lambda: installed)
+    monkeypatch.setattr(vllm_check, "installed_version", lambda: installed)
     if installed is not None and installed[:4] in VERSIONS:
         pytest.skip(f"vLLM {installed} has rules here")
     with pytest.raises(SimkitError) as exc:
@@ -172,10 +173,11 @@ def test_an_unsupported_vllm_is_named_with_the_supported_ones(monkeypatch, insta
 def test_a_supported_vllm_passes(monkeypatch, installed):
     import importlib.util
 
+    import calibrate.installed_vllm as vllm_check
     from simkit.commands import calibration
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
-    monkeypatch.setattr(calibration, "_installed_vllm", lambda: installed)
+    monkeypatch.setattr(vllm_check, "installed_version", lambda: installed)
     calibration._require_vllm()
 
 
