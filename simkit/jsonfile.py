@@ -7,6 +7,7 @@ Python to convert (ValueError past 4,300 digits); each used to end a command wit
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from simkit.errors import InputError
@@ -40,8 +41,10 @@ def parse_json(data: bytes | str, path: str | Path, line: int | None = None,
                          "another thousands of levels deep)", path=str(path), line=line,
                          field=field) from None
     except ValueError as exc:    # an integer of more digits than Python converts (4,300)
-        raise InputError(f"a JSON number of more digits than can be read ({exc})".split(
-            ": value has")[0] + ")", path=str(path), line=line, field=field) from None
+        most = sys.get_int_max_str_digits()
+        why = (f"a JSON number of more than {most:,} digits, too long to read"
+               if "digits" in str(exc) else f"unreadable JSON ({exc})")
+        raise InputError(why, path=str(path), line=line, field=field) from None
 
 
 def read_json_file(path: str | Path, field: str | None = None) -> object:

@@ -112,10 +112,9 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.costmodel.estimator import StepTimeEstimator
     from simkit.costmodel.calibrations import write_calibration
-
-    version = get_vllm_version(vllm_version).key
     from simkit.costmodel.step_records import join_runs
 
+    version = get_vllm_version(vllm_version).key
     S, R = read_record_dir(records)
     X, left_out = fit_frame(join_runs(S, R), R, hardware, version, str(records))
     est = StepTimeEstimator(hardware=hardware)
