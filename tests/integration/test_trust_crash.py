@@ -260,11 +260,16 @@ def test_ctrl_c_stops_a_sweep_without_waiting_for_its_cells(tmp_path, monkeypatc
     import simkit.interrupt as interrupt
 
     monkeypatch.setattr(sweep, "_cell", _slow_cell)
-    monkeypatch.setattr(interrupt, "_SEEN", [False])
-    threading.Timer(1.0, lambda: interrupt._SEEN.__setitem__(0, True)).start()
+    flag = [False]                       # this test's own Ctrl-C flag, never the real one
+    monkeypatch.setattr(interrupt, "_SEEN", flag)
+    ctrl_c = threading.Timer(1.0, flag.__setitem__, (0, True))
+    ctrl_c.start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        sweep.sweep(["m1", "m2"], ["c1", "c2"], tmp_path / "out", workers=2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sweep.sweep(["m1", "m2"], ["c1", "c2"], tmp_path / "out", workers=2)
+    finally:
+        ctrl_c.cancel()
     assert time.monotonic() - start < 10
     assert list((tmp_path / "out").iterdir()) == []          # nothing half-written
 
