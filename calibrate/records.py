@@ -59,8 +59,12 @@ def _frame(rows: list[dict[str, Any]], columns: dict[str, str]):
 
 
 def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
-    """steps.parquet with exactly STEP_COLUMNS, typed."""
-    _frame(rows, STEP_COLUMNS).to_parquet(path, index=False)
+    """steps.parquet with exactly STEP_COLUMNS, typed; written whole or not at all (a full
+    disk names the file and leaves no 0-byte file: simkit.outfiles.write_atomic)."""
+    from simkit.outfiles import write_atomic
+
+    frame = _frame(rows, STEP_COLUMNS)
+    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def run_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
@@ -70,10 +74,14 @@ def run_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def write_runs(path: Path, rows: list[dict[str, Any]]) -> None:
-    """runs.parquet with RUN_COLUMNS and the optional columns the rows have (missing: ""), typed."""
+    """runs.parquet with RUN_COLUMNS and the optional columns the rows have (missing: ""), typed;
+    written whole or not at all."""
+    from simkit.outfiles import write_atomic
+
     cols = run_columns(rows)
     rows = [{**{c: "" for c in OPTIONAL_RUN_COLUMNS if c in cols}, **r} for r in rows]
-    _frame(rows, cols).to_parquet(path, index=False)
+    frame = _frame(rows, cols)
+    write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def step_summary(rows: list[dict[str, Any]]) -> dict[str, int]:

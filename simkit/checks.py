@@ -63,12 +63,21 @@ def _writable_dir(folder: Path, field: str, what: str) -> None:
                          field=field) from None
 
 
+def not_empty(path: str | Path, field: str) -> None:
+    """Refuse an empty path ('' from a script's unset variable): it used to mean no plot for
+    --plot and the current folder for sweep --out, silently."""
+    if not str(path).strip():
+        raise InputError("empty path: give a file or folder name, or leave the option out",
+                         field=field)
+
+
 def output_file(path: str | Path | None, field: str,
                 suffixes: tuple[str, ...] = PLOT_SUFFIXES) -> Path | None:
     """Check that a file can be written at `path` (its folder exists and is writable, it is not
-    a folder, its extension is one of `suffixes`); None passes."""
-    if path is None or str(path) == "":
+    a folder, its extension is one of `suffixes`); None passes, an empty path is refused."""
+    if path is None:
         return None
+    not_empty(path, field)
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p} is a folder; give a file name", field=field)
@@ -84,6 +93,7 @@ def output_file(path: str | Path | None, field: str,
 def output_dir(path: str | Path, field: str) -> Path:
     """Check that `path` is, or can be created as, a writable folder (the nearest existing
     ancestor must be a writable folder)."""
+    not_empty(path, field)
     p = Path(path)
     if p.exists():
         if not p.is_dir():
@@ -95,3 +105,14 @@ def output_dir(path: str | Path, field: str) -> Path:
         parent = parent.parent
     _writable_dir(parent, field, str(p))
     return p
+
+
+def input_dir(path: str | Path, field: str | None = None) -> Path:
+    """`path` when it is an existing folder; else InputError saying whether it is missing or a
+    file ('no such folder' for a file misled)."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise InputError("is a file; give a folder", path=str(p), field=field)
+    raise InputError("no such folder", path=str(p), field=field)

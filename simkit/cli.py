@@ -36,9 +36,28 @@ for _module in (traces_cmd, acceptance, catalog, predict, calibration, whatif, f
 _DEBUG = {"on": False}
 
 
+def _version_text() -> str:
+    """simkit's version and the vLLM releases whose engine rules it models."""
+    from simkit import __version__
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    return (f"simkit {__version__}\n"
+            f"vLLM versions with engine rules: {', '.join(v.release for v in VERSIONS.values())}")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(_version_text())
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug",
-                                     help="show the Python traceback of an error")) -> None:
+                                     help="show the Python traceback of an error"),
+          _version: bool = typer.Option(False, "--version", is_eager=True,
+                                        callback=_print_version,
+                                        help="print simkit's version and the vLLM versions it "
+                                             "has rules for, and exit")) -> None:
     """Simulate vLLM serving throughput under model-free speculative decoding."""
     _DEBUG["on"] = debug
 
@@ -127,9 +146,31 @@ def main(argv: list[str] | None = None) -> None:
         _run(argv)
 
 
+def empty_value(argv: list[str]) -> str | None:
+    """The one-line error for an empty value on the command line (`--out ''`, `--plot=`, an
+    empty argument), else None. A path option typed as a path reads '' as '.', the current
+    folder, and others read it as 'not given': each silently meant something else."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[1] == "":
+            name = arg[2:].split("=", 1)[0]
+        elif arg == "" and i and argv[i - 1].startswith("--") and "=" not in argv[i - 1]:
+            name = argv[i - 1][2:]
+        elif arg == "":
+            return "error: an empty argument ('') where a value is needed"
+        else:
+            continue
+        return (f"error: field '{name}': empty value; give one, or leave --{name} out for its "
+                "default")
+    return None
+
+
 def _run(argv: list[str] | None) -> None:
     """main() inside its progress tracker."""
     debug = lambda: _DEBUG["on"] or bool(os.environ.get("SIMKIT_DEBUG"))  # noqa: E731
+    empty = empty_value(sys.argv[1:] if argv is None else list(argv))
+    if empty:
+        typer.echo(empty, err=True)
+        sys.exit(2)
     try:
         code = app(args=argv, prog_name="simkit", standalone_mode=False)
     except _USAGE_ERRORS as exc:             # unknown option, missing or malformed value

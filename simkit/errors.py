@@ -6,6 +6,20 @@ from __future__ import annotations
 class SimkitError(Exception):
     """Base class for errors that the CLI prints without a traceback."""
 
+    def __reduce__(self):
+        """Pickle as (class, message, attributes): an error raised in a worker process comes
+        back whole to the parent. The default rebuilt it by calling __init__ with the message
+        alone, which UnknownNameError refuses, and the pool broke (BrokenProcessPool)."""
+        return _rebuilt, (type(self), str(self), dict(self.__dict__))
+
+
+def _rebuilt(cls: type, message: str, state: dict) -> SimkitError:
+    """An error of class `cls` with `message` and attributes `state`, without its __init__."""
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    exc.__dict__.update(state)
+    return exc
+
 
 class InputError(SimkitError):
     """Bad user input; carries where it was found so the message can name it."""

@@ -59,13 +59,19 @@ def read_requests(path: Path) -> list[CalRequest]:
 
 def write_requests(path: Path, reqs: list[CalRequest]) -> None:
     """Write requests as JSONL (deterministic: order and formatting fixed)."""
+    from simkit.outfiles import write_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in reqs:
-            fh.write(json.dumps({"id": r.id, "prompt_ids": r.prompt_ids.tolist(),
-                                 "output_ids": r.output_ids.tolist(), "source": r.source},
-                                separators=(",", ":")) + "\n")
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for r in reqs:
+                fh.write(json.dumps({"id": r.id, "prompt_ids": r.prompt_ids.tolist(),
+                                     "output_ids": r.output_ids.tolist(), "source": r.source},
+                                    separators=(",", ":")) + "\n")
+
+    write_atomic(path, write)        # whole or not at all; a full disk names the file
 
 
 def select_requests(reqs: list[CalRequest], n: int, max_model_len: int, k_max: int,

@@ -226,6 +226,8 @@ def import_file(path: Path, fmt: TraceFormat | str, family: str,
     from traces.tokenizers import get_tokenizer
 
     fmt = member(TraceFormat, fmt, "format", "format")
+    if path.is_dir():
+        raise InputError("is a folder; give a trace file", path=str(path))
     if not path.is_file():
         raise InputError("no such file", path=str(path))
     skipped: Counter = Counter()

@@ -71,13 +71,21 @@ def sweep(models: list[str], corpora: list[str], out: str | Path, *,
             if tick:
                 tick(1)
     else:
+        from simkit.engine.runner import ignore_sigint, stop_pool
+        from simkit.interrupt import result
+
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                 initializer=ignore_sigint) as pool:
             futures = [pool.submit(_cell, m, c, run, configs) for m, c in cells]
-            for fut in futures:
-                results.append(fut.result())
-                if tick:
-                    tick(1)
+            try:
+                for fut in futures:
+                    results.append(result(fut))
+                    if tick:
+                        tick(1)
+            except KeyboardInterrupt:   # end the workers now, not after every queued cell
+                stop_pool(pool)
+                raise
     rows = [row for res in results for row in res["rows"]]
     frame = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
     written, not_written = write_artefacts(frame, out)

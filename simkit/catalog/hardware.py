@@ -105,12 +105,9 @@ def hardware_from_json(path: str) -> HardwareSpec:
     """A user hardware entry from a JSON file with the catalogue's fields (errors name the field)."""
     from pathlib import Path
 
-    try:
-        doc = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    from simkit.jsonfile import read_json_file
+
+    doc = read_json_file(path)
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object", path=str(path))
     doc.setdefault("name", Path(path).stem)

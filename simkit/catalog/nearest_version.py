@@ -56,6 +56,8 @@ def resolve_vllm_version(text: object, known_keys: tuple[str, ...] = ()) -> Reso
     catalog = sorted(VERSIONS, key=_order)
     if not key:
         raise UnknownNameError("vLLM version", str(text), catalog)
+    if key in VERSIONS:               # a patch or local build of a known minor ('0.33.1+cu128')
+        return ResolvedVersion(key, VERSIONS[key])
     newest = catalog[-1]
     below = [k for k in catalog if _order(k) <= _order(key)]
     if key in known_keys or _order(key) > _order(max((newest, *known_keys), key=_order)):

@@ -193,7 +193,10 @@ def plan_cmd(
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
                   "`simkit calibrate fit --records calib-out`", "set -euo pipefail",
                   f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
-        out.write_text("\n".join(script) + "\n")
+        from simkit.outfiles import write_atomic
+
+        text = "\n".join(script) + "\n"
+        write_atomic(out, lambda tmp: tmp.write_text(text))   # a full disk: no 0-byte plan.sh
         typer.echo(f"wrote {out}", err=True)
     if fmt is OutputFormat.JSON:
         typer.echo(json.dumps(plan.to_dict(), indent=1))
@@ -300,12 +303,11 @@ def merge_cmd(folders: list[Path] = typer.Argument(..., help="folders with runs.
               into: Path = typer.Option(..., help="output folder for steps.parquet / runs.parquet")) -> None:
     """Concatenate record folders into one steps.parquet and runs.parquet."""
     from calibrate.merge import merge
-    from simkit.checks import output_dir
+    from simkit.checks import input_dir, output_dir
     from simkit.errors import InputError
 
     for f in folders:                                # every input checked before writing
-        if not f.is_dir():
-            raise InputError("no such folder", path=str(f))
+        input_dir(f)
         if not ((f / "runs.jsonl").exists() or (f / "runs.parquet").exists()):
             raise InputError("no runs.jsonl or runs.parquet in this folder", path=str(f))
     output_dir(into, "into")
@@ -345,15 +347,23 @@ def fit_cmd(
     from simkit.catalog.nearest_version import resolve_vllm_version
     from simkit.catalog.vllm_versions import get_vllm_version
 
-    # a release newer than simkit's rules (0.34 before its rules land, 0.35) is fitted on its
-    # own records under its own name, with the warning resolve_vllm_version words
+    from simkit.catalog.hardware import canonical_hardware, list_hardware
+    from simkit.errors import UnknownNameError
+
+    # a release newer than simkit's rules (0.35) is fitted on its own records under its own
+    # name, with the warning resolve_vllm_version words
     version = resolve_vllm_version(vllm_version if vllm_version is not None else
                                    get_vllm_version(None).key, tuple(HARNESS_BY_VERSION))
+    hardware = canonical_hardware(hardware)
+    if hardware not in list_hardware():     # was "no calibration steps on a100", after reading
+        raise UnknownNameError("hardware", hardware, list_hardware(),
+                               "a fit needs the hardware's catalogue entry (simkit hardware list)")
     name = name or f"{hardware}-vllm{version.key.replace('.', '')}"
     if folds < 2:
         raise InputError(f"cross-validation needs >= 2 folds, got {folds}", field="folds")
-    if not records.is_dir():
-        raise InputError("no such folder", path=str(records), field="records")
+    from simkit.checks import input_dir
+
+    input_dir(records, "records")
     output_file(out, "out", (".json",))
     from simkit.progress import status
 
@@ -370,7 +380,8 @@ def fit_cmd(
 
         write_calibration(doc, out)
     typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
-                                               "n_steps", "left_out", "skipped")}, indent=1))
+                                               "n_steps", "left_out", "skipped",
+                                               "runs_without_steps")}, indent=1))
     from simkit.report.fit import wrap_prose
 
     for note in doc.get("notes", []):
@@ -430,8 +441,10 @@ def validate(
     from simkit.checks import output_file
 
     output_file(plot, "plot")
-    if records is not None and not records.is_dir():
-        raise InputError("no such folder", path=str(records), field="records")
+    if records is not None:
+        from simkit.checks import input_dir
+
+        input_dir(records, "records")
     if history is not None:
         from simkit.history import parse_history
 

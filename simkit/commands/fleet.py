@@ -119,6 +119,10 @@ def validate_cmd(
     from simkit.errors import InputError
     from simkit.paths import traces_src_dir
 
+    if calibration not in (None, "analytic"):   # checked here, not in the worker processes
+        from simkit.costmodel.calibrations import read_calibration
+
+        read_calibration(calibration)
     if traces_src_dir() is None:
         raise InputError("fleet validate rebuilds each replica's requests from the raw traces "
                          "(../shared/traces-src or SIMKIT_TRACES_SRC)", field="traces")

@@ -297,7 +297,19 @@ def run_options(params: dict[str, Any]) -> RunOptions:
     limits = {n: params[n] for n in ("max_tokens", "max_num_seqs", "max_num_batched_tokens")
               if n in params}
     check_serving(params.get("model"), opts.tp, **limits)   # a sweep's TP: checked per cell
+    check_named_files(opts)
     return opts
+
+
+def check_named_files(opts: RunOptions) -> None:
+    """The hardware and the calibration a run names exist and read (a JSON path included),
+    before any work: a sweep used to start every cell, fail each one and write empty files."""
+    from simkit.catalog.hardware import get_hardware
+    from simkit.costmodel.calibrations import read_calibration
+
+    get_hardware(opts.hardware)
+    if opts.calibration not in (None, "analytic"):
+        read_calibration(opts.calibration)
 
 
 def join_list(values: Optional[list[str]] | str) -> Optional[str]:

@@ -139,6 +139,10 @@ def register(app: typer.Typer) -> None:
             for item in items:                       # every name checked before any cell runs
                 if item not in known:
                     raise UnknownNameError(kind, item, known)
+        from simkit.serving_checks import check_tp
+
+        for item in model_list:      # as predict does, before any cell runs or file is written
+            check_tp(item, opts.tp)
         extra = {"address": address, "num_cpus": opts.workers} if executor is Executor.RAY else \
             {"workers": opts.workers}
         with _progress("sweep") as prog:

@@ -136,6 +136,17 @@ def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
     typer.echo("\n".join(lines))
 
 
+def _nothing_read(path: Path, fmt: TraceFormat) -> str:
+    """Why a file gave no record at all: it is empty, or its lines are not of this format (it
+    used to be called empty either way)."""
+    with path.open("rb") as fh:
+        lines = sum(1 for line in fh if line.strip())
+    if not lines:
+        return f"no records: the file holds no {fmt} record (empty, or blank lines only)"
+    return (f"no records: none of its {lines:,} non-blank line(s) holds a {fmt} record; is "
+            "--format right?")
+
+
 def _import(path: Path, fmt: TraceFormat, name: str, tokenizer: str | None, model: str | None,
             replace: bool = False) -> None:
     from traces.cache import file_digest
@@ -166,11 +177,13 @@ def _import(path: Path, fmt: TraceFormat, name: str, tokenizer: str | None, mode
     block = import_file(path, fmt, family, producer)
     if len(block) == 0:
         if not block.skipped:                        # nothing was even read: say that
-            raise InputError(f"no records: the file holds no {fmt} record (empty, or blank lines only)",
-                             path=str(path))
+            raise InputError(_nothing_read(path, fmt), path=str(path))
         raise InputError("no usable records (skipped: "
                          + "; ".join(f"{k}: {v}" for k, v in block.skipped.items()) + ")",
                          path=str(path))
+    from traces.context_limit import check_request_lengths
+
+    check_request_lengths(block, str(path))
     record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": str(fmt),
               "tokenizer": family, "model": model, "producer": producer}
     replaced = save_user_corpus(name, block, record, replace=replace)   # under a name lock

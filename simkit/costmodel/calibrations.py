@@ -16,6 +16,7 @@ from simkit.costmodel.coefficients import Coefficients
 from simkit.costmodel.memory import DEFAULT_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, choose_tp, kv_capacity_tokens
 from simkit.costmodel.model import CostModel
 from simkit.errors import InputError, UnknownNameError
+from simkit.jsonfile import parse_json
 
 CALIBRATION_KIND = "simkit-calibration"
 # files written before the rename (cost-model "profiles") carry this kind; still read
@@ -45,7 +46,9 @@ def read_calibration(ref: str | Path) -> dict[str, Any]:
     field)."""
     path = Path(ref)
     if path.suffix == ".json" and path.is_file():
-        text, where = path.read_text(), str(path)
+        text, where = path.read_bytes(), str(path)
+    elif path.is_dir():
+        raise InputError("is a folder; a calibration is a .json file", path=str(path))
     elif path.suffix == ".json" and str(ref) not in _embedded():
         raise InputError("no such calibration file (a calibration is a .json file that "
                          "`simkit calibrate fit` wrote, or an embedded name: "
@@ -55,10 +58,7 @@ def read_calibration(ref: str | Path) -> dict[str, Any]:
         if str(ref) not in emb:
             raise UnknownNameError("calibration", str(ref), list(emb) + ["analytic"])
         text, where = emb[str(ref)].read_text(), f"simkit/data/{EMBEDDED_DIR}/{ref}.json"
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=where, line=exc.lineno) from None
+    doc = parse_json(text, where)
     if not isinstance(doc, dict) or doc.get("kind") not in (CALIBRATION_KIND, *LEGACY_KINDS):
         raise InputError(f"not a calibration (kind must be {CALIBRATION_KIND!r})", path=where,
                          field="kind")
@@ -84,10 +84,11 @@ def read_calibration(ref: str | Path) -> dict[str, Any]:
 def write_calibration(doc: dict[str, Any], path: str | Path) -> Path:
     """Write a calibration dict as sorted, indented JSON (byte-identical for identical
     content)."""
-    path = Path(path)
+    from simkit.outfiles import write_atomic
+
     clean = {k: v for k, v in doc.items() if not k.startswith("_")}
-    path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")
-    return path
+    text = json.dumps(clean, indent=2, sort_keys=True) + "\n"
+    return write_atomic(path, lambda tmp: tmp.write_text(text))   # a full disk: no 0-byte file
 
 
 def calibration_version(doc: dict[str, Any]) -> str:

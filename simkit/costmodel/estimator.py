@@ -145,7 +145,7 @@ class StepTimeEstimator(RegressorMixin, BaseEstimator):
         everywhere keep their prior and are reported as not fitted. row_weight: weighted least
         squares (each row's squared residual counts row_weight times)."""
         coef = prior.astype(float).copy()
-        if A.shape[0] == 0:       # no step of this kind (e.g. no host drafting on vLLM 0.34)
+        if A.shape[0] == 0:       # no step exercises this block (no drafting run; vLLM 0.34)
             return coef, [False] * A.shape[1]
         used = np.abs(A).max(axis=0) > 0
         if not used.any() or len(y) == 0:

@@ -19,10 +19,19 @@ def load_record_dir(root: str | Path, hardware: str,
     """Every steps*.parquet under root joined with the runs*.parquet beside them, kept only for
     runs on `hardware` (the runs' 'gpu' column, e.g. 'NVIDIA H200') made with `vllm_version`
     (None: any); returns the frame and the number of steps left out per reason."""
+    from simkit.costmodel.step_records import join_runs
+
+    S, R = read_record_dir(root)
+    return fit_frame(join_runs(S, R), R, hardware, vllm_version, str(root))
+
+
+def read_record_dir(root: str | Path) -> tuple[Any, Any]:
+    """The steps and the runs (one row per run_id) of every steps*.parquet / runs*.parquet
+    under root."""
     import pandas as pd
 
     from simkit.costmodel.step_records import (
-        RUN_KEYS, STEP_KEYS, check_unique_runs, check_unique_steps, join_runs, read_parquet)
+        RUN_KEYS, STEP_KEYS, check_unique_runs, check_unique_steps, read_parquet)
 
     root = Path(root)
     steps = sorted(root.glob("**/steps*.parquet"))
@@ -35,7 +44,7 @@ def load_record_dir(root: str | Path, hardware: str,
     check_unique_steps(step_frames)
     S = pd.concat([f for _, f in step_frames], ignore_index=True)
     R = pd.concat([f for _, f in run_frames], ignore_index=True)
-    return fit_frame(join_runs(S, R), R, hardware, vllm_version, str(root))
+    return S, R
 
 
 def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
@@ -68,7 +77,10 @@ def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
             left_out["validation runs (held out of the fit)"] = int(held.sum())
         X = X[~held]
     if X.empty:
-        raise InputError(f"no calibration steps on {hardware}", path=where)
+        bare = runs_without_steps(X, R, hardware, vllm_version)
+        raise InputError(f"no calibration steps on {hardware}"
+                         + (f": run(s) {_some(bare)} have no step records" if bare else ""),
+                         path=where)
     return X.reset_index(drop=True), left_out
 
 
@@ -93,6 +105,31 @@ def run_residuals(est: Any, X: Any) -> dict[str, float]:
     return out
 
 
+def _some(ids: list[str], most: int = 5) -> str:
+    """Up to `most` run ids, and how many more."""
+    more = len(ids) - most
+    return ", ".join(ids[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def runs_without_steps(X: Any, R: Any, hardware: str, vllm_version: str | None) -> list[str]:
+    """Ids of the calibration runs on `hardware` made with `vllm_version` that have no step in
+    `X` (a run recorded without its steps, or whose steps file is missing): the fit cannot use
+    them, and says so rather than leave them out silently."""
+    runs = R
+    if vllm_version is not None and "vllm_version" in runs:
+        from simkit.catalog.nearest_version import resolve_vllm_version
+        from simkit.costmodel.step_records import release_keys
+
+        key = resolve_vllm_version(vllm_version).key     # a newer release keeps its own key
+        runs = runs[release_keys(runs["vllm_version"]) == key]
+    if "gpu" in runs:
+        runs = runs[runs["gpu"].astype(str).str.contains(hardware, case=False)]
+    if "purpose" in runs:
+        runs = runs[runs["purpose"].astype(str) != "validation"]
+    have = set(X["run_id"].astype(str)) if "run_id" in X else set()
+    return sorted(str(r) for r in runs["run_id"] if str(r) not in have)
+
+
 def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out: str | Path | None = None,
                 default_for: tuple[str, ...] = (), n_splits: int = 5,
                 vllm_version: str | None = None) -> dict[str, Any]:
@@ -103,11 +140,13 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     from simkit.catalog.nearest_version import resolve_vllm_version
     from simkit.costmodel.estimator import StepTimeEstimator
     from simkit.costmodel.calibrations import write_calibration
+    from simkit.costmodel.step_records import join_runs
 
     resolved = resolve_vllm_version(vllm_version if vllm_version is not None else
                                     get_default_key())
     version = resolved.key
-    X, left_out = load_record_dir(records, hardware, version)
+    S, R = read_record_dir(records)
+    X, left_out = fit_frame(join_runs(S, R), R, hardware, version, str(records))
     notes = [resolved.warning] if resolved.warning else []
     notes += draft_column_notes(X)
     est = StepTimeEstimator(hardware=hardware)
@@ -119,6 +158,7 @@ def fit_calibration(records: str | Path, name: str, hardware: str = "h200", out:
     doc["left_out"] = left_out
     doc["skipped"] = est.skipped_
     doc["vllm_version"] = version
+    doc["runs_without_steps"] = runs_without_steps(X, R, hardware, version)
     if notes:
         doc["notes"] = notes
     if out:

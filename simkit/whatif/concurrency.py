@@ -52,6 +52,11 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
     from simkit.checks import positive_int
 
     positive_int(cs[-1], "levels")
+    if cs[-1] > run.max_num_seqs:
+        raise InputError(f"at most --max-num-seqs ({run.max_num_seqs:,}) clients, got "
+                         f"{cs[-1]:,}: vLLM runs at most max_num_seqs sequences a step, so more "
+                         "clients only wait in its queue (raise --max-num-seqs to try more)",
+                         field="levels")
     specs = parse_configs(configs)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",

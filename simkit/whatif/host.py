@@ -48,9 +48,14 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
     are host-bound."""
     model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
     try:
-        fs = sorted({float(f) for f in factors.split(",") if f.strip()} | {1.0, 2.0})
+        given = [float(f) for f in factors.split(",") if f.strip()]
     except ValueError:
         raise InputError(f"factors must be numbers, got {factors!r}", field="factors") from None
+    from simkit.checks import positive_rate
+
+    for f in given:              # nan or inf used to fail only after the other factors ran
+        positive_rate(f, "factors")
+    fs = sorted(set(given) | {1.0, 2.0})
     workload = workload_of(run, workload)
     num_requests = requests_per_run(run.num_requests, workload, concurrency)
     base = cost_of(run)

@@ -79,8 +79,10 @@ def own_skips(skipped: dict[str, int], prompt_len: np.ndarray, left: np.ndarray,
     return out
 
 
-def parse_levels(text: str) -> list[int]:
-    """'0,500,2000' -> [0, 500, 2000] (sorted, unique); InputError on anything else."""
+def parse_levels(text: str, max_model_len: int | None = None) -> list[int]:
+    """'0,500,2000' -> [0, 500, 2000] (sorted, unique); InputError on anything else, and on a
+    preamble that leaves no room under `max_model_len` for a prompt token and an output token
+    (every request would be refused; 100,000,000 used to take 2 GB and never finish)."""
     try:
         levels = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
@@ -88,6 +90,10 @@ def parse_levels(text: str) -> list[int]:
                          field="preamble") from None
     if not levels or levels[0] < 0:
         raise InputError("preamble lengths must be >= 0 tokens", field="preamble")
+    if max_model_len is not None and levels[-1] > max_model_len - 2:
+        raise InputError(f"at most {max_model_len - 2:,} tokens (--max-model-len {max_model_len:,} "
+                         f"less one prompt and one output token), got {levels[-1]:,}",
+                         field="preamble")
     return levels
 
 
@@ -100,7 +106,7 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
 
     model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
-    levels = parse_levels(preamble)
+    levels = parse_levels(preamble, run.max_model_len)
     specs = parse_configs(configs)
     prof = load_profile(model, corpus, source=run.source, history=run.history)
     base = apply_capped_outputs(Workload.from_profile(prof), run.capped_outputs, run.max_tokens)

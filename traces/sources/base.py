@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simkit.errors import InputError
+from simkit.jsonfile import not_utf8, parse_json  # noqa: F401 (not_utf8: traces.vllm_log)
 
 Message = tuple[str, str]
 
@@ -66,25 +66,10 @@ class Source:
         return self.loader(src, producer, skipped)
 
 
-def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, line: int | None = None,
-             offset: int = 0) -> InputError:
-    """The error for bytes that are not UTF-8: file, line (counted in `data` when not given)
-    and the bad byte."""
-    if line is None:
-        line = data[:offset + exc.start].count(b"\n") + 1
-    bad = exc.object[exc.start:exc.start + 1].hex() if exc.object else "?"
-    return InputError(f"not UTF-8 text (byte 0x{bad}: {exc.reason})", path=str(path), line=line)
-
-
 def loads_json(data: bytes, path: Path) -> object:
-    """Parse one whole JSON document from bytes; a syntax error or non-UTF-8 byte names the
-    file and line."""
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
-    except UnicodeDecodeError as exc:
-        raise not_utf8(path, data, exc) from None
+    """Parse one whole JSON document from bytes; any unreadable content names the file and
+    line (simkit.jsonfile)."""
+    return parse_json(data, path)
 
 
 def read_json(path: Path) -> object:
@@ -99,12 +84,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from exc
-            except UnicodeDecodeError as exc:
-                raise not_utf8(path, raw, exc, line=lineno) from None
+            obj = parse_json(raw, path, line=lineno)
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=str(path), line=lineno)
             out.append((lineno, obj))
