@@ -74,7 +74,10 @@ def _file_of(path: Path) -> Path:
     """The tokenizer file a path names: the file itself, or in a folder its tokenizer.json, else
     its one *.tiktoken or tokenizer.model file."""
     if not path.exists():
-        raise InputError("no such tokenizer file or folder", path=str(path), field="tokenizer")
+        from traces.tokenizers import FAMILIES
+
+        raise InputError("no such tokenizer file or folder (nor a tokenizer family: "
+                         f"{', '.join(FAMILIES)})", path=str(path), field="tokenizer")
     if path.is_file():
         return path
     if (path / HF_FILE).is_file():

@@ -156,9 +156,12 @@ def plan_cmd(
                      params_b=spec.active_params() / 1e9)
     lines = plan.commands()
     if out:
+        req = f".gpu/requests/{spec.name}__{corpus}.jsonl"
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
                   "`simkit calibrate fit --records calib-out`", "set -euo pipefail",
-                  f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
+                  "# the request file: made here unless it was made where the corpus is and "
+                  "copied beside this script", f"test -f {req} || simkit calibrate requests "
+                  f"--model {spec.name} --corpus {corpus}", *lines]
         out.write_text("\n".join(script) + "\n")
         typer.echo(f"wrote {out}", err=True)
     if fmt is OutputFormat.JSON:
