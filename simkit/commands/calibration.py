@@ -282,6 +282,7 @@ def fit_cmd(
     default_for: list[str] = typer.Option([], help="hardware this calibration becomes the default for "
                                           "(the shipped h200-vllm026 has h200)"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
+    fmt: Format = OutputFormat.TABLE,
 ) -> None:
     """Fit the step-time cost model to measured records (calibration runs only; validation runs are
     held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
@@ -305,24 +306,57 @@ def fit_cmd(
     with status(f"fitting the step-time model on {records} ({folds}-fold cross-validation)"):
         doc = fit_calibration(records, name, hardware, out, tuple(default_for), folds,
                               version.key)
-    typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
-                                               "n_steps", "left_out", "skipped")}, indent=1))
-    from simkit.report.fit import wrap_prose
-
-    own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]
-    runner = [k.split(".", 1)[1] for k in doc["not_fitted"] if k.startswith("async_runner.")]
-    lines = wrap_prose(f"not fitted (analytic defaults kept): {', '.join(own)}")
-    if runner:
-        lines += wrap_prose("async-scheduling runner, not fitted apart (the shared value kept): "
-                            + ", ".join(runner))
-    mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
-    lines += wrap_prose(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): "
-                        + json.dumps(mean))
-    typer.echo("\n".join(lines))
+    summary = fit_summary(doc)
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps(summary, indent=1))
+    else:
+        typer.echo("\n".join(fit_text(summary)))
     if out:
         from simkit.outfiles import wrote
 
         wrote(out)
+
+
+# the cross-validated components in the order the summary names them, with their words
+CV_PARTS = {"step": "step", "forward_sample": "forward+sample", "schedule": "schedule",
+            "prepare": "prepare", "draft": "draft", "update": "update"}
+
+
+def fit_summary(doc: dict) -> dict:
+    """What `calibrate fit` reports of a fitted calibration (its --format json)."""
+    return {"name": doc["name"], "hardware": doc["hardware"],
+            "vllm_version": doc["vllm_version"], "models": doc["models"],
+            "runs": len(doc["runs"]), "steps": doc["n_steps"], "left_out": doc["left_out"],
+            "skipped_steps": doc["skipped"], "not_fitted": doc["not_fitted"],
+            "cv_grouping": doc["cv"]["grouping"],
+            "cv_mape_pct": {k: (round(v, 2) if v is not None else None)
+                            for k, v in doc["cv"]["mean"].items()}}
+
+
+def fit_text(s: dict) -> list[str]:
+    """The fit summary as prose lines of at most 100 columns."""
+    from simkit.report.fit import wrap_prose
+
+    lines = wrap_prose(f"fitted {s['name']} ({s['hardware']}, vLLM {s['vllm_version']}) on "
+                       f"{s['runs']} calibration runs of {', '.join(s['models'])} "
+                       f"({s['steps']:,} steps)")
+    for reason, n in s["left_out"].items():
+        lines += wrap_prose(f"left out: {n['runs']} {reason} ({n['steps']:,} steps)")
+    if s["skipped_steps"]:
+        lines += wrap_prose("steps skipped: " + "; ".join(
+            f"{k}: {v:,}" for k, v in s["skipped_steps"].items()))
+    own = [k for k in s["not_fitted"] if not k.startswith("async_runner.")]
+    runner = [k.split(".", 1)[1] for k in s["not_fitted"] if k.startswith("async_runner.")]
+    lines += wrap_prose(f"not fitted (analytic defaults kept): {', '.join(own)}")
+    if runner:
+        lines += wrap_prose("async-scheduling runner, not fitted apart (the shared value kept): "
+                            + ", ".join(runner))
+    parts = [f"{CV_PARTS.get(k, k)} {v:.1f} %" for k, v in
+             sorted(s["cv_mape_pct"].items(), key=lambda kv: list(CV_PARTS).index(kv[0])
+                    if kv[0] in CV_PARTS else len(CV_PARTS)) if v is not None]
+    lines += wrap_prose(f"cross-validated MAPE per step ({s['cv_grouping']}): "
+                        + ", ".join(parts))
+    return lines
 
 
 def validate(

@@ -134,3 +134,33 @@ def test_readme_gpu_host_step_is_the_plan_script_alone():
     section = text.split("## Calibrate on your GPU and vLLM", 1)[1].split("\n## ", 1)[0]
     gpu = [ln for ln in section.splitlines() if ln.startswith("#   ")]
     assert [ln.split()[1:3] for ln in gpu] == [["bash", "plan.sh"]]
+
+
+def test_fit_prints_a_readable_summary_whose_counts_are_runs(tmp_path):
+    """calibrate fit printed raw JSON whose "validation runs (held out of the fit)" was a count
+    of steps (46,109 for 19 runs): the summary counts runs and steps, JSON under --format json."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from readme_commands import calibration_records
+
+    recs = calibration_records(tmp_path / "calib-out")
+    runs = pd.read_parquet(recs / "runs.parquet")
+    steps = pd.read_parquet(recs / "steps.parquet", columns=["run_id"])
+    held = set(runs[runs.purpose == "validation"].run_id)
+    assert held
+    args = ("calibrate", "fit", "--records", str(recs), "--vllm-version", "0.33", "--name",
+            "my-gpu", "--folds", "2", "--out", str(tmp_path / "my-gpu.json"))
+    p = _simkit(*args, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    doc = json.loads((tmp_path / "my-gpu.json").read_text())
+    assert summary["runs"] == len(doc["runs"]) == len(set(runs.run_id) - held)
+    assert summary["left_out"]["validation runs (held out of the fit)"] == {
+        "runs": len(held), "steps": int(steps.run_id.isin(held).sum())}
+    text = _simkit(*args).stdout
+    assert not text.lstrip().startswith("{")
+    assert (f"fitted my-gpu (h200, vLLM 0.33) on {summary['runs']} calibration runs of "
+            "llama-3.1-8b") in text
+    assert f"left out: {len(held)} validation runs" in text
+    assert "cross-validated MAPE per step" in text and "step " in text
