@@ -459,11 +459,14 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         from simkit.validation.transfer import refit_runs
 
         keep = refit_runs(runs, version.key)
+    # one line, not one per run (it printed 196 "predicted <run>" lines); on a terminal the
+    # command's progress bar counts the runs (simkit.progress, through validation.parallel)
+    print(f"predicting each measured run of vLLM {version.key} under its own conditions",
+          file=sys.stderr)
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                compare_orderings=compare_orderings, pools=pools,
-                               keep=keep, kept=kept,
-                               progress=lambda r: print(f"predicted {r}", file=sys.stderr))
+                               keep=keep, kept=kept, progress=None)
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
@@ -490,7 +493,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
                   file=sys.stderr)
             doc["unseen_day"] = report._clean(unseen_days(
                 runs, steps, version.key, records,
-                progress=lambda r: print(f"predicted {r}", file=sys.stderr),
+                progress=None,
                 predicted=None if history is not None or seeds != 1 or
                 ordering != Ordering.CONCURRENT else {c["run_id"]: c for c in cells},
                 refits=refits, pools=pools, kept=kept))
