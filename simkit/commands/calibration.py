@@ -29,6 +29,10 @@ def _ints(text: str, name: str) -> list[int]:
     return vals
 
 
+# the output cap of a calibration run (calibrate run --max-tokens-cap's default): the mean output
+# a plan estimates with, and the one calibrate requests names beside the file's own
+RUN_OUTPUT_CAP = 1024
+
 # calibrate run's --help groups (rich panels)
 RUNS = "Options"                 # the default panel: --help joins it
 REQUESTS = "Requests"
@@ -59,7 +63,7 @@ def run(
     requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl "
                                                 "files (default: none; give this or --requests)",
                                                 rich_help_panel=REQUESTS),
-    max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens",
+    max_tokens_cap: int = typer.Option(RUN_OUTPUT_CAP, help="truncate trace outputs to this many tokens",
                                        rich_help_panel=REQUESTS),
     tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one "
                            "process a GPU)", rich_help_panel=ENGINE),
@@ -179,8 +183,8 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
 
     out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
                      f"{len(plan.engines)} engines, about {plan.seconds / 60:.1f} of "
-                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens, from "
-                     f"{mean_from})")
+                     f"{budget_min:g} GPU-minutes (estimates; mean output {mean_out:.0f} tokens "
+                     f"at the runs' {RUN_OUTPUT_CAP:,}-token cap, from {mean_from})")
     for e, line in zip(plan.engines, commands):
         out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
                           f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
@@ -213,7 +217,7 @@ def _mean_output_tokens(model: str, corpus: str) -> tuple[float, str]:
     from simkit.whatif.common import mean_output_tokens
     from traces.corpora import load_corpus
 
-    cap = 1024
+    cap = RUN_OUTPUT_CAP
     try:
         reqs = load_corpus(corpus, model).requests
     except InputError:
@@ -240,9 +244,13 @@ def requests_cmd(
     from simkit.checks import positive_int
 
     positive_int(n, "n")
-    meta = make(model, corpus, out, n)
-    typer.echo(f"wrote {out}/{model}__{corpus}.jsonl: {meta['count']} requests "
-               f"(mean output {meta['output_len_mean']:.0f} tokens)", err=True)
+    meta = make(model, corpus, out, n, cap=RUN_OUTPUT_CAP)
+    # two means, each named: the file's outputs as recorded, and what the runs generate of them
+    # (cut at their cap; the plan's estimate is that mean over the whole corpus)
+    typer.echo(f"wrote {out}/{model}__{corpus}.jsonl: {meta['count']} requests (mean output "
+               f"{meta['output_len_mean']:.0f} tokens as recorded, "
+               f"{meta['output_len_mean_capped']:.0f} at the runs' {RUN_OUTPUT_CAP:,}-token cap)",
+               err=True)
 
 
 @calibrate_app.command("merge")

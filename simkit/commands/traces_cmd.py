@@ -101,7 +101,7 @@ def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
                        f"{d['requests']} requests, {d['prompt_tokens']:,} prompt / "
                        f"{d['output_tokens']:,} output tokens")
     lines += wrap_prose(f"proxy note: {d['proxy_note']}")
-    lines.append("length (tokens)")
+    lines.append("length (tokens, every request as recorded: a run's max_tokens cuts outputs)")
     lines += _table_lines(["", "mean", "p50", "p90", "p99", "max"],
                           [[key.split("_")[0], *(f"{d[key][k]:g}" for k in ("mean", "p50", "p90",
                                                                              "p99", "max"))]

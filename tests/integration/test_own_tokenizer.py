@@ -8,6 +8,7 @@ the real Llama-3 one, copied from ../shared/traces-src at test time (never commi
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -182,3 +183,29 @@ def test_bad_tokenizer_is_one_error_before_any_work(capsys, user, case, needles)
     assert code == 2 and out == ""
     one_line_error(err, *needles)
     assert list_user_corpora() == []
+
+
+def test_each_command_names_which_mean_output_it_prints(capsys, user):
+    """The chat corpus's mean output read 503, 622 or 651 tokens depending on the command: each
+    is a different mean (the whole corpus or the request file; as recorded or cut at the runs'
+    1,024-token cap), so each command now says which, and each figure is that mean."""
+    lengths = [2000, 100, 300, 1500]
+    f = user / "ids.jsonl"
+    f.write_text("".join(json.dumps({"prompt_ids": [1, 2, 3], "output_ids": [7] * n}) + "\n"
+                         for n in lengths))
+    assert run(capsys, "traces", "import", str(f), "--format", "tokens", "--name", "ids")[0] == 0
+    recorded = sum(lengths) / len(lengths)                          # 975
+    capped = sum(min(n, 1024) for n in lengths) / len(lengths)      # 612
+    code, out, err = run(capsys, "traces", "show", "ids")
+    assert code == 0, err
+    assert "length (tokens, every request as recorded" in out
+    assert re.search(rf"^output\s+│\s+{recorded:g}\s+│", out, re.M), out
+    code, out, err = run(capsys, "calibrate", "plan", "--model", "llama-3.1-8b", "--corpus", "ids")
+    assert code == 0, err
+    assert (f"mean output {capped:.0f} tokens at the runs' 1,024-token cap, from its 4 requests"
+            in re.sub(r"\s+", " ", out))
+    code, out, err = run(capsys, "calibrate", "requests", "--model", "llama-3.1-8b", "--corpus",
+                         "ids", "--out", str(user / "req"), "-n", "4")
+    assert code == 0, err
+    assert (f"mean output {recorded:.0f} tokens as recorded, {capped:.0f} at the runs' "
+            "1,024-token cap") in err
