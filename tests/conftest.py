@@ -73,6 +73,15 @@ def session_cache_dir(config) -> Path:
     return config._tmp_path_factory.getbasetemp() / "simkit-cache"
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    """The shuffled order's seed, also under -q (pytest-randomly names it only in the header,
+    which -q leaves out): a failure that depends on the order is reproduced with it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"test order shuffled with seed {seed} (again: "
+                                    f"--randomly-seed={seed}; the file order: -p no:randomly)")
+
+
 def pytest_report_header(config):
     """Name the run's simkit cache in the header (the controller's, set at session start)."""
     return f"simkit cache: {os.environ.get('SIMKIT_CACHE_DIR')}"
