@@ -467,14 +467,21 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         from simkit.validation.transfer import refit_runs
 
         keep = refit_runs(runs, version.key)
-    # one line, not one per run (it printed 196 "predicted <run>" lines); on a terminal the
+    # one line, not one per run (it printed 196 "predicted <run>" lines), said once the first
+    # run is predicted (a bad --run-id is refused before it, alone); on a terminal the
     # command's progress bar counts the runs (simkit.progress, through validation.parallel)
-    print(f"predicting each measured run of vLLM {version.key} under its own conditions",
-          file=sys.stderr)
+    said: list[bool] = []
+
+    def once(_run_id: str) -> None:
+        if not said:
+            said.append(True)
+            print(f"predicting each measured run of vLLM {version.key} under its own "
+                  "conditions", file=sys.stderr)
+
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                compare_orderings=compare_orderings, pools=pools,
-                               keep=keep, kept=kept, progress=None)
+                               keep=keep, kept=kept, progress=once)
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
