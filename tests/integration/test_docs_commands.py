@@ -154,3 +154,23 @@ def test_calibration_doc_speaks_of_a_users_gpu_host():
     for needed in ("ssh gpu-host", "scp", "pip install vllm==", "--find-links", "bash plan.sh",
                    "## vLLM 0.34"):
         assert needed in text, needed
+
+
+def test_calibration_doc_engine_starts_are_the_plans_estimates():
+    """docs/calibration.md's engine-start figures are what calibrate plan counts per engine."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    text = re.sub(r"\s+", " ", (ROOT / "docs" / "calibration.md").read_text())
+    m = re.search(r"Engine starts take about (\d+) s on vLLM (\d+\.\d+) and (\d+) s on (\d+\.\d+)",
+                  text)
+    assert m, "the engine-start sentence"
+    for seconds, version in ((m[1], m[2]), (m[3], m[4])):
+        res = CliRunner().invoke(app, ["calibrate", "plan", "--vllm-version", version,
+                                       "--format", "json"])
+        assert res.exit_code == 0, res.output
+        plan = json.loads(res.stdout)
+        assert {e["overhead_s"] for e in plan["engines"]} == {float(seconds)}, version
