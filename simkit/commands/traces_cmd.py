@@ -139,12 +139,11 @@ def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
 def _tokenizer(tokenizer: str | None, model: str | None, fmt: TraceFormat):
     """What --tokenizer/--model choose, checked before any work: (the family name, an own
     tokenizer loaded from its file, or None for token ids as given; the chat template's family)."""
-    from simkit.choices import TraceFormat as F
     from traces.model_outputs import tokenizer_family
     from traces.own_tokenizer import is_tokenizer_path, load_own_tokenizer
 
     if tokenizer is None and model is None:
-        if fmt is F.TOKENS:
+        if fmt == TraceFormat.TOKENS:           # an Enum, or its text
             return None, None
         raise InputError("give --tokenizer or --model to choose the tokenizer (--tokenizer: "
                          "your model's tokenizer file or folder, or a family: llama3, qwen, "
