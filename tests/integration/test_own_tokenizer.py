@@ -209,3 +209,33 @@ def test_each_command_names_which_mean_output_it_prints(capsys, user):
     assert code == 0, err
     assert (f"mean output {recorded:.0f} tokens as recorded, {capped:.0f} at the runs' "
             "1,024-token cap") in err
+
+
+def test_a_vllm_server_log_is_read_with_the_own_tokenizer(capsys, user):
+    """A vLLM log's text (a prompt logged without ids, every output) is tokenized with the
+    user's tokenizer; logged ids are kept as they are."""
+    from tokenizers import Tokenizer
+
+    from traces.user import load_user_block
+
+    log = user / "server.log"
+    log.write_text(
+        "INFO Received request a: prompt: 'Four score and seven years ago', params: "
+        "SamplingParams(temperature=0.0), prompt_token_ids: [5, 6, 7], prompt_embeds shape: "
+        "None.\n"
+        "INFO Generated response a: output: 'our fathers brought forth', output_token_ids: None, "
+        "finish_reason: stop\n"
+        "DEBUG Request b details: prompt: 'A stitch in time', prompt_token_ids: None, "
+        "prompt_embeds shape: None.\n"
+        "INFO Received request b: params: SamplingParams(temperature=0.7), lora_request: None.\n"
+        "INFO Generated response b: output: 'saves nine.', output_token_ids: [9, 10], "
+        "finish_reason: stop\n")
+    code, out, err = run(capsys, "traces", "import", str(log), "--format", "vllm-log", "--name",
+                         "prod", "--tokenizer", str(user / "my-tokenizer"))
+    assert code == 0, err
+    tok = Tokenizer.from_file(str(user / "my-tokenizer" / "tokenizer.json"))
+    block = load_user_block("prod")
+    assert block.prompt(0).tolist() == [5, 6, 7]
+    assert block.output(0).tolist() == tok.encode("our fathers brought forth").ids
+    assert block.prompt(1).tolist() == tok.encode("A stitch in time").ids
+    assert block.output(1).tolist() == [9, 10]
