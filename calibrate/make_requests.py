@@ -20,8 +20,9 @@ from traces.calibration_requests import CalRequest, write_requests
 
 
 def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,
-         own_only: bool = True) -> dict:
-    """Write the request file; returns its metadata."""
+         own_only: bool = True, cap: int = 1024) -> dict:
+    """Write the request file; returns its metadata (the mean output as recorded and, as
+    output_len_mean_capped, cut at `cap`, the runs' output cap)."""
     from traces.model_outputs import model_outputs
     from traces.corpora import load_corpus
 
@@ -53,6 +54,8 @@ def make(model: str, corpus: str, out_dir: Path, n: int = 400, seed: int = 0,
         "greedy": dict(Counter(str(r.greedy) for r in chosen)),
         "prompt_len_mean": float(np.mean([len(r.prompt_ids) for r in chosen])) if chosen else 0,
         "output_len_mean": float(np.mean([len(r.output_ids) for r in chosen])) if chosen else 0,
+        "output_len_mean_capped": float(np.mean([min(len(r.output_ids), cap) for r in chosen]))
+        if chosen else 0, "output_cap": cap,
         "corpus_skipped": c.skipped, "proxy_note": c.proxy_note,
     }
     path.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")

@@ -12,6 +12,8 @@ one tier (the README's `python3 -m pytest -q` runs them all, on every core: pyte
 Helpers the tiers share stay beside this file (engine_doubles, cli_helpers, user_traffic,
 golden/, data/); pytest puts this folder on sys.path.
 
+- the run's own simkit cache (SIMKIT_CACHE_DIR in the run's temporary folder; session start),
+  and no_environment_leak (autouse): a test that leaves a SIMKIT_* variable changed fails.
 - reset_process_caches (autouse): each test starts with simkit's per-process memory empty (the
   workloads and cost models load_cell keeps, the ladder cells), so no test sees what an earlier
   one loaded under another profile folder or cache directory, and the order tests run in (or the
@@ -48,13 +50,41 @@ _WARMUP = pytest.StashKey[object]()   # the background compile's handle, in the 
 
 @pytest.hookimpl(tryfirst=True)        # before pytest-xdist starts the workers (they inherit it)
 def pytest_sessionstart(session):
-    """The run's one process that is not an xdist worker starts simkit's background compile of the
+    """The run's one process that is not an xdist worker gives the run its own simkit cache
+    (SIMKIT_CACHE_DIR, session_cache_dir) and starts simkit's background compile of the
     drafter's kernels (simkit.drafters.suffix.jit_lock, holding a file lock); every process of
-    the run (the workers, the commands tests start) makes its first compiled replay wait for it."""
+    the run (the workers, the commands tests start) inherits both: one cache shared within the
+    run, none with other runs or with whatever else uses the machine's ~/.cache/simkit, and a
+    first compiled replay that waits for the compile (numba's cache of the compiled kernels
+    lives beside the drafter's sources, not in simkit's cache: it is kept between runs)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         from simkit.drafters.suffix import jit_lock
 
+        os.environ["SIMKIT_CACHE_DIR"] = str(session_cache_dir(session.config))
         session.config.stash[_WARMUP] = jit_lock.start()
+
+
+def session_cache_dir(config) -> Path:
+    """The run's simkit cache: SIMKIT_TEST_CACHE_DIR when set (to reuse a warm cache on purpose),
+    else a folder in the run's temporary folder (pytest keeps the last three runs' folders)."""
+    chosen = os.environ.get("SIMKIT_TEST_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    return config._tmp_path_factory.getbasetemp() / "simkit-cache"
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The shuffled order's seed, also under -q (pytest-randomly names it only in the header,
+    which -q leaves out): a failure that depends on the order is reproduced with it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"test order shuffled with seed {seed} (again: "
+                                    f"--randomly-seed={seed}; the file order: -p no:randomly)")
+
+
+def pytest_report_header(config):
+    """Name the run's simkit cache in the header (the controller's, set at session start)."""
+    return f"simkit cache: {os.environ.get('SIMKIT_CACHE_DIR')}"
 
 
 def pytest_sessionfinish(session):
@@ -71,6 +101,23 @@ def pytest_collection_modifyitems(items):
         tier = Path(str(item.fspath)).parent.name
         if tier in TIERS:
             item.add_marker(tier)
+
+
+@pytest.fixture(autouse=True)
+def no_environment_leak(request):
+    """A test that leaves a SIMKIT_* variable of os.environ changed fails (its name in the
+    message) and the variables are put back: a later test on the same worker would otherwise
+    read another test's cache or trace folder, and fail or pass by the order tests ran in."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("SIMKIT_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("SIMKIT_")}
+    if after != before:
+        for k in set(after) - set(before):
+            del os.environ[k]
+        os.environ.update(before)
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        pytest.fail(f"{request.node.nodeid} left {', '.join(changed)} changed in os.environ "
+                    "(use monkeypatch.setenv)", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

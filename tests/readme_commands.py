@@ -3,7 +3,7 @@
 The README's fenced blocks hold two kinds of command line: `simkit ...` lines of the tour and
 walk-throughs (```bash blocks, a trailing `# comment` allowed) and `$ simkit ...` lines above
 pasted output. `readme_commands()` returns them all, in README order, once each; comment lines
-(`#   simkit calibrate requests ...`, the GPU host's part) are not commands to run here.
+(`#   bash plan.sh`, the GPU host's part) are not commands to run here.
 
 `user_folder()` prepares what those commands take as given: the user's own request log
 (mytraffic.jsonl, written from real requests when the raw traces are present) and the records a

@@ -75,3 +75,9 @@ def apply_template(family: str, messages: Sequence[Message],
                    add_generation_prompt: bool = True) -> str:
     """The prompt text for a tokenizer family's chat template."""
     return _TEMPLATES[TEMPLATE_OF_FAMILY[family]](messages, add_generation_prompt)
+
+
+def plain_chat(messages: Sequence[Message]) -> str:
+    """The template of a tokenizer with no known chat format (an own tokenizer file imported
+    without --model): each turn as 'role: content' on its own lines, then 'assistant: '."""
+    return "".join(f"{role}: {content}\n" for role, content in messages) + "assistant: "

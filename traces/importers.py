@@ -10,7 +10,8 @@ Formats (one request per record; field names are exact):
   `output_tokens` is only a length, which cannot be replayed; a record without `output` is
   skipped and counted).
 - tokens: JSONL `{"prompt_ids": [...], "output_ids": [...]}` already tokenized (ids checked
-  against the tokenizer's vocabulary size).
+  against the tokenizer's vocabulary size; with no tokenizer given, against the model's when
+  the corpus is used).
 - vllm-log: a vLLM server's own log with `--enable-log-requests --enable-log-outputs`
   (traces/vllm_log.py says which lines and how to capture them).
 Optional on any record: `model` (producing model, default "unknown") and `temperature`
@@ -186,13 +187,18 @@ def parse_vllm_custom(path: Path, default_model: str, skipped: Counter) -> list[
     return out
 
 
-def _ids(obj: dict, key: str, n_vocab: int, path: Path, line: int) -> list[int]:
+def _ids(obj: dict, key: str, n_vocab: int | None, path: Path, line: int) -> list[int]:
     if key not in obj:
         _fail("missing field", path, line, key)
     ids = obj[key]
     if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool)
                                             for t in ids):
         _fail("expected a list of integer token ids", path, line, key)
+    if n_vocab is None:               # no tokenizer given: checked against the model's at use
+        bad = [t for t in ids if t < 0]
+        if bad:
+            _fail(f"token id {bad[0]} is negative", path, line, key)
+        return ids
     bad = [t for t in ids if t < 0 or t >= n_vocab]
     if bad:
         _fail(f"token id {bad[0]} outside the tokenizer's vocabulary (0..{n_vocab - 1})",
@@ -200,7 +206,7 @@ def _ids(obj: dict, key: str, n_vocab: int, path: Path, line: int) -> list[int]:
     return ids
 
 
-def parse_tokens(path: Path, default_model: str, n_vocab: int,
+def parse_tokens(path: Path, default_model: str, n_vocab: int | None,
                  skipped: Counter) -> tuple[list[str], list[list[int]], list[list[int]],
                                             list[str], list[bool]]:
     ids, prompts, outputs, models, greedy = [], [], [], [], []
@@ -218,27 +224,44 @@ def parse_tokens(path: Path, default_model: str, n_vocab: int,
     return ids, prompts, outputs, models, greedy
 
 
-def import_file(path: Path, fmt: TraceFormat | str, family: str,
-                default_model: str) -> TokenizedBlock:
+def tokenizer_label(family) -> str:
+    """How a block names its tokenizer: a family, an own tokenizer's label, or NO_TOKENIZER."""
+    if family is None:
+        return NO_TOKENIZER
+    return family if isinstance(family, str) else family.label
+
+
+NO_TOKENIZER = "none (token ids as given)"
+
+
+def import_file(path: Path, fmt: TraceFormat | str, family, default_model: str,
+                template: str | None = None) -> TokenizedBlock:
     """Parse and tokenize a user trace file; skipped records are counted in block.skipped.
-    `fmt`: a TraceFormat, or its text (an import record read back from the cache)."""
-    from traces.tokenize import tokenize_records
-    from traces.tokenizers import get_tokenizer
+    `fmt`: a TraceFormat, or its text (an import record read back from the cache). `family`: a
+    built-in tokenizer family, a user's own tokenizer (traces.own_tokenizer.OwnTokenizer, whose
+    prompts get the `template` family's chat template, the plain one when None), or None for
+    the token-id format (ids then checked against the model's vocabulary when used)."""
+    from traces.tokenize import tokenize_records, tokenize_with_own
+    from traces.tokenizers import encoder_for
 
     fmt = member(TraceFormat, fmt, "format", "format")
     if path.is_dir():
         raise InputError("is a folder; give a trace file", path=str(path))
     if not path.is_file():
         raise InputError("no such file", path=str(path))
+    if family is None and fmt is not TraceFormat.TOKENS:
+        raise InputError(f"the {fmt} format holds text: give --tokenizer (your model's "
+                         "tokenizer file or folder) or --model", field="tokenizer")
     skipped: Counter = Counter()
-    meta = {"format": str(fmt), "family": family, "path": str(path)}
+    meta = {"format": str(fmt), "family": tokenizer_label(family), "path": str(path)}
     if fmt is TraceFormat.VLLM_LOG:
         from traces.vllm_log import parse_vllm_log
 
         return parse_vllm_log(path, family, default_model, skipped)
     if fmt is TraceFormat.TOKENS:
         ids, prompts, outputs, models, greedy = parse_tokens(
-            path, default_model, get_tokenizer(family).n_vocab, skipped)
+            path, default_model, None if family is None else encoder_for(family).n_vocab,
+            skipped)
         p_tok, p_off = pack(prompts)
         o_tok, o_off = pack(outputs)
         return TokenizedBlock(ids, p_tok, p_off, o_tok, o_off, np.array(greedy, dtype=bool),
@@ -246,4 +269,7 @@ def import_file(path: Path, fmt: TraceFormat | str, family: str,
     parser = {TraceFormat.OPENAI: parse_openai, TraceFormat.SHAREGPT: parse_sharegpt,
               TraceFormat.VLLM_CUSTOM: parse_vllm_custom}[fmt]
     records = parser(path, default_model, skipped)
-    return tokenize_records(family, records, dict(skipped), meta)
+    if isinstance(family, str):
+        return tokenize_records(family, records, dict(skipped), meta)
+    meta["template"] = template or "plain"
+    return tokenize_with_own(family, template, records, dict(skipped), meta)

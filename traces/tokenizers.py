@@ -92,8 +92,8 @@ OUTPUT_SPECIALS = {"llama3": set(), "qwen": set(), "r1-qwen": {"<think>", "</thi
 def _bpe_path(rel: str) -> Path:
     src = traces_src_dir()
     if src is None:
-        raise InputError("tokenizer files not found: set SIMKIT_TRACES_SRC to the traces-src folder",
-                         path=rel)
+        raise InputError("tokenizer files not found: set SIMKIT_TRACES_SRC to the traces-src folder, "
+                         "or give your model's own tokenizer file (--tokenizer PATH)", path=rel)
     path = src / rel
     if not path.is_file():
         raise InputError("tokenizer file missing", path=str(path))
@@ -105,21 +105,29 @@ def _ranks(rel: str) -> dict[bytes, int]:
     return load_tiktoken_bpe(str(_bpe_path(rel)))
 
 
-@functools.lru_cache(maxsize=None)
-def get_tokenizer(family: str) -> tiktoken.Encoding:
-    """The tiktoken Encoding for a tokenizer family (cached per process)."""
+def get_tokenizer_from_ranks(family: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
+    """A family's Encoding (its pattern and special tokens) over the given BPE ranks: the
+    family's own file here, or the same file a user gives as their own tokenizer."""
     if family == "llama3":
-        ranks, pat, specials = _ranks(LLAMA3_BPE), LLAMA3_PATTERN, _llama3_specials(LLAMA31_NAMED)
+        pat, specials = LLAMA3_PATTERN, _llama3_specials(LLAMA31_NAMED)
     elif family == "r1-llama":
-        ranks, pat, specials = _ranks(LLAMA3_BPE), LLAMA3_PATTERN, _llama3_specials(R1_LLAMA_NAMED)
+        pat, specials = LLAMA3_PATTERN, _llama3_specials(R1_LLAMA_NAMED)
     elif family == "qwen":
-        ranks, pat, specials = _ranks(QWEN_BPE), QWEN2_PATTERN, dict(QWEN25_SPECIALS)
+        pat, specials = QWEN2_PATTERN, dict(QWEN25_SPECIALS)
     elif family == "r1-qwen":
-        ranks, pat, specials = _ranks(QWEN_BPE), QWEN2_PATTERN, dict(R1_QWEN_SPECIALS)
+        pat, specials = QWEN2_PATTERN, dict(R1_QWEN_SPECIALS)
     else:
         raise UnknownNameError("tokenizer", family, list(FAMILIES))
     return tiktoken.Encoding(name=f"simkit-{family}", pat_str=pat, mergeable_ranks=ranks,
                              special_tokens=specials)
+
+
+@functools.lru_cache(maxsize=None)
+def get_tokenizer(family: str) -> tiktoken.Encoding:
+    """The tiktoken Encoding for a tokenizer family (cached per process)."""
+    if family not in FAMILIES:
+        raise UnknownNameError("tokenizer", family, list(FAMILIES))
+    return get_tokenizer_from_ranks(family, _ranks(bpe_file_for(family)))
 
 
 def bpe_file_for(family: str) -> str:
@@ -150,3 +158,25 @@ def encode_output(family: str, text: str) -> list[int]:
     """Encode generated text: only the family's in-text markers (R1 <think>) are special."""
     return get_tokenizer(family).encode(text, allowed_special=OUTPUT_SPECIALS[family],
                                         disallowed_special=())
+
+
+class FamilyTokenizer:
+    """A built-in family behind the interface of traces.own_tokenizer.OwnTokenizer (n_vocab,
+    encode_prompts, encode_outputs), so that parsers take either."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self._enc = get_tokenizer(family)
+        self.n_vocab = self._enc.n_vocab
+
+    def encode_prompts(self, texts: list[str]) -> list[list[int]]:
+        return self._enc.encode_batch(texts, allowed_special="all")
+
+    def encode_outputs(self, texts: list[str]) -> list[list[int]]:
+        return self._enc.encode_batch(texts, allowed_special=OUTPUT_SPECIALS[self.family],
+                                      disallowed_special=())
+
+
+def encoder_for(family):
+    """A family name as a FamilyTokenizer; an own tokenizer (OwnTokenizer) as it is."""
+    return FamilyTokenizer(family) if isinstance(family, str) else family

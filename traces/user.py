@@ -19,6 +19,7 @@ from pathlib import Path
 from simkit.errors import InputError, UnknownNameError
 from traces import cache
 from traces.model_outputs import VOCAB_OF_FAMILY, model_outputs
+from traces.importers import NO_TOKENIZER
 from traces.model import Corpus, TraceRequest
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -47,7 +48,9 @@ def import_command(name: str, record: dict) -> str:
             record.get("format", "FORMAT"), "--name", name]
     if record.get("model"):
         args += ["--model", record["model"]]
-    else:
+    if record.get("tokenizer_file"):
+        args += ["--tokenizer", record["tokenizer_file"]]
+    elif not record.get("model") and record.get("tokenizer") != NO_TOKENIZER:
         args += ["--tokenizer", record.get("tokenizer", "TOKENIZER")]
     return shlex.join(args + ["--replace"])
 
@@ -107,10 +110,27 @@ def _reimport(name: str, record: dict, damage) -> cache.TokenizedBlock | None:
     src = Path(record.get("path", ""))
     if not src.is_file() or file_digest(src) != record.get("sha256"):
         return None
+    family, template = record.get("tokenizer"), None
+    if family == NO_TOKENIZER:
+        family = None
+    elif record.get("tokenizer_file"):             # an own tokenizer: only the same file
+        from traces.model_outputs import tokenizer_family
+        from traces.own_tokenizer import load_own_tokenizer
+
+        template = record.get("template")
+        template = None if template in (None, "plain") else template
+        try:
+            family = load_own_tokenizer(record["tokenizer_file"],
+                                        tokenizer_family(record["model"]) if record.get("model")
+                                        else None)
+        except InputError:
+            return None
+        if family.fingerprint != record.get("tokenizer_sha256"):
+            return None
     print(f"warning: damaged cache entry {damage.path} ({damage.reason}); re-importing it from "
           f"{src}", file=sys.stderr)
-    block = import_file(src, record["format"], record["tokenizer"],
-                        record.get("producer", "unknown"))
+    block = import_file(src, record["format"], family, record.get("producer", "unknown"),
+                        template)
     save_user_corpus(name, block, record)
     return block
 
@@ -137,16 +157,32 @@ def load_user_block(name: str) -> cache.TokenizedBlock:
     return block
 
 
+def _check_ids_fit(name: str, block: cache.TokenizedBlock, model: str) -> None:
+    """Token ids of a corpus imported with the user's own tokenizer (or as ids) must lie in the
+    model's vocabulary: else they are another model's tokens."""
+    from simkit.catalog.models import get_model
+
+    vocab = get_model(model).vocab
+    top = max((int(a.max()) for a in (block.prompt_tokens, block.output_tokens) if a.size),
+              default=-1)
+    if top >= vocab:
+        raise InputError(f"corpus '{name}' holds token id {top}, outside {model}'s vocabulary "
+                         f"(0..{vocab - 1}): it was tokenized for another model", field="model")
+
+
 def load_user_corpus(name: str, model: str):
     """An imported corpus as a Corpus; its token ids must use the model's vocabulary."""
     spec = model_outputs(model)
     block = load_user_block(name)
     family = block.meta["family"]
-    if VOCAB_OF_FAMILY[family] != VOCAB_OF_FAMILY[spec.family]:
-        raise InputError(
-            f"corpus '{name}' was tokenized with {family}, but model '{model}' uses "
-            f"{spec.family}; re-import it with --model {model} or --tokenizer {spec.family}",
-            field="model")
+    if family in VOCAB_OF_FAMILY:
+        if VOCAB_OF_FAMILY[family] != VOCAB_OF_FAMILY[spec.family]:
+            raise InputError(
+                f"corpus '{name}' was tokenized with {family}, but model '{model}' uses "
+                f"{spec.family}; re-import it with --model {model} or --tokenizer {spec.family}",
+                field="model")
+    else:                                # an own tokenizer, or token ids: the model's vocabulary
+        _check_ids_fit(name, block, model)
     requests = [
         TraceRequest(request_id=block.request_ids[i], prompt_ids=block.prompt(i),
                      output_ids=block.output(i), corpus=name, source=block.meta["format"],

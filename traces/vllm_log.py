@@ -61,9 +61,10 @@ def _read_lines(path: Path):
                 raise not_utf8(path, raw, exc, line=lineno) from None
 
 
-def parse_vllm_log(path: Path, family: str, default_model: str, skipped: Counter) -> TokenizedBlock:
-    """Pair the logged inputs and outputs of a vLLM server log by request id (log order)."""
-    from traces.tokenizers import OUTPUT_SPECIALS, get_tokenizer
+def parse_vllm_log(path: Path, family, default_model: str, skipped: Counter) -> TokenizedBlock:
+    """Pair the logged inputs and outputs of a vLLM server log by request id (log order).
+    `family`: a built-in tokenizer family, or a user's own tokenizer (an OwnTokenizer)."""
+    from traces.tokenizers import encoder_for
 
     inputs: dict[str, dict] = {}
     outputs: dict[str, dict] = {}
@@ -102,16 +103,15 @@ def parse_vllm_log(path: Path, family: str, default_model: str, skipped: Counter
                 skipped["further outputs of one request (n > 1; first kept)"] += 1
                 continue
             outputs[rid] = {"text": out or "", "ids": ids or None, "delta": False}
-    enc = get_tokenizer(family)
+    enc = encoder_for(family)
     rids, prompts, outs, greedy_flags = [], [], [], []
     for rid, inp in inputs.items():
         out = outputs.get(rid)
         if out is None:
             skipped["request without a logged output (start vLLM with --enable-log-outputs)"] += 1
             continue
-        p = inp["ids"] or (enc.encode(inp["text"], allowed_special="all") if inp["text"] else [])
-        o = out["ids"] or enc.encode(out["text"], allowed_special=OUTPUT_SPECIALS[family],
-                                     disallowed_special=())
+        p = inp["ids"] or (enc.encode_prompts([inp["text"]])[0] if inp["text"] else [])
+        o = out["ids"] or enc.encode_outputs([out["text"]])[0]
         if skip_empty(p, o, skipped):
             continue
         _check_vocab(p, enc.n_vocab, path, inp["line"], "prompt_token_ids")
@@ -127,7 +127,7 @@ def parse_vllm_log(path: Path, family: str, default_model: str, skipped: Counter
     o_tok, o_off = pack(outs)
     return TokenizedBlock(rids, p_tok, p_off, o_tok, o_off, np.array(greedy_flags, dtype=bool),
                           np.ones(len(rids), dtype=np.int32), [default_model] * len(rids),
-                          dict(skipped), {"format": "vllm-log", "family": family,
+                          dict(skipped), {"format": "vllm-log", "family": getattr(family, "label", family),
                                           "path": str(path)})
 
 

@@ -30,6 +30,10 @@ def _ints(text: str, name: str) -> list[int]:
     return vals
 
 
+# the output cap of a calibration run (calibrate run --max-tokens-cap's default): the mean output
+# a plan estimates with, and the one calibrate requests names beside the file's own
+RUN_OUTPUT_CAP = 1024
+
 # calibrate run's --help groups (rich panels)
 RUNS = "Options"                 # the default panel: --help joins it
 REQUESTS = "Requests"
@@ -60,7 +64,7 @@ def run(
     requests_dir: Optional[Path] = typer.Option(None, help="folder of <model>__<corpus>.jsonl "
                                                 "files (default: none; give this or --requests)",
                                                 rich_help_panel=REQUESTS),
-    max_tokens_cap: int = typer.Option(1024, help="truncate trace outputs to this many tokens",
+    max_tokens_cap: int = typer.Option(RUN_OUTPUT_CAP, help="truncate trace outputs to this many tokens",
                                        rich_help_panel=REQUESTS),
     tp: int = typer.Option(1, help="tensor parallel size (> 1: launch under torchrun, one "
                            "process a GPU)", rich_help_panel=ENGINE),
@@ -190,9 +194,12 @@ def plan_cmd(
                      params_b=spec.active_params() / 1e9, tp=tp)
     lines = plan.commands()
     if out:
+        req = f".gpu/requests/{spec.name}__{corpus}.jsonl"
         script = ["#!/usr/bin/env bash", "# simkit calibrate plan: run on the GPU host, then "
                   "`simkit calibrate fit --records calib-out`", "set -euo pipefail",
-                  f"simkit calibrate requests --model {spec.name} --corpus {corpus}", *lines]
+                  "# the request file: made here unless it was made where the corpus is and "
+                  "copied beside this script", f"test -f {req} || simkit calibrate requests "
+                  f"--model {spec.name} --corpus {corpus}", *lines]
         from simkit.outfiles import write_atomic
 
         text = "\n".join(script) + "\n"
@@ -217,7 +224,8 @@ def _plan_text(plan, model: str, corpus: str, budget_min: float, mean_out: float
     out = wrap_prose(f"calibration plan: {model} on {corpus}, vLLM {plan.vllm_version}, "
                      f"{n} engine{'s' if n != 1 else ''}{gpus}, about "
                      f"{plan.gpu_seconds / 60:.1f} of {budget_min:g} GPU-minutes (estimates; mean "
-                     f"output {mean_out:.0f} tokens, from {mean_from})")
+                     f"output {mean_out:.0f} tokens at the runs' {RUN_OUTPUT_CAP:,}-token cap, "
+                     f"from {mean_from})")
     for e, line in zip(plan.engines, commands):
         out += wrap_prose(f"{e.config}{':' + str(e.k) if e.k else ''}: {len(e.runs)} runs, "
                           f"~{e.seconds:.0f} s ({e.overhead_s:.0f} s engine start)",
@@ -266,7 +274,7 @@ def _mean_output_tokens(model: str, corpus: str) -> tuple[float, str]:
     from simkit.whatif.common import mean_output_tokens
     from traces.corpora import load_corpus
 
-    cap = 1024
+    cap = RUN_OUTPUT_CAP
     try:
         reqs = load_corpus(corpus, model).requests
     except InputError:
@@ -293,9 +301,13 @@ def requests_cmd(
     from simkit.checks import positive_int
 
     positive_int(n, "n")
-    meta = make(model, corpus, out, n)
-    typer.echo(f"wrote {out}/{model}__{corpus}.jsonl: {meta['count']} requests "
-               f"(mean output {meta['output_len_mean']:.0f} tokens)", err=True)
+    meta = make(model, corpus, out, n, cap=RUN_OUTPUT_CAP)
+    # two means, each named: the file's outputs as recorded, and what the runs generate of them
+    # (cut at their cap; the plan's estimate is that mean over the whole corpus)
+    typer.echo(f"wrote {out}/{model}__{corpus}.jsonl: {meta['count']} requests (mean output "
+               f"{meta['output_len_mean']:.0f} tokens as recorded, "
+               f"{meta['output_len_mean_capped']:.0f} at the runs' {RUN_OUTPUT_CAP:,}-token cap)",
+               err=True)
 
 
 @calibrate_app.command("merge")
@@ -334,6 +346,7 @@ def fit_cmd(
     default_for: list[str] = typer.Option([], help="hardware this calibration becomes the default for "
                                           "(the shipped h200-vllm026 has h200)"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
+    fmt: Format = OutputFormat.TABLE,
 ) -> None:
     """Fit the step-time cost model to measured records (calibration runs only; validation runs are
     held out) and print the run-grouped cross-validated error; see simkit.costmodel.fit."""
@@ -379,32 +392,70 @@ def fit_cmd(
         from simkit.costmodel.calibrations import write_calibration
 
         write_calibration(doc, out)
-    typer.echo(json.dumps({k: doc[k] for k in ("name", "hardware", "vllm_version", "models",
-                                               "n_steps", "left_out", "skipped",
-                                               "runs_without_steps")}, indent=1))
-    from simkit.report.fit import wrap_prose
-
-    for note in doc.get("notes", []):
-        if note != version.warning:            # the warning was printed above
-            typer.echo("\n".join(wrap_prose(f"note: {note}")))
-
-    own = [k for k in doc["not_fitted"] if not k.startswith("async_runner.")]
-    runner = [k.split(".", 1)[1] for k in doc["not_fitted"] if k.startswith("async_runner.")]
-    lines = wrap_prose(f"not fitted (analytic defaults kept): {', '.join(own)}")
-    if runner:
-        lines += wrap_prose("async-scheduling runner, not fitted apart (the shared value kept): "
-                            + ", ".join(runner))
-    mean = {k: (round(v, 2) if v is not None else None) for k, v in doc["cv"]["mean"].items()}
-    lines += wrap_prose(f"cross-validated MAPE % per step ({doc['cv']['grouping']}): "
-                        + json.dumps(mean))
-    from simkit.report.assumptions import interval_text
-
-    lines += wrap_prose("rerun interval: " + interval_text(doc["interval"], len(doc["runs"])))
-    typer.echo("\n".join(lines))
+    summary = fit_summary(doc, skip_note=version.warning)
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps(summary, indent=1))
+    else:
+        typer.echo("\n".join(fit_text(summary)))
     if out:
         from simkit.outfiles import wrote
 
         wrote(out)
+
+
+# the cross-validated components in the order the summary names them, with their words
+CV_PARTS = {"step": "step", "forward_sample": "forward+sample", "schedule": "schedule",
+            "prepare": "prepare", "draft": "draft", "update": "update"}
+
+
+def fit_summary(doc: dict, skip_note: str = "") -> dict:
+    """What `calibrate fit` reports of a fitted calibration (its --format json); `skip_note`: a
+    note already printed as a warning."""
+    return {"name": doc["name"], "hardware": doc["hardware"],
+            "vllm_version": doc["vllm_version"], "models": doc["models"],
+            "runs": len(doc["runs"]), "steps": doc["n_steps"], "left_out": doc["left_out"],
+            "runs_without_steps": doc.get("runs_without_steps", []),
+            "skipped_steps": doc["skipped"], "not_fitted": doc["not_fitted"],
+            "cv_grouping": doc["cv"]["grouping"],
+            "cv_mape_pct": {k: (round(v, 2) if v is not None else None)
+                            for k, v in doc["cv"]["mean"].items()},
+            "notes": [n for n in doc.get("notes", []) if n != skip_note],
+            "interval": doc.get("interval")}
+
+
+def fit_text(s: dict) -> list[str]:
+    """The fit summary as prose lines of at most 100 columns."""
+    from simkit.report.fit import wrap_prose
+
+    lines = wrap_prose(f"fitted {s['name']} ({s['hardware']}, vLLM {s['vllm_version']}) on "
+                       f"{s['runs']} calibration runs of {', '.join(s['models'])} "
+                       f"({s['steps']:,} steps)")
+    for reason, n in s["left_out"].items():
+        lines += wrap_prose(f"left out: {n['runs']} {reason} ({n['steps']:,} steps)")
+    if s["skipped_steps"]:
+        lines += wrap_prose("steps skipped: " + "; ".join(
+            f"{k}: {v:,}" for k, v in s["skipped_steps"].items()))
+    own = [k for k in s["not_fitted"] if not k.startswith("async_runner.")]
+    runner = [k.split(".", 1)[1] for k in s["not_fitted"] if k.startswith("async_runner.")]
+    lines += wrap_prose(f"not fitted (analytic defaults kept): {', '.join(own)}")
+    if runner:
+        lines += wrap_prose("async-scheduling runner, not fitted apart (the shared value kept): "
+                            + ", ".join(runner))
+    parts = [f"{CV_PARTS.get(k, k)} {v:.1f} %" for k, v in
+             sorted(s["cv_mape_pct"].items(), key=lambda kv: list(CV_PARTS).index(kv[0])
+                    if kv[0] in CV_PARTS else len(CV_PARTS)) if v is not None]
+    lines += wrap_prose(f"cross-validated MAPE per step ({s['cv_grouping']}): "
+                        + ", ".join(parts))
+    if s["runs_without_steps"]:
+        lines += wrap_prose(f"runs without step records (not fitted): "
+                            + ", ".join(s["runs_without_steps"]))
+    for note in s["notes"]:
+        lines += wrap_prose(f"note: {note}")
+    if s["interval"] is not None:
+        from simkit.report.assumptions import interval_text
+
+        lines += wrap_prose("rerun interval: " + interval_text(s["interval"], s["runs"]))
+    return lines
 
 
 def validate(
@@ -509,11 +560,21 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
         from simkit.validation.transfer import refit_runs
 
         keep = refit_runs(runs, version.key)
+    # one line, not one per run (it printed 196 "predicted <run>" lines), said once the first
+    # run is predicted (a bad --run-id is refused before it, alone); on a terminal the
+    # command's progress bar counts the runs (simkit.progress, through validation.parallel)
+    said: list[bool] = []
+
+    def once(_run_id: str) -> None:
+        if not said:
+            said.append(True)
+            print(f"predicting each measured run of vLLM {version.key} under its own "
+                  "conditions", file=sys.stderr)
+
     cells = report.build_cells(runs, steps, purpose=purpose, seeds=seeds, ordering=ordering,
                                run_ids=run_id or None, history=history,
                                compare_orderings=compare_orderings, pools=pools,
-                               keep=keep, kept=kept,
-                               progress=lambda r: print(f"predicted {r}", file=sys.stderr))
+                               keep=keep, kept=kept, progress=once)
     if not cells:
         raise InputError("no measured run matches the selection", field="run-id")
     doc = report.document(cells, ordering)
@@ -540,7 +601,7 @@ def _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings,
                   file=sys.stderr)
             doc["unseen_day"] = report._clean(unseen_days(
                 runs, steps, version.key, records,
-                progress=lambda r: print(f"predicted {r}", file=sys.stderr),
+                progress=None,
                 predicted=None if history is not None or seeds != 1 or
                 ordering != Ordering.CONCURRENT else {c["run_id"]: c for c in cells},
                 refits=refits, pools=pools, kept=kept))

@@ -101,7 +101,7 @@ def _show(name: str, model: str, fmt: OutputFormat, wide: bool = False) -> None:
                        f"{d['requests']} requests, {d['prompt_tokens']:,} prompt / "
                        f"{d['output_tokens']:,} output tokens")
     lines += wrap_prose(f"proxy note: {d['proxy_note']}")
-    lines.append("length (tokens)")
+    lines.append("length (tokens, every request as recorded: a run's max_tokens cuts outputs)")
     lines += _table_lines(["", "mean", "p50", "p90", "p99", "max"],
                           [[key.split("_")[0], *(f"{d[key][k]:g}" for k in ("mean", "p50", "p90",
                                                                              "p99", "max"))]
@@ -147,34 +147,61 @@ def _nothing_read(path: Path, fmt: TraceFormat) -> str:
             "--format right?")
 
 
+def _tokenizer(tokenizer: str | None, model: str | None, fmt: TraceFormat):
+    """What --tokenizer/--model choose, checked before any work: (the family name, an own
+    tokenizer loaded from its file, or None for token ids as given; the chat template's family)."""
+    from traces.model_outputs import tokenizer_family
+    from traces.own_tokenizer import is_tokenizer_path, load_own_tokenizer
+
+    if tokenizer is None and model is None:
+        if fmt == TraceFormat.TOKENS:           # an Enum, or its text
+            return None, None
+        raise InputError("give --tokenizer or --model to choose the tokenizer (--tokenizer: "
+                         "your model's tokenizer file or folder, or a family: llama3, qwen, "
+                         "r1-qwen, r1-llama)", field="tokenizer")
+    template = tokenizer_family(model) if model is not None else None
+    if tokenizer is None:
+        return template, template
+    if not is_tokenizer_path(tokenizer):
+        if model is not None and tokenizer != template:
+            raise InputError(f"--tokenizer {tokenizer} contradicts --model {model} (whose "
+                             f"tokenizer is {template}); give one of them", field="tokenizer")
+        return tokenizer, tokenizer
+    if tokenizer == "":
+        raise InputError("empty path", field="tokenizer")
+    own = load_own_tokenizer(tokenizer, template)
+    if model is not None:
+        from simkit.catalog.models import get_model
+
+        vocab = get_model(model).vocab
+        if own.n_vocab > vocab:
+            raise InputError(f"{own.path} has {own.n_vocab:,} tokens, more than {model}'s "
+                             f"vocabulary ({vocab:,}): is it that model's tokenizer?",
+                             field="tokenizer")
+    return own, template
+
+
 def _import(path: Path, fmt: TraceFormat, name: str, tokenizer: str | None, model: str | None,
             replace: bool = False) -> None:
     from traces.cache import file_digest
-    from traces.model_outputs import model_outputs, tokenizer_family
+    from traces.model_outputs import model_outputs
     from traces.corpora import CORPORA, MIX
-    from traces.importers import import_file
-    from traces.tokenizers import FAMILIES
+    from traces.importers import import_file, tokenizer_label
     from traces.user import (list_user_corpora, read_import_record, save_user_corpus,
                              user_corpus_path)
 
     if name in CORPORA or name == MIX:
         raise InputError(f"'{name}' is a built-in corpus; choose another name", field="name")
     user_corpus_path(name)  # validates the name before any work
-    if tokenizer is None and model is None:
-        raise InputError("give --tokenizer or --model to choose the tokenizer", field="tokenizer")
-    if tokenizer is not None and tokenizer not in FAMILIES:
-        raise InputError(f"unknown tokenizer '{tokenizer}'; known: {', '.join(FAMILIES)}",
-                         field="tokenizer")
-    if tokenizer is not None and model is not None and tokenizer != tokenizer_family(model):
-        raise InputError(f"--tokenizer {tokenizer} contradicts --model {model} (whose tokenizer "
-                         f"is {tokenizer_family(model)}); give one of them", field="tokenizer")
+    if model is not None:
+        model_outputs(model)                         # an unknown model: before the tokenizer
+    family, template = _tokenizer(tokenizer, model, fmt)
     if name in list_user_corpora() and not replace:
         old = read_import_record(name).get("path", "an earlier import")
         raise InputError(f"corpus '{name}' already exists (imported from {old}); pass --replace "
                          "to overwrite it, or choose another --name", field="name")
-    family = tokenizer or tokenizer_family(model)
     producer = model_outputs(model).own if model else "unknown"
-    block = import_file(path, fmt, family, producer)
+    block = import_file(path, fmt, family, producer, template)
     if len(block) == 0:
         if not block.skipped:                        # nothing was even read: say that
             raise InputError(_nothing_read(path, fmt), path=str(path))
@@ -185,14 +212,26 @@ def _import(path: Path, fmt: TraceFormat, name: str, tokenizer: str | None, mode
 
     check_request_lengths(block, str(path))
     record = {"path": str(path.resolve()), "sha256": file_digest(path), "format": str(fmt),
-              "tokenizer": family, "model": model, "producer": producer}
+              "tokenizer": tokenizer_label(family), "model": model, "producer": producer}
+    if family is not None and not isinstance(family, str):     # an own tokenizer file
+        record |= {"tokenizer_file": str(family.path), "tokenizer_sha256": family.fingerprint,
+                   "template": template or "plain"}
     replaced = save_user_corpus(name, block, record, replace=replace)   # under a name lock
     from simkit.report.fit import wrap_prose
 
+    label = tokenizer_label(family)
     typer.echo("\n".join(wrap_prose(
-        f"imported {len(block)} requests into corpus '{name}' (tokenizer {family}): "
+        f"imported {len(block)} requests into corpus '{name}' (tokenizer {label}): "
         f"{len(block.prompt_tokens):,} prompt / {len(block.output_tokens):,} output tokens"
         + (" (replaced the earlier import)" if replaced else ""))))
+    if family is not None and not isinstance(family, str):
+        typer.echo("\n".join(wrap_prose(f"tokenizer: {family.describe()}")))
+        typer.echo("\n".join(wrap_prose(
+            "chat template: " + (f"{model}'s" if template else "plain ('role: content' lines; "
+                                 "give --model for that model's template)"))))
+    elif family is None:
+        typer.echo("\n".join(wrap_prose("tokenizer: none (token ids as given; checked against "
+                                         "the model's vocabulary when the corpus is used)")))
     typer.echo(f"stored in {user_corpus_path(name)}")       # a path: never wrapped
     from simkit.outfiles import wrote
 
@@ -233,10 +272,13 @@ def register(app: typer.Typer) -> None:
         fmt: TraceFormat = typer.Option(..., "--format", metavar="FORMAT",
                                         help="openai, sharegpt, vllm-custom, tokens or vllm-log"),
         name: str = typer.Option(..., "--name", help="corpus name to store it under"),
-        tokenizer: str = typer.Option(None, "--tokenizer", help="tokenizer family: llama3, qwen, "
-                                       "r1-qwen or r1-llama (default: the --model's)"),
-        model: str = typer.Option(None, "--model", help="model id whose tokenizer to use "
-                                   "(default: none; give this or --tokenizer)"),
+        tokenizer: str = typer.Option(None, "--tokenizer", help="your model's tokenizer: a "
+                                       "Hugging Face tokenizer folder or tokenizer.json, a "
+                                       "tiktoken file, or a family: llama3, qwen, r1-qwen, "
+                                       "r1-llama (default: the --model's; none needed for "
+                                       "--format tokens)"),
+        model: str = typer.Option(None, "--model", help="model id whose tokenizer (unless "
+                                   "--tokenizer) and chat template to use (default: none)"),
         replace: bool = typer.Option(False, "--replace",
                                      help="overwrite an imported corpus of the same name"),
     ) -> None:

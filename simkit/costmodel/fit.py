@@ -48,13 +48,20 @@ def read_record_dir(root: str | Path) -> tuple[Any, Any]:
 
 
 def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
-              where: str = "the records") -> tuple[Any, dict[str, int]]:
+              where: str = "the records") -> tuple[Any, dict[str, dict[str, int]]]:
     """The steps a calibration is fitted on, out of step records joined with their runs (`X`,
     join_runs; `R` the runs): those of runs on `hardware` made with `vllm_version` (None: any)
-    that are not validation runs; returns the frame and the steps left out per reason. A
+    that are not validation runs; returns the frame and, per reason, the runs and steps left
+    out ({"runs": r, "steps": s}). A
     caller that holds the records already (validate's refits) filters them here without
     reading them again."""
-    left_out: dict[str, int] = {}
+    left_out: dict[str, dict[str, int]] = {}
+
+    def leave_out(reason: str, mask) -> None:
+        """Count what `mask` leaves out: its runs and their steps (a count of steps alone read
+        as if it were runs: "validation runs: 46109")."""
+        left_out[reason] = {"runs": int(X.loc[mask, "run_id"].nunique()), "steps": int(mask.sum())}
+
     if vllm_version is not None and "vllm_version" in X:
         from simkit.catalog.nearest_version import resolve_vllm_version
         from simkit.costmodel.step_records import release_keys
@@ -62,19 +69,19 @@ def fit_frame(X: Any, R: Any, hardware: str, vllm_version: str | None = None,
         key = resolve_vllm_version(vllm_version).key     # a newer release keeps its own key
         same = release_keys(X["vllm_version"]) == key
         if (~same).any():
-            left_out[f"runs of another vLLM version than {key}"] = int((~same).sum())
+            leave_out(f"runs of another vLLM version than {key}", ~same)
         X = X[same]
     if "gpu" in X:
         on_hw = X["gpu"].astype(str).str.contains(hardware, case=False)
         if (~on_hw).any():
-            left_out[f"runs not on {hardware}"] = int((~on_hw).sum())
+            leave_out(f"runs not on {hardware}", ~on_hw)
         X = X[on_hw]
     if "purpose" in R and "purpose" not in X:
         X = X.merge(R[["run_id", "purpose"]], on="run_id", how="left")
     if "purpose" in X:
         held = X["purpose"].astype(str) == "validation"
         if held.any():
-            left_out["validation runs (held out of the fit)"] = int(held.sum())
+            leave_out("validation runs (held out of the fit)", held)
         X = X[~held]
     if X.empty:
         bare = runs_without_steps(X, R, hardware, vllm_version)

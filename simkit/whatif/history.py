@@ -36,15 +36,43 @@ def parse_shares(text: str) -> list[float]:
 def crossover(points: list[tuple[float, float]]) -> float | None:
     """The smallest share P at which the best speculative config's speedup reaches 1, linearly
     interpolated between measured shares: 0.0 when it pays at P=0, None when it never pays."""
+    found = crossover_between(points)
+    if found is None:
+        return None
+    (p0, s0), (p1, s1) = found
+    return p0 if p0 == p1 else p0 + (1.0 - s0) * (p1 - p0) / (s1 - s0)
+
+
+def crossover_between(points: list[tuple[float, float]]):
+    """The two measured (share, speedup) points the break-even lies between (the same point
+    twice when it pays at the first share), or None when it never pays."""
     pts = sorted(points)
     if not pts:
         return None
     if pts[0][1] >= 1.0:
-        return pts[0][0]
-    for (p0, s0), (p1, s1) in zip(pts, pts[1:]):
-        if s0 < 1.0 <= s1:
-            return p0 + (1.0 - s0) * (p1 - p0) / (s1 - s0)
+        return pts[0], pts[0]
+    for a, b in zip(pts, pts[1:]):
+        if a[1] < 1.0 <= b[1]:
+            return a, b
     return None
+
+
+def crossover_note(points: list[tuple[float, float]], last: float) -> str:
+    """Where speculation starts to pay, said as measured: a share between two measured ones is
+    not measured, and two shares in all locate it no better than 'between them'."""
+    head = "speculation starts to pay (best speculative config >= vanilla) "
+    found = crossover_between(points)
+    if found is None:
+        return head + f"at no measured share (up to {last:g})"
+    (p0, _), (p1, _) = found
+    if p0 == p1:
+        return head + f"at P = {p0:g} already"
+    if len(points) < 3:
+        return head + (f"somewhere between P = {p0:g} and {p1:g}, the only shares measured "
+                       "(give more --shares to locate it)")
+    return head + (f"between the measured shares P = {p0:g} and {p1:g}: about "
+                   f"{crossover(points):.2f} on a straight line between them (not measured "
+                   "there)")
 
 
 def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
@@ -85,18 +113,18 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
                          "mean_accepted": r.mean_accepted,
                          "tokens_per_step": r.tokens_per_step,
                          "is_best": r.config == top.config})
-    cross = crossover([(v["repeat_share"], v["best_speculative_speedup"])
-                       for v in best_by.values()
-                       if v["repeat_share"] is not None and v["best_speculative_speedup"]])
+    points = [(v["repeat_share"], v["best_speculative_speedup"]) for v in best_by.values()
+              if v["repeat_share"] is not None and v["best_speculative_speedup"]]
+    between = crossover_between(points)
+    # a break-even between only two measured shares is not placed at a share (nor plotted)
+    cross = crossover(points) if len(points) >= 3 or (between and between[0] == between[1]) \
+        else None
     notes = [cost.describe(),
              f"closed loop, concurrency {concurrency}, {seeds} seed(s); repeat:P = a fresh "
              "server that already served the share P of these requests once (identical greedy "
              "outputs; which ones: simkit.history.repeat_indices); P = 0 is cold, 1 is hot; warm "
              "= the whole corpus served before",
-             "speculation starts to pay (best speculative config >= vanilla) " +
-             ("at P = 0 already" if cross == 0.0 else
-              f"from P = {cross:.2f} (interpolated)" if cross is not None else
-              f"at no measured share (up to {ps[-1]:g})"),
+             crossover_note(points, ps[-1]),
              "best K per history: " + ", ".join(f"{h} K={v['best_k']}" for h, v in best_by.items()),
              workload_note(f"{model}/{corpus}", origin) + "; a repeated request's "
              "prompt is also in the prefix cache (vanilla gains through that alone)"]
@@ -108,7 +136,9 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
                          "tp": cost.tp, "shares": ps, "configs": configs,
                          "concurrency": concurrency, "seeds": seeds,
                          "num_requests": run.num_requests, "warm": warm}, notes,
-                        {"crossover_share": cross, "per_history": best_by})
+                        {"crossover_share": cross,
+                         "crossover_between": [between[0][0], between[1][0]] if between
+                         else None, "per_history": best_by})
 
 
 def plot(result: WhatIfResult, path: str | Path) -> None:

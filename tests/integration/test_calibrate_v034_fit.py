@@ -65,7 +65,8 @@ def test_fit_reads_034_records_apart_from_033s_and_says_how(records):
     folder, (n33, n34) = records
     doc = fit_calibration(folder, "test-h200-vllm034", "h200", None, (), 2, "0.34")
     assert doc["vllm_version"] == "0.34"
-    assert doc["left_out"] == {"runs of another vLLM version than 0.34": n33}
+    assert doc["left_out"] == {"runs of another vLLM version than 0.34": {"runs": len(PICK),
+                                                                       "steps": n33}}
     assert 0 < doc["n_steps"] <= n34 and sorted(doc["runs"]) == sorted(
         r.replace("-v033", "-v034synth") for r in PICK)
     assert SLOTS_NOTE in doc["notes"]
@@ -96,12 +97,17 @@ def test_calibrate_fit_takes_a_newer_version_names_it_and_warns(records, capsys,
     code, stdout, err = run(capsys, "calibrate", "fit", "--records", str(folder), "--folds", "2",
                             "--vllm-version", "0.34", "--out", str(out))
     assert code == 0, err
-    head = json.loads(stdout[: stdout.index("\n}") + 2])
-    assert head["name"] == "h200-vllm034" and head["vllm_version"] == "0.34"
+    assert stdout.startswith("fitted h200-vllm034 (h200, vLLM 0.34) on ")
     assert json.loads(out.read_text())["vllm_version"] == "0.34"
     if "0.34" not in VERSIONS:
         assert "warning: vLLM 0.34 is newer than the vLLM versions simkit has engine rules" in err
     assert "note: vLLM 0.34 records: num_spec_tokens counts the K slots" in stdout
+    code, stdout, err = run(capsys, "calibrate", "fit", "--records", str(folder), "--folds", "2",
+                            "--vllm-version", "0.34", "--format", "json")
+    head = json.loads(stdout)
+    assert code == 0 and head["name"] == "h200-vllm034" and head["vllm_version"] == "0.34"
+    assert any(n.startswith("vLLM 0.34 records: num_spec_tokens counts the K slots")
+               for n in head["notes"])
 
 
 def test_calibrate_fit_refuses_an_older_unknown_version_in_one_line(capsys, tmp_path):

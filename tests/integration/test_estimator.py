@@ -200,7 +200,8 @@ def test_fit_calibration_from_a_record_folder(tmp_path):
     runs.to_parquet(tmp_path / "rec" / "runs.parquet")
     out = tmp_path / "h200-test.json"
     doc = fit_calibration(tmp_path / "rec", "h200-test", "h200", out, default_for=("h200",), n_splits=3)
-    assert doc["left_out"] == {"runs not on h200": 150, "validation runs (held out of the fit)": 150}
+    assert doc["left_out"] == {"runs not on h200": {"runs": 1, "steps": 150},
+                               "validation runs (held out of the fit)": {"runs": 1, "steps": 150}}
     assert doc["n_steps"] == 450 and doc["runs"] == ["c0", "c1", "c2"] and doc["default_for"] == ["h200"]
     assert doc["cv"]["mean"]["step"] < 3.0
     cm = load_cost_model("llama-3.1-8b", "h200", calibration=str(out))

@@ -132,6 +132,22 @@ def test_crossover_interpolates_and_says_none_when_it_never_pays():
             parse_shares(bad)
 
 
+def test_break_even_between_two_shares_is_not_given_a_share():
+    """`whatif history --shares 0,1` printed 'from P = 0.08 (interpolated)' out of two points:
+    between two shares only 'somewhere between' is measured; with more, the straight-line
+    figure is named as such and the two measured shares around it are given."""
+    from simkit.whatif.history import crossover_note
+
+    two = crossover_note([(0.0, 0.9), (1.0, 2.2)], 1.0)
+    assert "somewhere between P = 0 and 1, the only shares measured" in two
+    assert "0.08" not in two and "interpolated" not in two
+    three = crossover_note([(0.0, 0.9), (0.5, 1.1), (1.0, 2.2)], 1.0)
+    assert ("between the measured shares P = 0 and 0.5: about 0.25 on a straight line between "
+            "them (not measured there)") in three
+    assert crossover_note([(0.0, 1.1), (1.0, 2.0)], 1.0).endswith("at P = 0 already")
+    assert crossover_note([(0.0, 0.5), (1.0, 0.9)], 1.0).endswith("at no measured share (up to 1)")
+
+
 @needs_traces
 @pytest.mark.slow
 def test_whatif_history_on_real_traces(tmp_path):

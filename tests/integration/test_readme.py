@@ -188,7 +188,7 @@ def test_calibration_plan_without_the_raw_traces_estimates_from_the_shipped_prof
     text = CliRunner().invoke(app, ["calibrate", "plan", "--model", "llama-3.1-8b", "--corpus",
                                     "chat"]).output
     assert f"{engines} engines, about {minutes} of {budget} GPU-minutes" in text
-    assert "from the shipped profile's 128-request sample" in text
+    assert "from the shipped profile's 128-request sample" in one_line(text)
 
 
 def test_fleet_validation_figures_are_what_fleet_validate_prints(request, monkeypatch):

@@ -119,13 +119,13 @@ def _build_in_child(args):
     return table.accepted.tobytes(), cache.load_block(path).request_ids
 
 
-def test_concurrent_builders_get_one_valid_entry(tmp_path):
+def test_concurrent_builders_get_one_valid_entry(tmp_path, monkeypatch):
     cache_dir = str(tmp_path / "shared-cache")
     with mp.get_context("spawn").Pool(4) as pool:
         results = pool.map(_build_in_child, [(cache_dir, 5)] * 8)
     assert len({r[0] for r in results}) == 1
     assert all(r[1] == [f"r{i}" for i in range(5)] for r in results)
-    os.environ["SIMKIT_CACHE_DIR"] = cache_dir
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", cache_dir)    # it leaked into later tests
     folders = [p for p in store_dir().iterdir()]
     assert len(folders) == 1 and not any(".tmp" in p.name for p in folders)
     assert cached_table(_requests(), kmax=4).accepted.tobytes() == results[0][0]

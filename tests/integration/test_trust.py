@@ -256,7 +256,7 @@ def test_concurrent_imports_under_one_new_name_never_lose_one_silently(tmp_path,
 
     barrier = threading.Barrier(2, timeout=30)
 
-    def fake_import(path, fmt, family, producer):
+    def fake_import(path, fmt, family, producer, template=None):
         barrier.wait()                          # both have checked the name by now
         return _tiny_block(int(path.stem[-1]))
 

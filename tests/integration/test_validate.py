@@ -150,6 +150,10 @@ def test_cli_json_on_real_subset(tmp_path):
         args += ["--run-id", r]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
+    # one line of progress, not one "predicted <run>" line per run (196 on the whole records)
+    assert [ln for ln in res.stderr.splitlines() if ln.strip()] == [
+        "predicting each measured run of vLLM 0.26 under its own conditions",
+        f"wrote {tmp_path / 'v.png'}"], res.stderr
     doc = json.loads(res.stdout[res.stdout.index("{"):])
     assert {"cells", "mape", "mape_calibration", "best_k_agreement", "dynamic_k"} <= set(doc)
     assert [c["run_id"] for c in doc["cells"]] == sorted(SUBSET)
