@@ -76,7 +76,7 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     from simkit.engine.config import parse_configs
 
     pols = check_policies(policies)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     for s in specs:
         if s.speculative and s.drafter != "suffix":
             raise InputError(f"{s.name}: the fleet replays suffix trees only (vanilla, suffix, "

@@ -51,7 +51,7 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
     from simkit.checks import positive_int
 
     positive_int(cs[-1], "levels")
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")

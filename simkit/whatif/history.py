@@ -53,7 +53,7 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
     model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
     ps = parse_shares(shares)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     if all(s.speculative for s in specs):
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")

@@ -130,7 +130,7 @@ def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b
         qwork = scale_acceptance(workload, acceptance_scale)
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     r_base = ladder_of(run, workload, base, specs, num_requests=num_requests).rows
     r_arith = ladder_of(run, workload, quant, specs, num_requests=num_requests).rows
     r_quant = ladder_of(run, qwork, quant, specs, num_requests=num_requests).rows
