@@ -32,7 +32,7 @@ SUFFIX_DRAFTER = "suffix"     # simkit.drafters.suffix.replay.SuffixDrafter.name
 NGRAM_DRAFTER = "ngram"       # simkit.drafters.ngram.NgramDrafter.name
 
 # the modules that define the built-in drafters, imported on first use of the registry
-BUILTIN = ("simkit.drafters.suffix.replay", "simkit.drafters.ngram")
+BUILTIN = ("simkit.drafters.suffix.replay", "simkit.drafters.ngram", "simkit.drafters.suffix_gpu.replay")
 
 _REGISTRY: dict[str, "Drafter"] = {}
 
