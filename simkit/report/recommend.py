@@ -26,13 +26,16 @@ def _pct(a: float, b: float) -> str:
 
 
 def recommendation(pred: Prediction, model_error_pct: float | None = None,
-                   interval_pct: float | None = None) -> dict[str, Any]:
+                   interval_pct: float | None = None,
+                   unmeasured: str | None = None) -> dict[str, Any]:
     """{'config', 'line', 'reasons'}: what to run and why, from `pred.rows` alone.
 
     `model_error_pct` (the cost model's held-out MAPE, when recorded) turns a margin smaller
     than it into an explicit warning instead of a confident call; `interval_pct` (the relative
     half-width of the calibration's 90 % rerun interval, when it states one) makes a lead inside
-    it a tie within the error, said in the line itself.
+    it a tie within the error, said in the line itself. `unmeasured` (why the cost model's
+    error is not measured on this vLLM: a calibration transferred from another version) says in
+    the line that the configurations cannot be ranked within that unmeasured error.
     """
     rows = [r for r in pred.rows if r.output_tok_s == r.output_tok_s]
     if not rows:
@@ -78,8 +81,15 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
     elif lead is not None and model_error_pct is not None and lead * 100 < model_error_pct:
         reasons.append(f"{best.config} leads {other.config} by {lead:.1%}, less than the "
                        f"cost model's held-out error ({model_error_pct:.1f} %)")
+    if unmeasured and other is not None:
+        parts.append(f"caution: the cost model is {unmeasured}, so its error here is unmeasured "
+                     "and this ranking cannot tell apart configurations within it; measure the "
+                     "leading ones on your GPU before choosing")
+        reasons.append(f"no vLLM {pred.vllm_version} run has measured the cost model's error or a "
+                       "rerun interval, and the interval measured on another vLLM is not stated "
+                       "as this one's")
     reasons.append(_why(best, van, ranked))
-    bk = best_kpad(rows)
+    bk = best_kpad(rows, exact_k=exact_k_slots(pred))
     if bk is not None:
         text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"
         text += f", {_pct(bk.output_tok_s, van.output_tok_s)} vs vanilla)" if van else ")"
@@ -118,6 +128,17 @@ def _interval_tie(best, other, ranked: list, van, interval_pct: float | None
             "prediction (run-to-run drift and the fit's residuals on the calibration runs), so "
             f"{best.config} and {other.config} are not told apart; measure both on your GPU "
             "before choosing")
+
+
+def exact_k_slots(pred: Prediction) -> bool:
+    """True on a vLLM whose suffix rows verify exactly K slots (0.34): they are the fixed-K rows."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    try:
+        return get_vllm_version(getattr(pred, "vllm_version", None) or None) \
+            .method("suffix").slots == "exact-k"
+    except Exception:                     # a version the report does not know: the old rows
+        return False
 
 
 def _simplicity(config: str) -> int:
@@ -180,4 +201,4 @@ def _dynamic(rows, bk) -> str:
     return text
 
 
-__all__ = ["recommendation"]
+__all__ = ["exact_k_slots", "recommendation"]

@@ -204,3 +204,31 @@ def test_034_refuses_another_versions_drafter_and_a_profile_without_its_table():
     with pytest.raises(InputError, match="no vLLM 0.34.0 acceptance table for 'suffix' yet"):
         run_ladder(Cell(_workload(drafter="suffix"), LinearCost(), V34),
                    parse_configs("suffix", "0.34"), seeds=1, num_requests=8, load=ClosedLoop(2))
+
+
+# -- the transferred calibration ----------------------------------------------------------------
+def test_034_calibration_is_transferred_and_every_output_says_its_error_is_unmeasured():
+    import json
+
+    from simkit.app.options import RunOptions
+    from simkit.app.predict import predict
+    from simkit.costmodel.calibrations import default_calibration, load_cost_model
+    from simkit.report.render import document, render_table
+
+    assert default_calibration("h200", "0.34") == "h200-vllm034"
+    assert default_calibration("h200") == "h200-vllm033"            # the default stays 0.33
+    cost = load_cost_model("llama-3.1-8b", "h200", vllm_version="0.34")
+    note = "transferred from the vLLM 0.33 calibration, not yet measured on vLLM 0.34 runs"
+    assert note in cost.label
+    run = RunOptions(model="llama-3.1-8b", corpus="chat", hardware="h200", vllm_version="0.34",
+                     seeds=1, num_requests=24, concurrency=4)
+    pred = predict(run, configs="vanilla,suffix:4,8", workload=_workload(), cost=cost)
+    assert pred.run.calibration == "h200-vllm034"
+    text = render_table(pred)
+    assert note in text and "this ranking cannot tell apart configurations" in text
+    assert "unmeasured" in text and "interval for a rerun ±" not in text   # no borrowed 0.33 band
+    doc = document(pred)
+    cm = doc["assumptions"]["cost_model"]["value"]
+    assert "interval" not in cm and cm["validation"] is None and cm["transferred_from"]
+    assert "cannot tell apart" in json.dumps(doc)
+    assert pred.best_k in (4, 8)                      # the suffix rows are the fixed-K rows
