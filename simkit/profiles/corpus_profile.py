@@ -34,6 +34,7 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
+from simkit.profiles.version_tables import load_shipped_table, write_table
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
@@ -310,6 +311,9 @@ def write_profile(profile: CorpusProfile, root: Path | None = None,
     if NGRAM_DRAFTER in profile.tables:
         save_table(profile.tables[NGRAM_DRAFTER], ngram_npz, compression="bzip2")
         prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
+    for name in version_drafters():
+        if name in profile.tables:
+            prov[f"{name}_npz_sha256"] = write_table(npz, name, profile.tables[name])
     if profile.block_hashes is not None:
         prefix = _prefix_path(profile.model, profile.corpus, root)
         save_prefix_table(profile.block_hashes, prefix)
@@ -339,6 +343,10 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     tables = {SUFFIX_DRAFTER: table}
     if ngram_npz.is_file():
         tables[NGRAM_DRAFTER] = load_table(ngram_npz)
+    for name in version_drafters():             # e.g. vLLM 0.34's suffix_gpu, where shipped
+        other = load_shipped_table(npz, name)
+        if other is not None:
+            tables[name] = other
     prefix = _prefix_path(model, corpus)
     hashes = load_prefix_table(prefix, table.prompt_len) if prefix.is_file() else None
     weights = prov.get("sample_weights")
@@ -349,6 +357,15 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
                          prov.get("proxy_note", ""), "shipped", tables, hashes,
                          None if weights is None else np.asarray(weights, np.float64),
                          recorded_history(prov))
+
+
+def version_drafters() -> tuple[str, ...]:
+    """The drafters a vLLM version runs for 'suffix' other than arctic's tree (0.34's
+    suffix_gpu): their tables ride beside the profile (simkit.profiles.version_tables)."""
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    names = {v.method("suffix").drafter for v in VERSIONS.values()} - {SUFFIX_DRAFTER}
+    return tuple(sorted(names))
 
 
 def shipped_tables() -> list[Path]:
