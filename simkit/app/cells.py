@@ -27,7 +27,8 @@ def load_workload(model: str, corpus: str, source: ProfileSource = ProfileSource
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.corpus_profile.load_profile; capped outputs
     kept or extended to max_tokens (simkit.app.capped). `vllm_version`: also the table of that
-    version's suffix drafter where it is not arctic's (shipped, or built from the raw traces)."""
+    version's suffix drafter where it is not arctic's (shipped, or built from the raw traces
+    unless the source is 'shipped')."""
     from simkit.catalog.models import canonical_model
     from simkit.profiles.corpus_profile import load_profile
 
@@ -40,8 +41,8 @@ def load_workload(model: str, corpus: str, source: ProfileSource = ProfileSource
         from simkit.profiles.version_tables import with_drafter_table
 
         drafter = get_vllm_version(vllm_version).method("suffix").drafter
-        if drafter != SUFFIX_DRAFTER:
-            prof = with_drafter_table(prof, drafter, KMAX)
+        if drafter != SUFFIX_DRAFTER and ProfileSource(source) is not ProfileSource.SHIPPED:
+            prof = with_drafter_table(prof, drafter, KMAX)    # --source shipped: never built
     workload = Workload.from_profile(prof)
     if not workload.name:
         workload.name = f"{model}/{corpus}"

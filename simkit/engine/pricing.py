@@ -66,7 +66,7 @@ def price_fn_for(run: dict[str, Any], ks: list[int], graphs: str = "kmax") -> Pr
 
     version = get_vllm_version(str(run.get("vllm_version") or "0.26.0"))
     disp = dispatchers_for(tuple(sorted(ks)), mode, int(run["max_num_seqs"]),
-                           int(run["max_num_batched_tokens"]), graphs, version.uniform_decode_sizes)
+                           int(run["max_num_batched_tokens"]), graphs, rule=version.graph_rule)
 
     def price(k: int, n: int, context: int, real_drafts: int) -> float:
         return uniform_decode_price(cost, disp[k], k, n, context, real_drafts, DYNAMIC_DRAFTER)

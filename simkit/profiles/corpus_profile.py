@@ -34,7 +34,7 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
-from simkit.profiles.version_tables import load_shipped_table, write_table
+from simkit.profiles.version_tables import load_shipped_table, with_drafter_table, write_table
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
@@ -386,8 +386,10 @@ def with_history(prof: CorpusProfile, history: History) -> CorpusProfile | None:
     prov.update(tree=label, history=label, tree_rule=_tree_text(history),
                 command=_build_command(prof.model, prof.corpus, label))
     table.provenance = prov
+    # a version drafter's table (0.34's suffix_gpu) depends on the history too: not carried over
+    kept = {k: v for k, v in prof.tables.items() if k not in version_drafters()}
     return replace(prof, table=table, provenance=prov,
-                   tables={**prof.tables, SUFFIX_DRAFTER: table}, history=history)
+                   tables={**kept, SUFFIX_DRAFTER: table}, history=history)
 
 
 def shipped_history(model: str, corpus: str) -> History | None:
@@ -491,7 +493,10 @@ def _write_built(model: str, corpus: str, root: Path | None, history: History, h
     tables = {h.label: (_shipped_if_current(model, corpus, h)
                         or profile_from_raw(model, corpus, progress=progress, history=h)).table
               for h in parse_histories(histories, corpus, history)}   # tables only: no prefix
-    return write_profile(_built(model, corpus, history, progress), root, tables)
+    prof = _built(model, corpus, history, progress)
+    for name in version_drafters():        # vLLM 0.34's suffix_gpu table rides beside it
+        prof = with_drafter_table(prof, name, KMAX, progress)
+    return write_profile(prof, root, tables)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:

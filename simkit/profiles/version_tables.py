@@ -102,7 +102,11 @@ def with_drafter_table(prof, drafter: str, kmax: int, progress: bool = False):
     if not np.array_equal(table.output_len, prof.output_len):
         raise ValueError(f"{drafter} table of {prof.model}/{prof.corpus} does not match its "
                          "sample's output lengths")
-    table.provenance = prof.provenance
+    # what the table is, from the profile alone (the same bytes whichever way it was reached)
+    table.provenance = {"profile": f"{prof.model}/{prof.corpus}", "drafter": drafter,
+                        "history": prof.history.label if prof.history is not None else "cold",
+                        "sample": "the profile's sample_indices, replayed from the raw traces",
+                        "content": "uint8 a(t,K), d(t,K) per output position; no token ids"}
     return replace(prof, tables={**prof.tables, drafter: table})
 
 

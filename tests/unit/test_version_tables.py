@@ -75,3 +75,4 @@ def test_written_beside_the_profile_and_read_back(raw, tmp_path):
     back = vt.load_shipped_table(npz, DRAFTER)
     assert np.array_equal(back.accepted, prof.tables[DRAFTER].accepted)
     assert vt.load_shipped_table(tmp_path / "none.npz", DRAFTER) is None
+
