@@ -399,7 +399,7 @@ class Scheduler:
                 accepted += a
                 decode_tokens += e
                 if observe and s > 0:
-                    pairs.append((a, real))
+                    pairs.append((a, s if fill else real))   # exact-K: every slot verified
             req.computed = req.prompt_len + t + a
             if in_loop is not None:
                 in_loop.sampled(req.seq, req.idx, t, t + e)

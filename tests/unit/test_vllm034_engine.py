@@ -10,6 +10,7 @@ from simkit.acceptance.table import AcceptanceTable
 from simkit.catalog.vllm_versions import (GRAPH_RULES, HARNESS_ADAPTERS, RUNNERS, VERSIONS,
                                           get_vllm_version, nearest_vllm_version)
 from simkit.costmodel.batch import GraphMode
+from simkit.drafters.base import get_drafter
 from simkit.engine.config import EngineConfig, kpad, parse_configs
 from simkit.engine.cudagraph import (GRAPH_RULES as ENGINE_GRAPH_RULES, CudagraphMode,
                                      RequestKeyedDispatcher, decode_request_counts)
@@ -60,6 +61,8 @@ def test_every_version_names_parts_that_resolve():
         assert v.calibration_name("h200") in list_calibrations()
         for method, parts in v.methods.items():
             assert parts.runner in RUNNERS and parts.slots in SLOT_POLICIES, (v.key, method)
+            if parts.drafter != "none":                     # the drafter registry knows it
+                assert get_drafter(parts.drafter).name == parts.drafter
         assert v.sources, v.key
     v34 = get_vllm_version("0.34.0")
     assert v34.method("suffix").drafter == "suffix_gpu" and v34.method("suffix").default_k == 8
@@ -233,3 +236,18 @@ def test_034_calibration_is_transferred_and_every_output_says_its_error_is_unmea
     assert "interval" not in cm and cm["validation"] is None and cm["transferred_from"]
     assert "cannot tell apart" in json.dumps(doc)
     assert pred.best_k in (4, 8)                      # the suffix rows are the fixed-K rows
+
+
+def test_feedback_policies_observe_every_verified_slot_on_034(monkeypatch):
+    """A 0.34 step verifies K slots, so an acceptance-learning policy sees (accepted, K slots):
+    accepted fillers never exceed what it believes was verified."""
+    from simkit.engine.policies import FeedbackK
+
+    seen = []
+    original = FeedbackK.observe
+    monkeypatch.setattr(FeedbackK, "observe",
+                        lambda self, pairs, k: (seen.extend(pairs), original(self, pairs, k))[1])
+    (spec,) = parse_configs("dynamic-feedback:2,5", "0.34")
+    simulate(_workload(), LinearCost(), V34, spec, load=ClosedLoop(4), seed=0)
+    assert seen and all(a <= d for a, d in seen)
+    assert any(a > 0 for a, _ in seen)
