@@ -143,3 +143,33 @@ def test_build_table_by_name_is_deterministic():
     assert np.array_equal(t1.accepted, t2.accepted) and np.array_equal(t1.drafted, t2.drafted)
     ks = np.arange(1, 17)
     assert (t1.drafted <= ks).all() and (t1.accepted <= ks).all()
+
+
+def test_warm_table_equals_the_sampled_rows_of_the_whole_replay():
+    from simkit.acceptance.build import build_warm_table
+    from simkit.acceptance.table import take_requests
+
+    reqs = _random_requests(np.random.default_rng(5), 9)
+    sample = [1, 4, 5, 8]
+    warm = build_warm_table(reqs, sample, drafter="suffix_gpu", kmax=8)
+    whole = take_requests(build_table(reqs, drafter="suffix_gpu", kmax=8), sample)
+    assert warm.drafter == "suffix_gpu" and warm.params["tree"] == "warm"
+    assert np.array_equal(warm.accepted, whole.accepted)
+    assert np.array_equal(warm.drafted, whole.drafted)
+
+
+def test_hot_table_equals_the_second_pass_of_a_doubled_replay():
+    # hot: every request was served before (prompt context and response enter the corpus)
+    from simkit.acceptance.history_tables import cached_history_table
+    from simkit.acceptance.table import take_requests
+    from simkit.history import parse_history
+
+    reqs = _random_requests(np.random.default_rng(6), 6)
+    hot = cached_history_table(reqs, parse_history("hot"), drafter="suffix_gpu", kmax=8,
+                               use_cache=False)
+    doubled = build_table(reqs + reqs, drafter="suffix_gpu", kmax=8)
+    second = take_requests(doubled, range(len(reqs), 2 * len(reqs)))
+    assert np.array_equal(hot.accepted, second.accepted)
+    assert np.array_equal(hot.drafted, second.drafted)
+    cold = build_table(reqs, drafter="suffix_gpu", kmax=8)
+    assert hot.accepted.sum() > cold.accepted.sum()
