@@ -47,6 +47,13 @@ def test_registered_with_vllm034_defaults():
     assert num_buckets(64) == 16 and num_buckets(1000) == 256 and num_buckets(0) == 16
 
 
+def test_compiled_constants_are_vllms():
+    from simkit.drafters.suffix_gpu import kernels, params
+
+    assert (kernels.HASH_MUL, kernels.SLOTS, kernels.PROMPT_CONTEXT) == \
+        (params.HASH_MUL, params.SLOTS, params.PROMPT_CONTEXT) == (0x9E3779B97F4A7C15, 8, 3)
+
+
 def test_hash_is_wrapping_uint64_like_the_signed_kernel():
     # vLLM multiplies signed int64s; the bucket's low bits equal the unsigned computation's
     mul = 0x9E3779B97F4A7C15 - (1 << 64)
