@@ -108,3 +108,24 @@ def replay_concurrent(requests: Sequence, params: SuffixGpuParams, kmax: int, ro
         for n_out in lay.olen[len(pre):]:
             if n_out:
                 progress(int(n_out))
+
+
+def position_row(history: np.ndarray, continuation: np.ndarray, corpus, params: SuffixGpuParams,
+                 kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """(d, a) for K = 1..kmax of one decoding request whose history is `history` (its last token
+    just sampled) against the corpus state of a reference.Corpus, `continuation` being the tokens
+    the trace goes on with (the parity test's view of one compiled table row)."""
+    from simkit.drafters.suffix_gpu import kernels
+
+    hist = np.asarray(history, np.int32)
+    flat = np.concatenate([hist, np.asarray(continuation, np.int32)])
+    pbase = np.zeros(1, np.int64)
+    prev = kernels.build_prev(flat, pbase, np.array([flat.size], np.int64), np.zeros(1, np.int64),
+                              np.full(MAX_TOKEN + 1, -1, np.int64))
+    acc = np.zeros(kmax, np.uint8)
+    dr = np.zeros(kmax, np.uint8)
+    cap = corpus.cap
+    kernels.draft_row(flat, prev, 0, hist.size, hist.size - 1, 1, 1 + len(continuation),
+                      corpus.ring.astype(np.int32), cap, corpus.table, corpus.nb,
+                      params.max_depth, kmax, cap > 0, kernels.new_scratch(kmax), acc, dr)
+    return dr, acc

@@ -22,8 +22,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simkit.drafters.suffix_gpu.params import HASH_MUL, PROMPT_CONTEXT, SLOTS
-
+# vLLM's constants (params.py names them; a unit test holds the two equal). Literal here: numba
+# freezes globals into the cached machine code and re-compiles only when this file changes.
+HASH_MUL = 0x9E3779B97F4A7C15
+SLOTS = 8
+PROMPT_CONTEXT = 3
 _MUL = np.uint64(HASH_MUL)
 _MASK32 = np.int64(0xFFFFFFFF)
 NCAND = 2 * SLOTS
