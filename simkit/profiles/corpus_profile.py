@@ -292,8 +292,10 @@ WRITTEN_KEYS = ("npz_sha256", "ngram_npz_sha256", "prefix_npz_sha256", "prefix_r
 
 def _as_built(provenance: dict) -> dict:
     """A profile's provenance as profile_from_raw gives it, without the keys write_profile
-    adds about the files it wrote (WRITTEN_KEYS), so a rewrite starts from the build's own."""
-    return {k: v for k, v in provenance.items() if k not in WRITTEN_KEYS}
+    adds about the files it wrote (WRITTEN_KEYS, and any <drafter>_npz_sha256 of a version
+    drafter's table), so a rewrite starts from the build's own."""
+    return {k: v for k, v in provenance.items()
+            if k not in WRITTEN_KEYS and not k.endswith("_npz_sha256")}
 
 
 def write_profile(profile: CorpusProfile, root: Path | None = None,

@@ -4,8 +4,8 @@ arctic's tree (0.34: the GPU speculator `suffix_gpu`), beside the profile's own 
 Shipped as traces/profiles/<model>/<corpus>.<drafter>.npz (written by `simkit profiles build`
 with the rest of the profile), or built from the raw traces for the profile's own sample under
 its history: warm = the sampled requests' rows of a sequential replay of the whole corpus (the
-ring holds every earlier response), cold = the sample replayed alone. Other histories are not
-built (the prediction then says the table is missing). Never token ids: a(t, K), d(t, K) only.
+ring holds every earlier response), cold = the sample replayed alone, hot / repeat:P = after
+those responses were served. Never token ids: a(t, K), d(t, K) only.
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
-from simkit.choices import Ordering
-
-BUILT_HISTORIES = ("warm", "cold")
-
 
 def table_path(npz: Path, drafter: str) -> Path:
     """<corpus>.<drafter>.npz beside the profile's suffix table <corpus>.npz."""
@@ -43,55 +39,24 @@ def write_table(npz: Path, drafter: str, table: AcceptanceTable) -> str:
 def build_table_for(prof, drafter: str, kmax: int, progress: bool = False
                     ) -> AcceptanceTable | None:
     """The drafter's table for the profile's sample under its history, from the raw traces
-    (cached by content); None when the history is one this does not build or the profile does
-    not record its sample."""
-    from simkit.acceptance.cache import load_or_build, store_dir, table_key
-    from simkit.drafters.base import get_drafter
+    (simkit.acceptance.history_tables.cached_sample_table, cached by content); None when the
+    profile does not record its sample."""
+    from simkit.acceptance.history_tables import cached_sample_table
+    from simkit.history import COLD
     from traces.corpora import load_corpus
 
-    history = (prof.history.kind if prof.history is not None else "cold")
     idx = [int(i) for i in (prof.provenance.get("sample_indices") or [])]
-    if history not in BUILT_HISTORIES or not idx:
+    if not idx:
         return None
     corp = load_corpus(prof.corpus, prof.model, progress=progress)
-    impl = get_drafter(drafter)
-    params = impl.default_params()
-    chosen = [corp.requests[i] for i in idx]
-    walked = corp.requests[:idx[-1] + 1] if history == "warm" else chosen
-    spec = {**params.as_dict(), "history": history, "sample": idx}
-    path = store_dir() / f"{drafter}-{history}-{table_key(walked, drafter, spec, kmax, Ordering.SEQUENTIAL)}"
-
-    def build(step):
-        from simkit.acceptance.build import build_table
-
-        if history == "cold":
-            return build_table(chosen, drafter=drafter, params=params, kmax=kmax,
-                               model=prof.model, corpus=prof.corpus, progress=step)
-        lens = np.array([len(r.output_ids) for r in chosen], np.int64)
-        offsets = np.zeros(len(chosen) + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        rowbase = np.full(len(walked), -1, np.int64)
-        rowbase[idx] = offsets[:-1]
-        acc = np.zeros((int(offsets[-1]), kmax), np.uint8)
-        dr = np.zeros_like(acc)
-        impl.replay_warm(walked, params, kmax, rowbase, acc, dr, step, None)
-        return AcceptanceTable(
-            model=prof.model, corpus=prof.corpus, drafter=drafter,
-            params={**params.as_dict(), "history": "warm"}, kmax=kmax,
-            ordering=Ordering.SEQUENTIAL,
-            prompt_len=np.array([len(r.prompt_ids) for r in chosen], np.int32),
-            output_len=lens.astype(np.int32), offsets=offsets, accepted=acc, drafted=dr)
-
-    total = int(sum(len(r.output_ids) for r in walked))
-    return load_or_build(path, build, total=total,
-                         label=f"acceptance table {prof.model}/{prof.corpus} ({drafter})",
-                         model=prof.model, corpus=prof.corpus, progress=progress, use_cache=True)
+    return cached_sample_table(corp.requests, idx, prof.history or COLD, drafter=drafter,
+                               kmax=kmax, model=prof.model, corpus=prof.corpus,
+                               progress=progress)
 
 
 def with_drafter_table(prof, drafter: str, kmax: int, progress: bool = False):
     """The profile with `drafter`'s table: as it is when it holds one, else built from the raw
-    traces when they are here (and the history is built), else unchanged (the engine then says
-    which table is missing)."""
+    traces when they are here, else unchanged (the engine then says which table is missing)."""
     from simkit.paths import traces_src_dir
 
     if drafter in prof.tables or traces_src_dir() is None:
@@ -110,5 +75,5 @@ def with_drafter_table(prof, drafter: str, kmax: int, progress: bool = False):
     return replace(prof, tables={**prof.tables, drafter: table})
 
 
-__all__ = ["BUILT_HISTORIES", "build_table_for", "load_shipped_table", "table_path",
+__all__ = ["build_table_for", "load_shipped_table", "table_path",
            "with_drafter_table", "write_table"]

@@ -30,7 +30,7 @@ def test_shipped_tables_match_their_profile_and_provenance():
         assert np.array_equal(t.prompt_len, prof.prompt_len)
         k = np.arange(1, t.kmax + 1)
         assert (t.drafted <= k).all() and (t.accepted <= k).all()
-        assert t.params["history"] == prof.history.label
+        assert t.params.get("tree", "cold") == prof.history.label
 
 
 def test_a_shipped_table_is_rebuilt_byte_for_byte_from_the_raw_traces(tmp_path, monkeypatch):

@@ -60,9 +60,11 @@ def test_warm_rows_are_the_samples_rows_of_a_whole_corpus_replay(raw):
     assert not np.array_equal(cold.drafted, got.drafted)
 
 
-def test_other_histories_and_missing_traces_leave_the_profile_as_it_is(raw, monkeypatch):
-    prof = _profile(raw, [0, 2], parse_history("hot"))
-    assert DRAFTER not in vt.with_drafter_table(prof, DRAFTER, 8).tables
+def test_a_hot_history_serves_the_sample_first_and_missing_traces_build_nothing(raw, monkeypatch):
+    hot = vt.with_drafter_table(_profile(raw, [0, 2, 5], parse_history("hot")), DRAFTER, 8)
+    cold = vt.with_drafter_table(_profile(raw, [0, 2, 5], COLD), DRAFTER, 8)
+    # the server answered these requests before: its corpus holds their own responses
+    assert hot.tables[DRAFTER].accepted.sum() > cold.tables[DRAFTER].accepted.sum()
     monkeypatch.setattr("simkit.paths.traces_src_dir", lambda: None)
     assert DRAFTER not in vt.with_drafter_table(_profile(raw, [0, 2], WARM), DRAFTER, 8).tables
 
