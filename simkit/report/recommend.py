@@ -88,7 +88,7 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
         reasons.append(f"no vLLM {pred.vllm_version} run has measured the cost model's error or a "
                        "rerun interval, and the interval measured on another vLLM is not stated "
                        "as this one's")
-    reasons.append(_why(best, van, ranked))
+    reasons.append(_why(best, van, ranked, exact_k_slots(pred)))
     bk = best_kpad(rows, exact_k=exact_k_slots(pred))
     if bk is not None:
         text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"
@@ -150,7 +150,7 @@ def _step_ms(r) -> float:
     return float(r.mean_step_ms)
 
 
-def _why(best, van, ranked) -> str:
+def _why(best, van, ranked, exact_k: bool = False) -> str:
     """The figures that explain the call: tokens per request-step against step time.
 
     Throughput is (requests in the batch) x (tokens per request-step) / (step time), so these
@@ -168,7 +168,9 @@ def _why(best, van, ranked) -> str:
             f"(x{_step_ms(spec) / _step_ms(van):.2f}): the GPU waits on the host "
             f"{spec.host_frac:.0%} of the step (vanilla {van.host_frac:.0%}, async scheduling)")
     if spec.padded_token_waste >= 0.005:
-        text += f" and {spec.padded_token_waste:.0%} of the tokens run are padding"
+        text += (f" and {spec.padded_token_waste:.0%} of the tokens run are graph padding or "
+                 "filler slots without a draft" if exact_k else
+                 f" and {spec.padded_token_waste:.0%} of the tokens run are padding")
     return text
 
 

@@ -231,6 +231,7 @@ def test_034_calibration_is_transferred_and_every_output_says_its_error_is_unmea
     assert note in text and "this ranking cannot tell apart configurations" in text
     assert "unmeasured" in text and "interval for a rerun ±" not in text   # no borrowed 0.33 band
     assert "kpad:K is suffix:K" in text                 # what kpad means on 0.34, said
+    assert "filler slots without a draft" in text       # not called placeholder padding
     doc = document(pred)
     cm = doc["assumptions"]["cost_model"]["value"]
     assert "interval" not in cm and cm["validation"] is None and cm["transferred_from"]
