@@ -34,7 +34,8 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
-from simkit.profiles.version_tables import load_shipped_table, with_drafter_table, write_table
+from simkit.profiles.version_tables import (load_shipped_table, version_drafters,
+                                            with_drafter_table, write_table)
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
@@ -359,15 +360,6 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
                          prov.get("proxy_note", ""), "shipped", tables, hashes,
                          None if weights is None else np.asarray(weights, np.float64),
                          recorded_history(prov))
-
-
-def version_drafters() -> tuple[str, ...]:
-    """The drafters a vLLM version runs for 'suffix' other than arctic's tree (0.34's
-    suffix_gpu): their tables ride beside the profile (simkit.profiles.version_tables)."""
-    from simkit.catalog.vllm_versions import VERSIONS
-
-    names = {v.method("suffix").drafter for v in VERSIONS.values()} - {SUFFIX_DRAFTER}
-    return tuple(sorted(names))
 
 
 def shipped_tables() -> list[Path]:

@@ -18,6 +18,16 @@ import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 
+def version_drafters() -> tuple[str, ...]:
+    """The drafters a vLLM version runs for 'suffix' other than arctic's tree (0.34's
+    suffix_gpu): their tables ride beside the profile."""
+    from simkit.catalog.vllm_versions import VERSIONS
+    from simkit.drafters.base import SUFFIX_DRAFTER
+
+    names = {v.method("suffix").drafter for v in VERSIONS.values()} - {SUFFIX_DRAFTER}
+    return tuple(sorted(names))
+
+
 def table_path(npz: Path, drafter: str) -> Path:
     """<corpus>.<drafter>.npz beside the profile's suffix table <corpus>.npz."""
     return npz.with_name(f"{npz.stem}.{drafter}.npz")
@@ -75,5 +85,5 @@ def with_drafter_table(prof, drafter: str, kmax: int, progress: bool = False):
     return replace(prof, tables={**prof.tables, drafter: table})
 
 
-__all__ = ["build_table_for", "load_shipped_table", "table_path",
+__all__ = ["build_table_for", "version_drafters", "load_shipped_table", "table_path",
            "with_drafter_table", "write_table"]
