@@ -51,6 +51,7 @@ class SuffixGpuDrafter(Drafter):
     default_k = 8              # vLLM 0.34: num_speculative_tokens defaults to min(8, depth)
     kpad_label = "suffix_gpu-kpad"
     remembers_history = True
+    fills_k_slots = True
 
     def default_params(self) -> SuffixGpuParams:
         """vLLM 0.34's defaults: depth 24, a 2^20-token corpus, async scheduling's lag of 2."""
