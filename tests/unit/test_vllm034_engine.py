@@ -62,7 +62,10 @@ def test_every_version_names_parts_that_resolve():
         for method, parts in v.methods.items():
             assert parts.runner in RUNNERS and parts.slots in SLOT_POLICIES, (v.key, method)
             if parts.drafter != "none":                     # the drafter registry knows it
-                assert get_drafter(parts.drafter).name == parts.drafter
+                d = get_drafter(parts.drafter)
+                assert d.name == parts.drafter
+                if not parts.refused:                       # exact-K slots = a K-slot drafter
+                    assert d.fills_k_slots == (parts.slots == "exact-k"), (v.key, method)
         assert v.sources, v.key
     v34 = get_vllm_version("0.34.0")
     assert v34.method("suffix").drafter == "suffix_gpu" and v34.method("suffix").default_k == 8
