@@ -239,6 +239,9 @@ def test_034_calibration_is_transferred_and_every_output_says_its_error_is_unmea
     cm = doc["assumptions"]["cost_model"]["value"]
     assert "interval" not in cm and cm["validation"] is None and cm["transferred_from"]
     assert "cannot tell apart" in json.dumps(doc)
+    graphs = doc["assumptions"]["cudagraph"]
+    assert graphs["value"]["decode_request_counts"]["8"][-1] == 56     # the H200 grid at K=8
+    assert "B200" in graphs["text"]                    # whose wider defaults are not modelled
     assert pred.best_k in (4, 8)                      # the suffix rows are the fixed-K rows
 
 
