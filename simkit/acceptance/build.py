@@ -14,7 +14,6 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable
 from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER, get_drafter
-from simkit.drafters.suffix.cache import SuffixParams
 from simkit.drafters.suffix.replay import replay_sequential
 
 ORDERINGS = tuple(Ordering)
@@ -59,10 +58,10 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
                            accepted=acc, drafted=dr)
 
 
-def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: SuffixParams | None = None,
+def build_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
                      kmax: int = 16, model: str = "", corpus: str = "",
                      progress: Callable[[int], None] | None = None,
-                     engine: str | None = None) -> AcceptanceTable:
+                     engine: str | None = None, drafter: str = SUFFIX_DRAFTER) -> AcceptanceTable:
     """Suffix table of requests[sample] exactly as a sequential replay of ALL `requests` gives them.
 
     Walks `requests` in order; a request outside `sample` only enters the global tree (FIFO eviction
@@ -70,21 +69,31 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params: Suffi
     request is drafted at every position as in build_table. Rows equal the sampled requests' rows of
     build_table(requests) (tested), at the cost of inserting the other responses only.
     `progress(n)` gets the output tokens of each request walked (inserted or drafted). `engine`: see
-    resolve_engine.
+    resolve_engine. `drafter`: another history-remembering drafter with a `replay_warm` method
+    (suffix_gpu: unsampled requests enter its corpus) replays the same way.
     """
     if not 1 <= kmax <= 255:
         raise ValueError("kmax must be in 1..255 (uint8 table)")
     idx = [int(i) for i in sample]
     if any(b <= a for a, b in zip(idx, idx[1:])) or (idx and not 0 <= idx[0] <= idx[-1] < len(requests)):
         raise ValueError("sample must be strictly increasing indices into requests")
-    params = params or SuffixParams()
+    impl = get_drafter(drafter)
+    params = params or impl.default_params()
     chosen = [requests[i] for i in idx]
     plen, olen, offsets, acc, dr = _alloc(chosen, kmax)
     row_of = {r: int(offsets[j]) for j, r in enumerate(idx)}
     last = idx[-1] if idx else -1
-    replay_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of,
-                      engine=engine)
+    if drafter == SUFFIX_DRAFTER:
+        replay_sequential(requests[:last + 1], params, kmax, None, acc, dr, progress, row_of,
+                          engine=engine)
+    elif getattr(impl, "replay_warm", None) is not None:
+        rowbase = np.full(last + 1, -1, np.int64)
+        for r, row in row_of.items():
+            rowbase[r] = row
+        impl.replay_warm(requests[:last + 1], params, kmax, rowbase, acc, dr, progress, engine)
+    else:
+        raise ValueError(f"drafter {drafter!r} has no warm replay (its drafts ignore history)")
     pdict = {**params.as_dict(), "tree": "warm"}
-    return AcceptanceTable(model=model, corpus=corpus, drafter=SUFFIX_DRAFTER, params=pdict, kmax=kmax,
+    return AcceptanceTable(model=model, corpus=corpus, drafter=drafter, params=pdict, kmax=kmax,
                            ordering=Ordering.SEQUENTIAL, prompt_len=plen, output_len=olen, offsets=offsets,
                            accepted=acc, drafted=dr)

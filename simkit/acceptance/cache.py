@@ -157,15 +157,17 @@ def _load_or_build(path: Path, build, *, total: int, label: str, model: str, cor
     return table
 
 
-def warm_path(requests: Sequence, sample: Sequence[int], params, kmax: int) -> Path:
-    """Where cached_warm_table keeps the warm table of `sample` (SuffixParams `params`)."""
+def warm_path(requests: Sequence, sample: Sequence[int], params, kmax: int,
+              drafter: str = SUFFIX_DRAFTER) -> Path:
+    """Where cached_warm_table keeps the warm table of `sample` (the drafter's `params`)."""
     spec = {**params.as_dict(), "tree": "warm", "sample": [int(i) for i in sample]}
-    return store_dir() / f"suffix-warm-{table_key(requests, SUFFIX_DRAFTER, spec, kmax, Ordering.SEQUENTIAL)}"
+    return store_dir() / f"{drafter}-warm-{table_key(requests, drafter, spec, kmax, Ordering.SEQUENTIAL)}"
 
 
 def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None, kmax: int = 16,
                       model: str = "", corpus: str = "", progress: bool = False,
-                      use_cache: bool = True, whole: AcceptanceTable | None = None) -> AcceptanceTable:
+                      use_cache: bool = True, whole: AcceptanceTable | None = None,
+                      drafter: str = SUFFIX_DRAFTER) -> AcceptanceTable:
     """build_warm_table(requests, sample) from the cache when present, else built (and stored).
 
     Key: every request's tokens (the whole corpus decides the tree), the sample indices, the suffix
@@ -173,11 +175,11 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
     kmax), already in memory: the sample's rows are taken from it (they are the rows a replay
     gives) instead of replaying."""
     from simkit.acceptance.build import build_warm_table
-    from simkit.drafters.suffix.cache import SuffixParams
+    from simkit.drafters.base import get_drafter
 
-    params = params or SuffixParams()
+    params = params or get_drafter(drafter).default_params()
     idx = [int(i) for i in sample]
-    path = warm_path(requests, idx, params, kmax)
+    path = warm_path(requests, idx, params, kmax, drafter)
     total = int(sum(len(requests[i].output_ids) for i in range(idx[-1] + 1))) if idx else 0
 
     def build(step):
@@ -190,7 +192,7 @@ def cached_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
             table.params = {**params.as_dict(), "tree": "warm"}
             return table
         return build_warm_table(requests, idx, params=params, kmax=kmax, model=model, corpus=corpus,
-                                progress=step)
+                                progress=step, drafter=drafter)
 
     return load_or_build(path, build, total=total, label=f"warm acceptance table {model}/{corpus}",
                           model=model, corpus=corpus, progress=progress, use_cache=use_cache)

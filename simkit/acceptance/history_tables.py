@@ -10,6 +10,7 @@ corpus, not only the requests).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -40,34 +41,60 @@ def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
     return out
 
 
+@dataclass(frozen=True)
+class Served:
+    """A request a history served before (prompt and, cut as the history says, its response)."""
+
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
+
+
+def prelude_requests(requests: Sequence, h: History) -> list[Served]:
+    """prelude_outputs with each response's prompt: for drafters whose memory also keeps prompt
+    tokens (suffix_gpu's corpus stores the last 3 ahead of each response)."""
+    if h.kind == "warm":
+        raise ValueError("warm history needs the whole corpus (simkit.profiles.corpus_profile builds it)")
+    if h.kind == "cold" or h.share == 0:
+        return []
+    order = range(len(requests)) if h.share == 1.0 else repeat_indices(len(requests), h.share)
+    out = []
+    for i in order:
+        o = np.asarray(requests[int(i)].output_ids, dtype=np.int32)
+        out.append(Served(np.asarray(requests[int(i)].prompt_ids, dtype=np.int32),
+                          o if h.diverge is None else o[:h.diverge]))
+    return out
+
+
 def cached_history_table(requests: Sequence, h: History, *, params=None,
                          kmax: int = 16, ordering: Ordering = Ordering.SEQUENTIAL, concurrency: int = 32,
                          model: str = "", corpus: str = "", progress: bool = False,
-                         use_cache: bool = True) -> AcceptanceTable:
-    """The suffix table of `requests` under a cold or repeat history `h`, cached like cached_table.
+                         use_cache: bool = True, drafter: str = SUFFIX_DRAFTER) -> AcceptanceTable:
+    """The table of `requests` under a cold or repeat history `h`, cached like cached_table
+    (`drafter`: suffix, or another that remembers history; suffix_gpu's prelude keeps prompts).
 
-    Key: the requests' tokens, the suffix parameters, kmax, ordering (and concurrency) and the
+    Key: the requests' tokens, the drafter's parameters, kmax, ordering (and concurrency) and the
     history label (which with the requests decides the prelude)."""
     from simkit.acceptance.build import build_table
     from simkit.acceptance.cache import cached_table, load_or_build, table_key
-    from simkit.drafters.suffix.cache import SuffixParams
+    from simkit.drafters.base import get_drafter
     from simkit.paths import cache_dir
 
-    params = params or SuffixParams()
-    prelude = prelude_outputs(requests, h)
+    params = params or get_drafter(drafter).default_params()
+    prelude = (prelude_outputs(requests, h) if drafter == SUFFIX_DRAFTER
+               else prelude_requests(requests, h))
     if not prelude:
-        return cached_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
+        return cached_table(requests, drafter=drafter, params=params, kmax=kmax,
                             ordering=ordering, concurrency=concurrency, model=model,
                             corpus=corpus, progress=progress, use_cache=use_cache)
     spec = {**params.as_dict(), "history": h.tree_label, "prelude": PRELUDE_VERSION}
     if ordering == Ordering.CONCURRENT:
         spec["concurrency"] = concurrency
-    key = table_key(requests, SUFFIX_DRAFTER, spec, kmax, ordering)
-    path = Path(cache_dir()) / "acceptance" / f"suffix-history-{key}"
+    key = table_key(requests, drafter, spec, kmax, ordering)
+    path = Path(cache_dir()) / "acceptance" / f"{drafter}-history-{key}"
     total = int(sum(len(r.output_ids) for r in requests))
 
     def build(step):
-        return build_table(requests, drafter=SUFFIX_DRAFTER, params=params, kmax=kmax,
+        return build_table(requests, drafter=drafter, params=params, kmax=kmax,
                            ordering=ordering, concurrency=concurrency, model=model,
                            corpus=corpus, progress=step, prelude=prelude)
 
@@ -78,3 +105,19 @@ def cached_history_table(requests: Sequence, h: History, *, params=None,
     # at build time would depend on which of them ran first
     table.params = {**table.params, "history": h.label}
     return table
+
+
+def cached_sample_table(requests: Sequence, sample: Sequence[int], h: History, *, drafter: str,
+                        kmax: int = 16, model: str = "", corpus: str = "",
+                        progress: bool = False) -> AcceptanceTable:
+    """The table of requests[sample] under any history (warm: the whole corpus served before, in
+    order; cold; a repeat), sequential: what a profile's table is, for a drafter profiles do not
+    carry (simkit acceptance --drafter suffix_gpu)."""
+    from simkit.acceptance.cache import cached_warm_table
+
+    idx = [int(i) for i in sample]
+    if h.kind == "warm":
+        return cached_warm_table(requests, idx, kmax=kmax, model=model, corpus=corpus,
+                                 progress=progress, drafter=drafter)
+    return cached_history_table([requests[i] for i in idx], h, kmax=kmax, model=model,
+                                corpus=corpus, progress=progress, drafter=drafter)

@@ -23,16 +23,26 @@ _LOADED: dict[tuple, tuple[Workload, Any]] = {}
 
 def load_workload(model: str, corpus: str, source: ProfileSource = ProfileSource.AUTO,
                   history: History | None = None, capped_outputs: CappedMode = CappedMode.KEEP,
-                  max_tokens: int = 8192) -> Workload:
+                  max_tokens: int = 8192, vllm_version: str | None = None) -> Workload:
     """The acceptance-replay workload of one (model, corpus) under a request history
     (simkit.history; None = the profile's own): simkit.profiles.corpus_profile.load_profile; capped outputs
-    kept or extended to max_tokens (simkit.app.capped)."""
+    kept or extended to max_tokens (simkit.app.capped). `vllm_version`: also the table of that
+    version's suffix drafter where it is not arctic's (shipped, or built from the raw traces
+    unless the source is 'shipped')."""
     from simkit.catalog.models import canonical_model
     from simkit.profiles.corpus_profile import load_profile
 
     check_mode(capped_outputs)
     model = canonical_model(model)
     prof = load_profile(model, corpus, source=source, history=history)
+    if vllm_version is not None:     # the version's own suffix drafter, where it is not arctic's
+        from simkit.catalog.vllm_versions import get_vllm_version
+        from simkit.profiles.corpus_profile import KMAX
+        from simkit.profiles.version_tables import with_drafter_table
+
+        drafter = get_vllm_version(vllm_version).method("suffix").drafter
+        if drafter != SUFFIX_DRAFTER and ProfileSource(source) is not ProfileSource.SHIPPED:
+            prof = with_drafter_table(prof, drafter, KMAX)    # --source shipped: never built
     workload = Workload.from_profile(prof)
     if not workload.name:
         workload.name = f"{model}/{corpus}"
@@ -60,7 +70,7 @@ def load_cell(run: RunOptions) -> tuple[Workload, Any]:
         from simkit.costmodel import load_cost_model
 
         workload = load_workload(model, run.corpus, run.source, run.history,
-                                 run.capped_outputs, run.max_tokens)
+                                 run.capped_outputs, run.max_tokens, version)
         cost = load_cost_model(model, hardware, tp=run.tp, calibration=run.calibration,
                                max_model_len=run.max_model_len,
                                max_num_batched_tokens=run.max_num_batched_tokens,

@@ -81,13 +81,14 @@ class Prediction:
         return [r.config for r in self.rows if getattr(r, "overloaded_windows", 0)]
 
 
-def verdict(rows: list[Row]) -> tuple[str | None, int | None, str, str]:
+def verdict(rows: list[Row], exact_k: bool = False) -> tuple[str | None, int | None, str, str]:
     """(best_config, best_k, dynamic-vs-best-K line, why line of the best config); the
-    dynamic line under simkit.app.verdict's tie rule."""
+    dynamic line under simkit.app.verdict's tie rule. `exact_k`: the fixed-K rows are the suffix
+    rows (a vLLM whose decode requests verify exactly K slots, 0.34)."""
     best = fastest(rows)
     if best is None:
         return None, None, "", ""
-    kpad = best_kpad(rows)
+    kpad = best_kpad(rows, exact_k)
     best_k = kpad.k if kpad else None
     dyn = best_dynamic(rows)
     line = ""
@@ -125,6 +126,7 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
     """
     from simkit.catalog.hardware import canonical_hardware
     from simkit.catalog.models import canonical_model
+    from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.checks import positive_int, positive_rate
     from simkit.costmodel.calibrations import default_calibration
     from simkit.errors import InputError
@@ -145,18 +147,21 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
     check_serving(model if workload is None else None, tp, max_tokens=max_tokens,
                   max_model_len=max_model_len, max_num_seqs=run.max_num_seqs,
                   max_num_batched_tokens=run.max_num_batched_tokens)   # before any loading
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     if (workload is None) != (cost is None):
         raise InputError("give both a workload and a cost model, or neither", field="workload")
     if workload is None:
         workload, cost = load_cell(run)
     cfg = run.server(cost)
+    if cfg.vllm_version != get_vllm_version(run.vllm_version).key:   # the cost model's version rules
+        specs = parse_configs(configs, cfg.vllm_version)
     n_req = num_requests or default_num_requests(workload, concurrency)
     load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
     ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n_req,
                         load=load, workers=run.workers, progress=progress)
     rows, flat = ladder.rows, ladder.runs
-    best_config, best_k, dyn_line, why = verdict(rows)
+    best_config, best_k, dyn_line, why = verdict(
+        rows, get_vllm_version(cfg.vllm_version).method("suffix").slots == "exact-k")
     if any(r.overloaded_windows for r in rows):    # no steady rate to rank configs on
         best_config, best_k, dyn_line, why = None, None, "", ""
     skipped = flat[0].skipped if flat else {}

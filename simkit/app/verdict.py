@@ -43,9 +43,15 @@ def fastest(rows: Sequence[Row]) -> Row | None:
     return max(rows, key=lambda r: r.output_tok_s) if rows else None
 
 
-def best_kpad(rows: Sequence[Row]) -> Row | None:
-    """The fastest K-pad row: its K is the ladder's best fixed K."""
-    return fastest([r for r in rows if is_kpad(r.config)])
+def is_exact_k(config: str) -> bool:
+    """A fixed-K suffix row on a vLLM that verifies exactly K slots (0.34: suffix, suffix-8)."""
+    return config == "suffix" or config.startswith("suffix-")
+
+
+def best_kpad(rows: Sequence[Row], exact_k: bool = False) -> Row | None:
+    """The fastest K-pad row: its K is the ladder's best fixed K (`exact_k`: the suffix rows,
+    which verify exactly K slots on vLLM 0.34)."""
+    return fastest([r for r in rows if (is_exact_k(r.config) if exact_k else is_kpad(r.config))])
 
 
 def best_dynamic(rows: Sequence[Row]) -> Row | None:
@@ -64,4 +70,4 @@ def dynamic_verdict(dyn: Row | None, kp: Row | None) -> Verdict | None:
 
 
 __all__ = ["DRIFT", "Verdict", "best_dynamic", "best_kpad", "dynamic_verdict", "fastest",
-           "is_dynamic", "is_kpad"]
+           "is_dynamic", "is_exact_k", "is_kpad"]

@@ -70,20 +70,29 @@ def _load(model: str, corpus: str, drafter: str, max_requests: int, source: str,
     if max_requests == sampling.SAMPLE_SIZE:           # the profiles' own (stratified) sample
         prof = profiles.profile_from_raw(model, corpus, progress=True, history=history)
         n = prof.table.num_requests
-        return prof.tables[drafter], (f"raw traces ({n} of {prof.provenance['corpus_requests']} "
-                                      f"requests{_weighted_note(prof.weights)})"), \
+        table = prof.tables.get(drafter)
+        if table is None:            # a drafter profiles do not carry (suffix_gpu): same sample
+            from simkit.acceptance.history_tables import cached_sample_table
+
+            table = cached_sample_table(load_corpus(corpus, model).requests,
+                                        prof.provenance["sample_indices"], history,
+                                        drafter=drafter, kmax=16, model=model, corpus=corpus,
+                                        progress=True)
+        return table, (f"raw traces ({n} of {prof.provenance['corpus_requests']} "
+                       f"requests{_weighted_note(prof.weights)})"), \
             prof.proxy_note, history.label, prof.weights
     corp = load_corpus(corpus, model, progress=True)
     idx = sampling.sample_indices(len(corp.requests), max_requests)
     reqs = [corp.requests[i] for i in idx]
     history_aware = get_drafter(drafter).remembers_history     # suffix: its global tree
     if history_aware and history.kind == "warm" and len(reqs) < len(corp.requests):
-        table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus, progress=True)
+        table = cached_warm_table(corp.requests, idx, kmax=16, model=model, corpus=corpus,
+                                  progress=True, drafter=drafter)
     elif history_aware and history.kind not in ("warm", "cold"):
         from simkit.acceptance.history_tables import cached_history_table
 
         table = cached_history_table(reqs, history, kmax=16, model=model, corpus=corpus,
-                                     progress=True)
+                                     progress=True, drafter=drafter)
     else:                     # n-gram drafts and whole-corpus replays do not depend on the tree mode
         table = cached_table(reqs, drafter=drafter, kmax=16, ordering=Ordering.SEQUENTIAL, model=model,
                              corpus=corpus, progress=True)
@@ -95,7 +104,8 @@ def acceptance(
     model: str = typer.Option(..., "--model", help="simulated model id (simkit models list)"),
     corpus: str = typer.Option(..., "--corpus", help="corpus name (simkit traces list)"),
     k: str = typer.Option("4,6,8,12", "--k", help="comma-separated K values (1..16)"),
-    drafter: str = typer.Option("suffix", "--drafter", help="suffix | ngram"),
+    drafter: str = typer.Option("suffix", "--drafter",
+                                help="suffix | ngram | suffix_gpu (vLLM 0.34's suffix drafter)"),
     fmt: Format = OutputFormat.TABLE,
     max_requests: int = typer.Option(128, "--max-requests",
                                      help="128 = the shipped profiles' sample (stratified, "
@@ -141,8 +151,9 @@ def _text(model: str, corpus: str, note: str, origin: str, drafter: str, table, 
     from simkit.report.fit import render_text_table, wrap_field, wrap_prose
 
     lines = wrap_prose(f"model {model}  corpus {corpus}  ({note})")
+    memory = "corpus" if drafter == "suffix_gpu" else "global tree"    # vLLM 0.34: a token ring
     lines += wrap_prose(f"workload: {origin}; drafter {drafter} {table.params}; order "
-                        f"{table.ordering}; global tree {label}")
+                        f"{table.ordering}; {memory} {label}")
     rows = [[str(r["k"]), str(r["steps"]), f"{r['mean_accepted']:.3f}",
              f"{r['tokens_per_step']:.3f}", f"{r['mean_draft']:.3f}", f"{r['zero_draft_frac']:.3f}"]
             for r in results]

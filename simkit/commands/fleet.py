@@ -89,7 +89,7 @@ def plan_cmd(
                           reuse_distance, zipf_s, seed).check()
     from simkit.engine.config import parse_configs
 
-    parse_configs(run["configs"])
+    parse_configs(run["configs"], opts.vllm_version)
     from simkit.fleet import report
     from simkit.fleet.run import fleet
 

@@ -23,6 +23,7 @@ import typer
 
 from simkit.choices import CappedMode, Executor, OutputFormat, ProfileSource
 from simkit.app.options import RunOptions
+from simkit.catalog.vllm_versions import DEFAULT_VERSION
 from simkit.errors import InputError
 
 DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)
@@ -40,7 +41,8 @@ RUN = "Calibration and run"
 CALIBRATION_HELP = ("fitted step-time coefficients: h200-vllm033, h200-vllm026, a calibration "
                     "JSON path or analytic (default: the one of the hardware and vLLM version)")
 DEPRECATED_FLAG = "--cost-profile"
-VLLM_VERSION_HELP = "vLLM whose engine rules and calibration apply: 0.26 or 0.33 (default: 0.33)"
+VLLM_VERSION_HELP = ("vLLM whose engine rules and calibration apply: 0.26, 0.33 or 0.34 (default: "
+                     f"{DEFAULT_VERSION}; a newer release gets the newest rules, with a warning)")
 MODEL_HELP = "catalogue model id (simkit models list)"
 CORPUS_HELP = "corpus name, e.g. mix, chat, code (simkit traces list)"
 HARDWARE_HELP = "h100, h200, b200 (simkit hardware list) or a hardware JSON path"
@@ -242,10 +244,14 @@ COUNTS = ("tp", "concurrency", "num_requests", "max_tokens", "seeds", "workers",
 
 
 def pick_vllm_version(text: Optional[str]) -> str:
-    """The version key a command was given (checked before any work; None: the newest)."""
-    from simkit.catalog.vllm_versions import get_vllm_version
+    """The version key a command was given (checked before any work; None: the default). A
+    release newer than every known one gets the newest rules, with a warning on stderr."""
+    from simkit.catalog.vllm_versions import nearest_vllm_version
 
-    return get_vllm_version(text).key
+    version, warning = nearest_vllm_version(text)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
+    return version.key
 
 
 def pick_history(text: Optional[str]):

@@ -121,8 +121,8 @@ def register(app: typer.Typer) -> None:
         from simkit.errors import InputError, UnknownNameError
         from traces.corpora import list_corpora
 
-        parse_configs(run["configs"])                # fail fast on a bad config string
         opts = run_options(run)
+        parse_configs(run["configs"], opts.vllm_version)    # fail fast on a bad config string
         output_dir(out, "out")
         if executor is Executor.RAY:                        # simkit.executors.ray_sweep
             from simkit.executors.ray_sweep import sweep_ray as run_sweep

@@ -167,6 +167,9 @@ def load_cost_model(model: str | ModelSpec, hardware: str | HardwareSpec = "h200
     fitted_on = calibration_version(doc)
     if fitted_on != version:
         label += f" (fitted on vLLM {fitted_on} runs, used for {version})"
+    moved = doc.get("transferred_from")
+    if isinstance(moved, dict) and moved.get("note"):   # no runs of its own version yet
+        label += f" ({moved['note']})"
     return CostModel(spec, hw, tp, coefs, label, capacity, chosen, async_overlap=async_overlap,
                      vllm_version=version)
 

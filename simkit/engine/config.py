@@ -1,7 +1,10 @@
 """Engine settings (vLLM server defaults) and the speculative configurations of the ladder.
 
 A config string such as "vanilla,suffix,kpad:4,6,8,12,dynamic" parses into one SpecConfig per
-row: bare integers after "name:" belong to that name's K list.
+row: bare integers after "name:" belong to that name's K list. A method keyword ("suffix") means
+the drafter, default K and slots of the vLLM version it is parsed for (simkit.catalog.vllm_versions:
+arctic's tree at K 24 on 0.26/0.33, the GPU speculator at K 8 on 0.34). "ktable:1-16=8/17-64=4"
+is vLLM 0.34's num_speculative_tokens_per_batch_size (a K per batch-size range).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class SpecConfig:
     policy: KPolicyName | None = None  # dynamic policy: table, feedback, goodput
     policy_params: dict = field(default_factory=dict, compare=False, hash=False)
     graphs: str = "per-k"           # dynamic: "per-k" capture list per K, or "kmax" (vLLM 0.26 as is)
+    k_table: tuple[tuple[int, int, int], ...] = ()  # ktable: vLLM's (start, end, K) batch-size ranges
 
     @property
     def speculative(self) -> bool:
@@ -107,14 +111,49 @@ def kpad(k: int, drafter: str = SUFFIX_DRAFTER) -> SpecConfig:
     return SpecConfig(get_drafter(drafter).kpad_row_label(k), drafter, k, pad=True)
 
 
-def dynamic(policy: str, ks: tuple[int, ...] = DYNAMIC_DEFAULT_KS, **params) -> SpecConfig:
+def dynamic(policy: str, ks: tuple[int, ...] = DYNAMIC_DEFAULT_KS, drafter: str = DYNAMIC_DRAFTER,
+            **params) -> SpecConfig:
     """A dynamic-K policy choosing one K of `ks` per step for the whole (padded) batch."""
     policy = KPolicyName(policy)
     ks = tuple(sorted(set(ks)))
     label = f"dynamic-{policy}" if ks == DYNAMIC_DEFAULT_KS else \
         f"dynamic-{policy}-{'.'.join(map(str, ks))}"
-    return SpecConfig(label, DYNAMIC_DRAFTER, max(ks), pad=True, ks=ks, policy=policy,
+    return SpecConfig(label, drafter, max(ks), pad=True, ks=ks, policy=policy,
                       policy_params=dict(params))
+
+
+KTABLE = "ktable"          # the keyword of a batch-size K table
+
+
+def k_table(ranges: tuple[tuple[int, int, int], ...], drafter: str) -> SpecConfig:
+    """vLLM 0.34's num_speculative_tokens_per_batch_size: (start, end, K) ranges of the number
+    of requests a step schedules; num_speculative_tokens = the largest K (validated by
+    simkit.engine.policies.check_k_ranges). Row label ktable-<K of each range>."""
+    ks = tuple(sorted({k for _, _, k in ranges}))
+    label = f"{KTABLE}-{'.'.join(str(k) for _, _, k in ranges)}"
+    return SpecConfig(label, drafter, max(ks), pad=True, ks=ks, k_table=tuple(ranges))
+
+
+def method_config(method: str, k: int | None, version) -> SpecConfig:
+    """A method's config on a vLLM version: its drafter there, its default K when none is given,
+    the row labelled by the method ("suffix", "suffix-4") as the user wrote it."""
+    parts = version.method(method)
+    k = parts.default_k if k is None else k
+    return SpecConfig(method if k == parts.default_k else f"{method}-{k}", parts.drafter, k)
+
+
+def _parse_ranges(text: str) -> tuple[tuple[int, int, int], ...]:
+    """'1-16=8/17-64=4' -> ((1, 16, 8), (17, 64, 4)); InputError naming the bad range."""
+    out = []
+    for part in text.split("/"):
+        span, eq, k = part.strip().partition("=")
+        lo, dash, hi = span.partition("-")
+        if not (eq and dash and lo.strip().isdigit() and hi.strip().isdigit()
+                and k.strip().isdigit()):
+            raise InputError(f"'{part}' in '{KTABLE}:{text}' is not START-END=K (e.g. "
+                             f"'{KTABLE}:1-16=8/17-64=4/65-1024=2')", field="configs")
+        out.append((int(lo), int(hi), int(k)))
+    return tuple(out)
 
 
 def _group(text: str) -> list[tuple[str, list[int]]]:
@@ -130,6 +169,9 @@ def _group(text: str) -> list[tuple[str, list[int]]]:
             groups[-1][1].append(int(token))
             continue
         name, sep, rest = token.partition(":")
+        if name.strip().lower() == KTABLE and sep:      # its ranges ride in the name
+            groups.append((f"{KTABLE}={rest.strip()}", []))
+            continue
         groups.append((name.strip().lower() + sep, []))
         if sep:
             if not rest.strip().isdigit():
@@ -138,11 +180,18 @@ def _group(text: str) -> list[tuple[str, list[int]]]:
     return groups
 
 
-def parse_configs(text: str) -> list[SpecConfig]:
-    """Parse a config list; 'dynamic' expands to its three policies. Raises InputError on bad text."""
+def parse_configs(text: str, vllm_version: str | None = None) -> list[SpecConfig]:
+    """Parse a config list for a vLLM version (None: the default one); 'dynamic' expands to its
+    three policies. A method keyword takes the version's drafter and default K; on a version
+    where every decode request verifies exactly K slots (0.34) kpad:K is suffix:K (K-pad is
+    built in). Raises InputError on bad text."""
+    from simkit.engine.policies import check_k_ranges
+
+    version = get_vllm_version(vllm_version)
     drafters = [get_drafter(n) for n in drafter_names()]
     padded = {d.kpad_label: d.name for d in drafters}
     policies = [p.value for p in KPolicyName]
+    suffix_drafter = version.method("suffix").drafter
     out: list[SpecConfig] = []
     for name, ks in _group(text):
         base = name.rstrip(":")
@@ -150,19 +199,36 @@ def parse_configs(text: str) -> list[SpecConfig]:
             raise InputError(f"K must be in 1..64 in '{name}{ks}'", field="configs")
         if base == "vanilla":
             out.append(vanilla())
+        elif base.startswith(f"{KTABLE}="):
+            if version.batch_size_table:
+                raise InputError(f"'{KTABLE}' is not available on {version.label}: "
+                                 f"{version.batch_size_table}", field="configs")
+            out.append(k_table(check_k_ranges(_parse_ranges(base.split("=", 1)[1])),
+                               suffix_drafter))
+        elif base == KTABLE:
+            raise InputError(f"'{KTABLE}' needs its ranges, e.g. '{KTABLE}:1-16=8/17-64=4/65-1024=2'",
+                             field="configs")
         elif base in padded:
-            out.extend(kpad(k, padded[base]) for k in (ks or KPAD_DEFAULT_KS))
+            method = version.method_of_drafter(padded[base]) or padded[base]
+            if version.kpad == "alias" and method in version.methods:
+                out.extend(method_config(method, k, version) for k in (ks or KPAD_DEFAULT_KS))
+            else:
+                out.extend(kpad(k, padded[base]) for k in (ks or KPAD_DEFAULT_KS))
+        elif base in version.methods and base != "none":
+            out.extend(method_config(base, k, version) for k in ks) if ks else \
+                out.append(method_config(base, None, version))
         elif any(base == d.name for d in drafters):
             out.extend(drafted(base, k) for k in ks) if ks else out.append(drafted(base))
         elif base == "dynamic" or base.startswith("dynamic-"):
             for policy in policies if base == "dynamic" else (base.split("-", 1)[1],):
                 if policy not in policies:
                     raise UnknownNameError("dynamic policy", policy, policies)
-                out.append(dynamic(policy, tuple(ks) or DYNAMIC_DEFAULT_KS))
+                out.append(dynamic(policy, tuple(ks) or DYNAMIC_DEFAULT_KS, suffix_drafter))
         else:
             raise UnknownNameError("config", base,
                                    ["vanilla", *(x for d in drafters for x in (d.name, d.kpad_label)),
-                                    "dynamic", *(f"dynamic-{p}" for p in policies)])
+                                    "dynamic", *(f"dynamic-{p}" for p in policies),
+                                    f"{KTABLE}:START-END=K/..."])
     seen: set[str] = set()
     unique = []
     for cfg in out:

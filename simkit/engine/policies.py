@@ -170,3 +170,78 @@ class GoodputK:
             if rate > best_rate:
                 best_k, best_rate = k, rate
         return best_k
+
+
+def check_k_ranges(ranges: Sequence[tuple[int, int, int]]) -> tuple[tuple[int, int, int], ...]:
+    """vLLM 0.34's checks of num_speculative_tokens_per_batch_size (v1/spec_decode/dynamic/
+    utils.py:7-74): positive inclusive (start, end) ranges, sorted, not overlapping, the first
+    starting at 1, every K >= 0; simkit adds K <= 64 and one K > 0 (else it is vanilla).
+    InputError naming the range otherwise."""
+    from simkit.errors import InputError
+
+    def bad(msg: str) -> InputError:
+        return InputError(f"batch-size K table: {msg}", field="configs")
+
+    if not ranges:
+        raise bad("no range given")
+    prev_end = 0
+    for start, end, k in ranges:
+        if start < 1 or end < start:
+            raise bad(f"range {start}-{end} must have 1 <= start <= end")
+        if start <= prev_end:
+            raise bad(f"range {start}-{end} overlaps or precedes the range before it "
+                      "(ranges must be sorted and must not overlap)")
+        if not 0 <= k <= 64:
+            raise bad(f"K {k} of range {start}-{end} must be in 0..64")
+        prev_end = end
+    if ranges[0][0] != 1:
+        raise bad(f"the first range must start at batch size 1, not {ranges[0][0]}")
+    if max(k for _, _, k in ranges) < 1:
+        raise bad("every K is 0: that is vanilla")
+    return tuple(tuple(r) for r in ranges)
+
+
+def dense_k_table(ranges: Sequence[tuple[int, int, int]], num_spec_tokens: int,
+                  max_num_seqs: int) -> list[int]:
+    """vLLM 0.34's dense lookup (dynamic/utils.py:77-148): table[n] = K for a step that
+    scheduled n requests, n = 1..max_num_seqs (table[0] unused, = table[1]); a gap between
+    ranges carries the previous range's K forward, sizes past the last range carry its K, and
+    every K is clamped to num_speculative_tokens."""
+    table = [0] * (max_num_seqs + 1)
+    i, k = 0, ranges[0][2]
+    for n in range(1, max_num_seqs + 1):
+        while i < len(ranges) and ranges[i][0] <= n:
+            k = ranges[i][2]
+            i += 1
+        table[n] = min(k, num_spec_tokens)
+    table[0] = table[1]
+    return table
+
+
+def tier_widths(table: Sequence[int]) -> dict[int, int]:
+    """K -> the widest batch size whose step chooses it: vLLM captures each K tier's decode
+    graphs up to that many requests (config/vllm.py:677-706)."""
+    out: dict[int, int] = {}
+    for n in range(1, len(table)):
+        out[table[n]] = n
+    return out
+
+
+class BatchSizeKTable:
+    """vLLM 0.34's num_speculative_tokens_per_batch_size: the scheduler looks K up with the
+    number of requests scheduled in step t (scheduler.py:1764-1769) and the async scheduler
+    gives every request k slots for step t+1 (async_scheduler.py:22, 41): the K a step verifies
+    comes from the batch size of the step before it (the engine calls choose() after step t
+    with n_scheduled = step t's requests)."""
+
+    needs_observation = False
+
+    def __init__(self, table: Sequence[int]) -> None:
+        self.table = list(table)
+
+    def observe(self, pairs, k) -> None:
+        return None
+
+    def choose(self, drafts_at, n_decode, context, n_scheduled) -> int:
+        n = n_scheduled if n_scheduled < len(self.table) else len(self.table) - 1
+        return self.table[n]

@@ -233,10 +233,24 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
     version = get_vllm_version(cell.engine.vllm_version)
     runnable, unavailable = [], {}
     for spec in specs:
-        if spec.drafter == NGRAM_DRAFTER and not version.ngram_modelled:
+        refused = version_refusal(version, spec)
+        if refused:
+            unavailable[spec.name] = refused
+        elif spec.drafter == NGRAM_DRAFTER and not version.ngram_modelled:
             unavailable[spec.name] = version.ngram_note
         elif cell.workload.has_drafter(spec.drafter):
             runnable.append(spec)
+        elif version.method_of_drafter(spec.drafter) == "suffix":
+            # never silently fall back to another version's suffix table: say what is missing
+            from simkit.errors import InputError
+
+            method = "suffix"
+            raise InputError(
+                f"{cell.workload.name or 'this workload'} has no {version.label} acceptance "
+                f"table for '{method}' yet (its {spec.drafter} drafter; the profile holds "
+                f"{', '.join(sorted(cell.workload.tables)) or 'none'}): build it from the raw "
+                f"traces with `simkit profiles build` where they are present, or predict "
+                f"'{method}' with --vllm-version 0.33", field="configs")
         else:
             try:
                 cell.workload.table(spec.drafter)
@@ -247,6 +261,26 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
     flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
     runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
     return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+
+
+def version_refusal(version: Any, spec: SpecConfig) -> str:
+    """Why `spec` cannot run under `version`'s rules ('' when it can): a method the version's
+    parts refuse, or a drafter that is another version's (arctic's tree on 0.34, the GPU
+    speculator on 0.33): never replay one version's drafter under another's engine."""
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    if not spec.speculative:
+        return ""
+    parts = version.parts_for(spec.drafter)
+    if parts is not None:
+        return parts.refused
+    for other in VERSIONS.values():
+        method = other.method_of_drafter(spec.drafter)
+        if method is not None and method in version.methods:
+            return (f"the {spec.drafter} drafter is what {other.label} runs for '{method}'; "
+                    f"{version.label} runs '{method}' with its "
+                    f"{version.methods[method].drafter} drafter (--configs {method})")
+    return ""
 
 
 def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 16384,
@@ -265,5 +299,6 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
 
 
 __all__ = ["Cell", "Job", "Ladder", "WEIGHTED_RUN", "default_num_requests", "engine_config",
+           "version_refusal",
            "history_cached_prefixes", "history_repeated", "ignore_sigint", "prepare", "run_jobs",
            "repriced", "run_ladder", "stop_pool"]

@@ -15,10 +15,11 @@ from typing import Callable, NamedTuple
 from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.policies import (BatchSizeTable, FeedbackK, FixedK, GoodputK, KPolicy,
-                                    KPolicyName)
+from simkit.engine.policies import (BatchSizeKTable, BatchSizeTable, FeedbackK, FixedK, GoodputK,
+                                    KPolicy, KPolicyName, dense_k_table, tier_widths)
 from simkit.engine.prefix_cache import PrefixCache
 from simkit.engine.pricing import dispatchers_for, uniform_decode_price
+from simkit.engine.slots import get_slot_policy
 from simkit.engine.workload import Workload
 
 
@@ -135,10 +136,21 @@ class Scheduler:
         self.total_blocks = cfg.num_blocks
         self.drafter = spec.drafter
         self.speculative = spec.speculative
-        self.async_scheduling = spec.async_scheduling
+        # the version's parts for this configuration (simkit.catalog.vllm_versions): runner,
+        # slot policy, graph-size rule, whether the drafter runs on the host
+        version = get_vllm_version(cfg.vllm_version)
+        parts = version.parts_for(spec.drafter)
+        self.async_scheduling = (spec.async_scheduling if parts is None else
+                                 version.runner_for(spec.drafter).async_scheduling)
+        self.drafts_on_host = spec.speculative and (parts is None or parts.drafts_on_host)
+        self.slots = get_slot_policy(version.slots_for(spec.drafter, spec.pad))
+        self.k_table = (dense_k_table(spec.k_table, spec.k, cfg.max_num_seqs)
+                        if spec.k_table else None)
         self.dispatchers = dispatchers_for(spec.k_values, cfg.cudagraph_mode, cfg.max_num_seqs,
                                            cfg.max_num_batched_tokens, spec.graphs,
-                                           get_vllm_version(cfg.vllm_version).uniform_decode_sizes)
+                                           rule=version.graph_rule,
+                                           max_reqs=tier_widths(self.k_table) if self.k_table
+                                           else None)
         self.cols: dict = {}           # K -> (accepted, drafted), indexed by table row
         self.in_loop = None            # a drafter driven step by step (Workload.in_loop)
         self._in_loop_cols: list[tuple[int, dict, dict]] = []
@@ -150,8 +162,11 @@ class Scheduler:
                 self.cols[k] = ({}, {})
                 self._in_loop_cols.append((min(k, self.in_loop.kmax) - 1, *self.cols[k]))
         elif spec.speculative:
+            # a step at K reads K's column, or (kmax_drafts) the K-max draft cut to K slots
+            kmax = max(spec.k_values)
             for k in spec.k_values:
-                acc, dr, _ = workload.columns(spec.drafter, k)
+                col = kmax if self.slots.kmax_drafts else k
+                acc, dr, _ = workload.columns(spec.drafter, col)
                 self.cols[k] = (acc, dr)
         self.policy = self._make_policy(workload)
         self.k_cur = self.policy.choose(lambda k: [], 0, 0, 1)
@@ -161,10 +176,13 @@ class Scheduler:
     def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
         """Predicted step seconds of a uniform decode batch of n requests, each with K drafts."""
         return uniform_decode_price(self.cost_model, self.dispatchers[k], k, n, context,
-                                    real_drafts, self.drafter)
+                                    real_drafts, self.drafter, self.async_scheduling,
+                                    self.drafts_on_host)
 
     def _make_policy(self, workload: Workload) -> KPolicy:
         spec = self.spec
+        if self.k_table is not None:
+            return BatchSizeKTable(self.k_table)
         if spec.policy is None:
             return FixedK(spec.k if spec.speculative else 0)
         params = dict(spec.policy_params)
@@ -223,6 +241,7 @@ class Scheduler:
         ctx = max_q = accepted = 0
         room_max = -1                              # most drafts a decode request had room for
         acc_col = self.cols[plan.k][0] if plan.k in self.cols else None
+        fill = self.slots.fillers_verified        # acceptance capped at the slots, not the drafts
         i = 0
         while i < len(running) and budget > 0:
             req = running[i]
@@ -267,9 +286,10 @@ class Scheduler:
                 entries.append(new(entry, (req, n_new, spec, real, decode)))
                 spec_tokens += spec
                 real_total += real
-                if real > 0:                              # what update() will accept (replayed)
+                cap = spec if fill else real
+                if cap > 0:                               # what update() will accept (replayed)
                     a = acc_col[req.row0 + req.t]
-                    accepted += a if a < real else real
+                    accepted += a if a < cap else cap
                 drafting += 1
             else:                                         # prefill chunk (resumed after preemption)
                 prefill_tokens += n_new
@@ -342,13 +362,13 @@ class Scheduler:
         if room_max < plan.k:                      # no decode had room for K drafts
             plan.k_ran = room_max
         n = len(entries)
-        mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q)
+        mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q, prefill_reqs)
         plan.desc = BatchDescriptor(
             num_reqs=n, num_tokens=num_tokens, num_padded_tokens=padded,
             num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
             num_decode_reqs=n - prefill_reqs, num_spec_tokens=spec_tokens,
             num_pad_drafts=spec_tokens - real_total,
-            num_drafting_reqs=drafting if self.speculative else 0,
+            num_drafting_reqs=drafting if self.drafts_on_host else 0,
             context_tokens=ctx, graph_mode=mode, async_scheduling=self.async_scheduling,
             drafter=self.drafter, num_accepted_tokens=accepted)
         return plan
@@ -367,6 +387,7 @@ class Scheduler:
         candidates: list[Req] = []
         finished = False
         observe = self.policy.needs_observation
+        fill = self.slots.fillers_verified
         chunk, decode = PREFILL_CHUNK, DECODE
         in_loop = self.in_loop
         for req, n_new, s, real, kind in plan.entries:
@@ -375,10 +396,11 @@ class Scheduler:
                 continue
             t = req.t
             a = 0
-            if real > 0:
+            cap = s if fill else real
+            if cap > 0:
                 a = acc_col[req.row0 + t]
-                if a > real:
-                    a = real
+                if a > cap:
+                    a = cap
             e = a + 1
             rem = req.out_len - t
             if e > rem:
@@ -388,7 +410,7 @@ class Scheduler:
                 accepted += a
                 decode_tokens += e
                 if observe and s > 0:
-                    pairs.append((a, real))
+                    pairs.append((a, s if fill else real))   # exact-K: every slot verified
             req.computed = req.prompt_len + t + a
             if in_loop is not None:
                 in_loop.sampled(req.seq, req.idx, t, t + e)
@@ -444,21 +466,29 @@ class Scheduler:
         if policy.needs_observation:
             policy.observe(pairs, k_prev)
         n = len(candidates)
+        slots = self.slots
         if isinstance(policy, FixedK):
             k = policy.k
+        elif slots.kmax_drafts:           # the K-max draft, cut to kk slots
+            ctx = sum(r.computed for r in self.running)
+            k = policy.choose(lambda kk: [min(self.cols[kk][1][r.row0 + r.t], kk)
+                                          for r in candidates], n, ctx, n_scheduled)
         else:
             ctx = sum(r.computed for r in self.running)
             k = policy.choose(lambda kk: [self.cols[kk][1][r.row0 + r.t] for r in candidates],
                               n, ctx, n_scheduled)
         self.k_cur = k
         limit = self.cfg.max_model_len - k
-        no_draft = longest > limit
+        # V1: one request near max_model_len stops the whole batch drafting; exact-K slots are
+        # cut per request by the scheduler's max_model_len cap instead (schedule())
+        no_draft = longest > limit and not slots.cut_per_request
         dr_col = self.cols[k][1]
-        pad = self.spec.pad
+        pad = slots.pads_to_k
+        width = slots.slots(k, n)
         for req in candidates:
             d = 0 if no_draft else dr_col[req.row0 + req.t]
             req.draft = d
-            req.spec = (0 if no_draft else k) if pad else d
+            req.spec = (0 if no_draft else width) if pad else d
 
     # -- prefix caching -------------------------------------------------------------------------
     def _register(self, req: Req, upto: int, n_tokens: int) -> None:

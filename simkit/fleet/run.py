@@ -76,11 +76,13 @@ def fleet(run: RunOptions | None = None, *, traffic: TrafficSpec,
     from simkit.engine.config import parse_configs
 
     pols = check_policies(policies)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     for s in specs:
         if s.speculative and s.drafter != "suffix":
-            raise InputError(f"{s.name}: the fleet replays suffix trees only (vanilla, suffix, "
-                             "kpad, dynamic)", field="configs")
+            raise InputError(f"{s.name}: the fleet replays arctic-inference's suffix trees only "
+                             "(vanilla, suffix, kpad, dynamic on vLLM 0.26/0.33); the "
+                             f"{s.drafter} drafter is not modelled in a fleet yet",
+                             field="configs")
     from simkit.executors import check_executor
     from simkit.fleet.replica import check_ordering
 

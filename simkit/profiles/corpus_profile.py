@@ -34,6 +34,10 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
+from simkit.profiles.version_tables import (build_table_for, history_key,
+                                            load_history_table_for, load_shipped_table,
+                                            version_drafters, with_drafter_table,
+                                            write_history_tables_for, write_table)
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
@@ -291,12 +295,15 @@ WRITTEN_KEYS = ("npz_sha256", "ngram_npz_sha256", "prefix_npz_sha256", "prefix_r
 
 def _as_built(provenance: dict) -> dict:
     """A profile's provenance as profile_from_raw gives it, without the keys write_profile
-    adds about the files it wrote (WRITTEN_KEYS), so a rewrite starts from the build's own."""
-    return {k: v for k, v in provenance.items() if k not in WRITTEN_KEYS}
+    adds about the files it wrote (WRITTEN_KEYS, and a version drafter's <drafter>_npz_sha256
+    and <drafter>_history_tables), so a rewrite starts from the build's own."""
+    return {k: v for k, v in provenance.items() if k not in WRITTEN_KEYS
+            and not k.endswith("_npz_sha256") and not k.endswith("_history_tables")}
 
 
 def write_profile(profile: CorpusProfile, root: Path | None = None,
-                  histories: dict[str, AcceptanceTable] | None = None) -> tuple[Path, Path]:
+                  histories: dict[str, AcceptanceTable] | None = None,
+                  drafter_histories: dict[str, dict] | None = None) -> tuple[Path, Path]:
     """Write the suffix and n-gram npz files (bzip2, byte-stable), the history tables
     (tree label -> table of the same requests; simkit.profiles.shipped_histories) and the provenance
     JSON; returns (suffix npz, json)."""
@@ -310,6 +317,12 @@ def write_profile(profile: CorpusProfile, root: Path | None = None,
     if NGRAM_DRAFTER in profile.tables:
         save_table(profile.tables[NGRAM_DRAFTER], ngram_npz, compression="bzip2")
         prov["ngram_npz_sha256"] = hashlib.sha256(ngram_npz.read_bytes()).hexdigest()
+    for name in version_drafters():
+        if name in profile.tables:
+            prov[f"{name}_npz_sha256"] = write_table(npz, name, profile.tables[name])
+            entries = write_history_tables_for(npz, name, (drafter_histories or {}).get(name, {}))
+            if entries:
+                prov[history_key(name)] = entries
     if profile.block_hashes is not None:
         prefix = _prefix_path(profile.model, profile.corpus, root)
         save_prefix_table(profile.block_hashes, prefix)
@@ -339,6 +352,10 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
     tables = {SUFFIX_DRAFTER: table}
     if ngram_npz.is_file():
         tables[NGRAM_DRAFTER] = load_table(ngram_npz)
+    for name in version_drafters():             # e.g. vLLM 0.34's suffix_gpu, where shipped
+        other = load_shipped_table(npz, name)
+        if other is not None:
+            tables[name] = other
     prefix = _prefix_path(model, corpus)
     hashes = load_prefix_table(prefix, table.prompt_len) if prefix.is_file() else None
     weights = prov.get("sample_weights")
@@ -369,8 +386,15 @@ def with_history(prof: CorpusProfile, history: History) -> CorpusProfile | None:
     prov.update(tree=label, history=label, tree_rule=_tree_text(history),
                 command=_build_command(prof.model, prof.corpus, label))
     table.provenance = prov
+    # a version drafter's table (0.34's suffix_gpu) depends on the history too: its own table of
+    # that history where the profile ships one, else none
+    kept = {k: v for k, v in prof.tables.items() if k not in version_drafters()}
+    for name in version_drafters():
+        other = load_history_table_for(npz, name, prof.provenance, history)
+        if other is not None:
+            kept[name] = other
     return replace(prof, table=table, provenance=prov,
-                   tables={**prof.tables, SUFFIX_DRAFTER: table}, history=history)
+                   tables={**kept, SUFFIX_DRAFTER: table}, history=history)
 
 
 def shipped_history(model: str, corpus: str) -> History | None:
@@ -474,7 +498,15 @@ def _write_built(model: str, corpus: str, root: Path | None, history: History, h
     tables = {h.label: (_shipped_if_current(model, corpus, h)
                         or profile_from_raw(model, corpus, progress=progress, history=h)).table
               for h in parse_histories(histories, corpus, history)}   # tables only: no prefix
-    return write_profile(_built(model, corpus, history, progress), root, tables)
+    prof = _built(model, corpus, history, progress)
+    drafter_tables: dict[str, dict] = {}
+    for name in version_drafters():        # vLLM 0.34's suffix_gpu table rides beside it
+        prof = with_drafter_table(prof, name, KMAX, progress)
+        if name in prof.tables:            # and its tables of the same other histories
+            built = {label: build_table_for(replace(prof, history=parse_history(label)), name,
+                                            KMAX, progress) for label in tables}
+            drafter_tables[name] = {k: v for k, v in built.items() if v is not None}
+    return write_profile(prof, root, tables, drafter_tables)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:

@@ -87,6 +87,17 @@ def _cost_model(pred: Prediction) -> dict[str, Any]:
     band = doc.get("interval")
     if band:                  # only where the calibration states one (h200-vllm026 does not)
         value["interval"] = band
+    moved = doc.get("transferred_from")
+    if isinstance(moved, dict):
+        # no runs of its own version: the error and the interval are unmeasured, never the
+        # source calibration's figures printed as if they were this version's
+        value["transferred_from"] = moved
+        return _entry(value, f"{pred.cost_label}: coefficients of {moved['calibration']} (fitted "
+                             f"on {value['fitted_runs']} measured vLLM {moved['vllm_version']} "
+                             f"runs, {value['fitted_steps']:,} steps; "
+                             f"{', '.join(value['fitted_models'])}), {moved['note']}; its "
+                             "throughput error and its interval for a rerun on this vLLM are "
+                             "unmeasured; unmeasured parts: " + "; ".join(moved.get("unmeasured", [])))
     text = (f"{pred.cost_label}: fitted on {value['fitted_runs']} measured runs "
             f"({value['fitted_steps']:,} steps; {', '.join(value['fitted_models'])})")
     if val:
@@ -127,6 +138,12 @@ def _vllm(pred: Prediction) -> dict[str, Any]:
     from simkit.catalog.vllm_versions import get_vllm_version
 
     v = get_vllm_version(pred.vllm_version or None)
+    if v.runner_for(v.method("suffix").drafter).async_scheduling:
+        return _entry({"version": v.release, "rules": sorted(v.sources)},
+                      f"{v.label}: its engine rules (every configuration on Model Runner V2 "
+                      "with async scheduling; every decoding request verifies exactly K slots; "
+                      "FULL decode graphs keyed by request count) and its calibration "
+                      "(--vllm-version 0.26|0.33|0.34 changes it)")
     return _entry({"version": v.release, "rules": sorted(v.sources)},
                   f"{v.label}: its engine rules (capture sizes under spec decode; vanilla on "
                   "Model Runner V2 with async scheduling, suffix and K-pad on the synchronous "
@@ -170,7 +187,10 @@ def _graphs(pred: Prediction) -> dict[str, Any]:
                       (r.ks.split(",") if r.ks else [r.k]))})
     from simkit.catalog.vllm_versions import get_vllm_version
 
-    extra = get_vllm_version(eng.vllm_version).uniform_decode_sizes
+    version = get_vllm_version(eng.vllm_version)
+    if version.graph_rule == "v034-request-keyed":
+        return _graphs_by_requests(eng, mode, ks)
+    extra = version.uniform_decode_sizes
     sizes = {str(k): capture_sizes(eng.max_num_seqs, k, eng.max_num_batched_tokens, mode, extra)
              for k in ks}
     if mode is CudagraphMode.NONE:
@@ -181,6 +201,51 @@ def _graphs(pred: Prediction) -> dict[str, Any]:
     return _entry({"mode": mode.value, "capture_sizes": sizes},
                   f"{mode.value}; captured batch sizes (tokens) {'; '.join(parts)}; larger "
                   "batches run eagerly (NONE)")
+
+
+def _graphs_by_requests(eng: Any, mode: CudagraphMode, ks: list[int]) -> dict[str, Any]:
+    """vLLM 0.34's two families per K: token-keyed graphs (prefill and mixed batches) and FULL
+    decode graphs keyed by request count (simkit.engine.cudagraph.RequestKeyedDispatcher)."""
+    from simkit.engine.cudagraph import RequestKeyedDispatcher
+
+    disp = {k: RequestKeyedDispatcher.build(mode, eng.max_num_seqs, k, eng.max_num_batched_tokens)
+            for k in ks}
+    value = {"mode": mode.value,
+             "capture_sizes": {str(k): list(d.sizes) for k, d in disp.items()},
+             "decode_request_counts": {str(k): list(d.decode_reqs) for k, d in disp.items()}}
+    if mode is CudagraphMode.NONE:
+        return _entry(value, "NONE: no CUDA graph is captured, every step runs eagerly")
+    parts = [f"K={k}: {len(d.sizes)} token sizes {d.sizes[0]}..{d.sizes[-1]}"
+             + (f", FULL decode graphs for {d.decode_reqs[0]}..{d.decode_reqs[-1]} requests"
+                if d.decode_reqs else "") for k, d in disp.items()]
+    return _entry(value, f"{mode.value}; {'; '.join(parts)}; a decode step pads to the next "
+                         "captured request count, any other step to the next token size; larger "
+                         "batches run eagerly (NONE); vLLM's default sizes off SM100 (H100, "
+                         "H200), also used for a B200, whose wider defaults are not modelled")
+
+
+def _version_entries(pred: Prediction, out: dict[str, dict[str, Any]]) -> bool:
+    """The scheduling and drafter entries of a version whose every configuration runs async
+    with exactly K slots (0.34); False for the versions the generic entries describe."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    v = get_vllm_version(pred.vllm_version or None)
+    parts = v.method("suffix")
+    if parts.slots != "exact-k":
+        return False
+    out["drafter"] = _entry(
+        {"drafter": parts.drafter, "default_k": parts.default_k},
+        f"suffix decoding on {v.label}: its GPU suffix speculator ({parts.drafter} acceptance "
+        f"tables); 'suffix' runs K={parts.default_k} (num_speculative_tokens unset = min(8, tree "
+        "depth)); every decoding request verifies exactly K slots, the slots without a draft "
+        "holding the last sampled token (accepted when the model repeats it), so K-pad is built "
+        "in: kpad:K is suffix:K; drafting runs on the GPU, its kernels not priced (unmeasured)")
+    out["scheduling"] = _entry("async for every configuration",
+                               f"every configuration uses {v.label}'s Model Runner V2 with "
+                               "async scheduling (host work overlaps the GPU); a K per "
+                               "batch-size range (ktable) takes K from the batch size of the "
+                               "step before")
+    return True
 
 
 def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
@@ -230,6 +295,7 @@ def build_assumptions(pred: Prediction) -> dict[str, dict[str, Any]]:
                                "vanilla uses vLLM's async scheduling (host work overlaps the "
                                "GPU); every speculative config runs the synchronous V1 step "
                                "(the same in vLLM 0.26 and 0.33)")
+    _version_entries(pred, out)
     out["load"] = _entry({"kind": "closed" if closed else "open",
                           "concurrency": pred.concurrency if closed else None,
                           "request_rate": pred.request_rate, "requests": pred.num_requests,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import columns
 from simkit.report.recommend import recommendation
-from simkit.report.render import cell, interval_pct, model_error_pct, note_lines, title
+from simkit.report.render import (cell, interval_pct, model_error_pct, note_lines, title,
+                                  unmeasured_note)
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -39,7 +40,8 @@ def render_html(pred: Prediction) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("simkit.report", "templates"),
                              autoescape=True, keep_trailing_newline=True)
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
+                         unmeasured_note(assumptions))
     cols = columns(bool(getattr(pred, "prefix_caching", False)))
     rows = [{"cells": [cell(r, c.key) for c in cols], "best": r.config == rec["config"]}
             for r in pred.rows]

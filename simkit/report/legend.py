@@ -40,17 +40,32 @@ EXTRA_KEYS: dict[str, str] = {f.key: f.meaning for f in FIELDS
                               if f.header is None and f.group is not None}
 
 
-def legend_lines(prefix: bool = False, shown: Sequence[Column] | None = None) -> list[str]:
+# the config column on a vLLM whose decoding requests verify exactly K slots (0.34)
+EXACT_K_CONFIG_MEANING = (
+    "configuration: vanilla = no speculation; suffix = vLLM 0.34's GPU suffix speculator at its "
+    "default K=8, suffix-K at K: every decoding request verifies exactly K slots, slots without a "
+    "draft holding the last token (kpad:K is the same config); ktable-K1.K2.. = a K per "
+    "batch-size range, taken from the batch size of the step before; dynamic-* = one K per step "
+    "from the K set, for the whole batch")
+
+
+def _meaning(c: Column, exact_k: bool) -> str:
+    return EXACT_K_CONFIG_MEANING if exact_k and c.key == "config" else c.meaning
+
+
+def legend_lines(prefix: bool = False, shown: Sequence[Column] | None = None,
+                 exact_k: bool = False) -> list[str]:
     """The legend as printed under the table: 'header  meaning' per column (of `shown`, the
-    columns the table printed, when given; else of every column)."""
+    columns the table printed, when given; else of every column); `exact_k`: the config
+    column as vLLM 0.34's configurations mean it."""
     cols = tuple(shown) if shown is not None else columns(prefix)
     width = max(len(c.header) for c in cols)
-    return [f"{c.header:<{width}}  {c.meaning}" for c in cols]
+    return [f"{c.header:<{width}}  {_meaning(c, exact_k)}" for c in cols]
 
 
-def key_meanings(prefix: bool = False) -> dict[str, str]:
+def key_meanings(prefix: bool = False, exact_k: bool = False) -> dict[str, str]:
     """JSON/CSV key -> meaning, for every key a result row carries."""
-    out = {c.key: c.meaning for c in COLUMNS}
+    out = {c.key: _meaning(c, exact_k) for c in COLUMNS}
     out.update(EXTRA_KEYS)
     if prefix:
         out[PREFIX_COLUMN.key] = PREFIX_COLUMN.meaning

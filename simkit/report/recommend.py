@@ -26,13 +26,16 @@ def _pct(a: float, b: float) -> str:
 
 
 def recommendation(pred: Prediction, model_error_pct: float | None = None,
-                   interval_pct: float | None = None) -> dict[str, Any]:
+                   interval_pct: float | None = None,
+                   unmeasured: str | None = None) -> dict[str, Any]:
     """{'config', 'line', 'reasons'}: what to run and why, from `pred.rows` alone.
 
     `model_error_pct` (the cost model's held-out MAPE, when recorded) turns a margin smaller
     than it into an explicit warning instead of a confident call; `interval_pct` (the relative
     half-width of the calibration's 90 % rerun interval, when it states one) makes a lead inside
-    it a tie within the error, said in the line itself.
+    it a tie within the error, said in the line itself. `unmeasured` (why the cost model's
+    error is not measured on this vLLM: a calibration transferred from another version) says in
+    the line that the configurations cannot be ranked within that unmeasured error.
     """
     rows = [r for r in pred.rows if r.output_tok_s == r.output_tok_s]
     if not rows:
@@ -90,8 +93,15 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
     elif lead is not None and model_error_pct is not None and lead * 100 < model_error_pct:
         reasons.append(f"{best.config} leads {other.config} by {lead:.1%}, less than the "
                        f"cost model's held-out error ({model_error_pct:.1f} %)")
-    reasons.append(_why(best, van, ranked))
-    bk = best_kpad(rows)
+    if unmeasured and other is not None:
+        parts.append(f"caution: the cost model is {unmeasured}, so its error here is unmeasured "
+                     "and this ranking cannot tell apart configurations within it; measure the "
+                     "leading ones on your GPU before choosing")
+        reasons.append(f"no vLLM {pred.vllm_version} run has measured the cost model's error or a "
+                       "rerun interval, and the interval measured on another vLLM is not stated "
+                       "as this one's")
+    reasons.append(_why(best, van, ranked, exact_k_slots(pred)))
+    bk = best_kpad(rows, exact_k=exact_k_slots(pred))
     if bk is not None:
         text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"
         text += f", {_pct(bk.output_tok_s, van.output_tok_s)} vs vanilla)" if van else ")"
@@ -132,6 +142,17 @@ def _interval_tie(best, other, ranked: list, van, interval_pct: float | None
             "before choosing")
 
 
+def exact_k_slots(pred: Prediction) -> bool:
+    """True on a vLLM whose suffix rows verify exactly K slots (0.34): they are the fixed-K rows."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    try:
+        return get_vllm_version(getattr(pred, "vllm_version", None) or None) \
+            .method("suffix").slots == "exact-k"
+    except Exception:                     # a version the report does not know: the old rows
+        return False
+
+
 def _simplicity(config: str) -> int:
     """0 vanilla, 1 a fixed K (suffix, kpad, ngram), 2 a dynamic-K policy."""
     return 0 if config == "vanilla" else (2 if is_dynamic(config) else 1)
@@ -141,7 +162,7 @@ def _step_ms(r) -> float:
     return float(r.mean_step_ms)
 
 
-def _why(best, van, ranked) -> str:
+def _why(best, van, ranked, exact_k: bool = False) -> str:
     """The figures that explain the call: tokens per request-step against step time.
 
     Throughput is (requests in the batch) x (tokens per request-step) / (step time), so these
@@ -159,7 +180,9 @@ def _why(best, van, ranked) -> str:
             f"(x{_step_ms(spec) / _step_ms(van):.2f}): the GPU waits on the host "
             f"{spec.host_frac:.0%} of the step (vanilla {van.host_frac:.0%}, async scheduling)")
     if spec.padded_token_waste >= 0.005:
-        text += f" and {spec.padded_token_waste:.0%} of the tokens run are padding"
+        text += (f" and {spec.padded_token_waste:.0%} of the tokens run are graph padding or "
+                 "filler slots without a draft" if exact_k else
+                 f" and {spec.padded_token_waste:.0%} of the tokens run are padding")
     return text
 
 
@@ -192,4 +215,4 @@ def _dynamic(rows, bk) -> str:
     return text
 
 
-__all__ = ["recommendation"]
+__all__ = ["exact_k_slots", "recommendation"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from simkit.report.assumptions import build_assumptions
 from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
 from simkit.report.legend import Column, columns, key_meanings, legend_lines
-from simkit.report.recommend import recommendation
+from simkit.report.recommend import exact_k_slots, recommendation
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -44,6 +44,13 @@ def interval_pct(assumptions: dict[str, Any]) -> float | None:
     # per runner class: the wider band (the speculative configurations'), so that a lead
     # inside either configuration's band is called a tie
     return max(per) if per else band.get("half_width_pct")
+
+
+def unmeasured_note(assumptions: dict[str, Any]) -> str | None:
+    """Why the calibration's error is unmeasured for this vLLM (it was transferred from another
+    version's runs), else None."""
+    moved = (assumptions.get("cost_model", {}).get("value") or {}).get("transferred_from")
+    return moved.get("note") if isinstance(moved, dict) else None
 
 
 def _block(label: str, text: str, width: int) -> list[str]:
@@ -134,7 +141,8 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
     100 characters, and a line naming the others; `wide`: every column), legend of the printed
     columns (optional), then every assumption."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
+                         unmeasured_note(assumptions))
     shown, left_out = table_columns(pred, wide)
     table = render_text_table([c.header for c in shown],
                               [[cell(r, c.key) for c in shown] for r in pred.rows],
@@ -142,7 +150,8 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
     lines = [*textwrap.wrap(title(pred), WRAP), "", *verdict_lines(pred, rec), "",
              table.rstrip("\n"), *more_columns_line([c.header for c in left_out])]
     if legend:
-        lines += ["", "Legend"] + [ln for text in legend_lines(_prefix_on(pred), shown)
+        lines += ["", "Legend"] + [ln for text in legend_lines(_prefix_on(pred), shown,
+                                                                  exact_k_slots(pred))
                                    for ln in textwrap.wrap(text, WRAP, initial_indent="  ",
                                                            subsequent_indent=" " * 12,
                                                            break_on_hyphens=False)]
@@ -153,11 +162,12 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
 def document(pred: Prediction) -> dict[str, Any]:
     """The JSON document: identity, assumptions, column meanings, rows, verdict."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
+                         unmeasured_note(assumptions))
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
             "vllm_version": pred.vllm_version or None,
             "history": pred.history.label if pred.history else None, "assumptions": assumptions,
-            "columns": key_meanings(_prefix_on(pred)),
+            "columns": key_meanings(_prefix_on(pred), exact_k_slots(pred)),
             "results": [r.result_dict() for r in pred.rows],
             "unavailable": dict(pred.unavailable),
             "skipped": {k: v for k, v in sorted(pred.skipped.items()) if v},
@@ -173,7 +183,8 @@ def render_csv(pred: Prediction) -> str:
     from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS
 
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions))
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
+                         unmeasured_note(assumptions))
     buf = io.StringIO()
     buf.write(f"# {title(pred)}\n")
     for key, entry in assumptions.items():
@@ -198,5 +209,6 @@ def _prefix_on(pred: Prediction) -> bool:
     return bool(getattr(pred, "prefix_caching", False))
 
 
-__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "interval_pct", "model_error_pct", "note_lines", "render_csv",
+__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "interval_pct", "model_error_pct",
+           "unmeasured_note", "note_lines", "render_csv",
            "render_table", "table_columns", "title", "verdict_lines"]

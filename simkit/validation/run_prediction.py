@@ -27,7 +27,10 @@ def spec_of(run: dict[str, Any]):
     cfg, k = str(run["config"]), int(run["k"] or 0)
     if cfg.startswith("dynamic-"):
         return dataclasses.replace(dynamic(cfg.split("-", 1)[1], DYNAMIC_KS), graphs="kmax")
-    return parse_configs(recorded_config(cfg, k))[0]
+    from simkit.costmodel.step_records import version_of
+
+    # the run's own vLLM decides what 'suffix' means (0.34: the GPU drafter, exactly K slots)
+    return parse_configs(recorded_config(cfg, k), version_of(run.get("vllm_version")) or None)[0]
 
 
 def recorded_step_error(run: dict[str, Any], steps, calibration: str | None = None) -> dict[str, float]:

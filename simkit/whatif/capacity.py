@@ -146,7 +146,7 @@ def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None
     cfg = run.server(cost)
     mean_out = mean_output_tokens(workload, cfg.max_tokens, cfg.max_model_len)
     rate = target_rate if target_rate is not None else target_tok_s / mean_out
-    rows = max_sustainable_rates(workload, cost, parse_configs(configs), goals, seeds=seeds,
+    rows = max_sustainable_rates(workload, cost, parse_configs(configs, run.vllm_version), goals, seeds=seeds,
                                  min_requests=min_requests, max_requests=max_requests,
                                  span_factor=span_factor, workers=workers, rel_tol=rel_tol,
                                  cfg=cfg)

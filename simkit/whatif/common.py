@@ -89,7 +89,7 @@ def workload_of(run: RunOptions, workload: Workload | None = None, corpus: str |
     from simkit.app.cells import load_workload
 
     return workload or load_workload(run.model, corpus or run.corpus, run.source, run.history,
-                                     run.capped_outputs, run.max_tokens)
+                                     run.capped_outputs, run.max_tokens, run.vllm_version)
 
 
 def cost_of(run: RunOptions, hardware: str | None = None, tp: int | None = None) -> Any:

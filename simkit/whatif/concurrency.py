@@ -57,7 +57,7 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
                          f"{cs[-1]:,}: vLLM runs at most max_num_seqs sequences a step, so more "
                          "clients only wait in its queue (raise --max-num-seqs to try more)",
                          field="levels")
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
                          field="configs")

@@ -41,7 +41,7 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
             check_tp(model, tp, field="tps")
     workload = workload_of(run, workload)
     num_requests = requests_per_run(run.num_requests, workload, run.concurrency)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     rows, notes, first, failures, ran = [], [], {}, [], []
     for hw in hws:
         for tp in tp_list:

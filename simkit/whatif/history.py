@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.engine.config import FIXED_K_CONFIGS, parse_configs
 from simkit.app.options import RunOptions
 from simkit.app.verdict import best_kpad, fastest
@@ -82,11 +83,12 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
     model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
     ps = parse_shares(shares)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     if all(s.speculative for s in specs):
         raise InputError("the history what-if compares against vanilla: include it",
                          field="configs")
     cost = cost_of(run)
+    exact_k = get_vllm_version(run.vllm_version).method("suffix").slots == "exact-k"
     histories = [(parse_history(f"repeat:{p:g}"), p) for p in ps] + \
         ([(WARM, None)] if warm else [])
     rows, best_by, origin, ran = [], {}, "", []
@@ -100,7 +102,7 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
         ladder = ran_ladder.rows
         top = fastest(ladder)
         best_spec = fastest([r for r in ladder if r.config != "vanilla"])
-        kpad = best_kpad(ladder)
+        kpad = best_kpad(ladder, exact_k)
         best_by[label] = {
             "repeat_share": p, "best_config": top.config,
             "best_speculative": best_spec.config if best_spec else None,

@@ -59,7 +59,7 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
     workload = workload_of(run, workload)
     num_requests = requests_per_run(run.num_requests, workload, concurrency)
     base = cost_of(run)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     rows, ran = [], []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}

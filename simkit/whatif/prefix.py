@@ -107,7 +107,7 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
     model, corpus, concurrency, seeds = run.model, run.corpus, run.concurrency, run.seeds
 
     levels = parse_levels(preamble, run.max_model_len)
-    specs = parse_configs(configs)
+    specs = parse_configs(configs, run.vllm_version)
     prof = load_profile(model, corpus, source=run.source, history=run.history)
     base = apply_capped_outputs(Workload.from_profile(prof), run.capped_outputs, run.max_tokens)
     base.name = base.name or f"{model}/{corpus}"

@@ -3,6 +3,8 @@ throughput monotone in host time, determinism."""
 
 import json
 
+import numpy as np
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -155,3 +157,52 @@ def test_accepted_tokens_priced_at_schedule_are_those_the_step_accepts(w, name, 
     finally:
         Scheduler.update = real_update
     assert seen and all(planned == applied for planned, applied in seen)
+
+
+# -- vLLM 0.34: exactly K verified slots, async, request-keyed decode graphs --------------------
+CONFIGS_034 = {c.name: c for c in parse_configs("vanilla,suffix:4,suffix,kpad:3,dynamic:2,5,"
+                                                "ktable:1-2=6/3-4=3/5-8=1", "0.34")}
+
+
+def _gpu_workload(prompts, outputs, seed):
+    """A suffix_gpu table: accepted slots (fillers included) may exceed the real drafts."""
+    t = patterned_table(prompts, outputs, seed)
+    k = np.arange(1, t.kmax + 1, dtype=np.int64)
+    rows = np.arange(t.accepted.shape[0], dtype=np.int64)[:, None]
+    t.accepted = np.minimum((rows * 7 + seed + k) % 6, k).astype(np.uint8)
+    t.drafter = "suffix_gpu"
+    return Workload.from_table(t)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 10), seed=st.integers(0, 2**16), name=st.sampled_from(sorted(CONFIGS_034)),
+       conc=st.integers(1, 8), blocks=st.integers(40, 200), budget=st.sampled_from([64, 256, 8192]),
+       max_len=st.sampled_from([120, 400, 16384]))
+def test_034_every_token_once_and_exactly_k_slots(n, seed, name, conc, blocks, budget, max_len):
+    rng = np.random.default_rng(seed)
+    w = _gpu_workload(rng.integers(1, 100, n).tolist(), rng.integers(1, 60, n).tolist(), seed)
+    spec = CONFIGS_034[name]
+    cfg = EngineConfig(kv_capacity_tokens=blocks * 16, max_num_batched_tokens=budget,
+                       max_num_seqs=8, max_model_len=max_len, vllm_version="0.34")
+    res = simulate(w, LinearCost(), cfg, spec, load=ClosedLoop(conc), seed=seed % 7,
+                   num_requests=2 * n, keep_steps=True)
+    from simkit.engine.sim import request_order
+
+    order, _ = request_order(w, cfg, res.num_requests, res.seed)
+    assert res.metrics.output_tokens == sum(                            # INV-1 (and INV-2)
+        min(int(w.output_len[i]), cfg.max_tokens, max_len - int(w.prompt_len[i])) for i in order)
+    assert res.metrics.kv_usage_peak <= 1.0
+    for c, _ in res.step_log:
+        assert c.async_scheduling and c.num_drafting_reqs == 0       # every config async, GPU drafts
+        assert c.num_tokens <= budget and c.num_reqs <= cfg.max_num_seqs
+        assert c.num_padded_tokens >= c.num_tokens
+        assert 0 <= c.num_pad_drafts <= c.num_spec_tokens
+        assert 0 <= c.num_accepted_tokens <= c.num_spec_tokens       # fillers count, slots cap
+        if c.graph_mode is GraphMode.FULL:                            # INV-3 on 0.34's rule
+            q = c.num_tokens // c.num_reqs
+            assert c.num_prefill_reqs == 0 and c.num_tokens == q * c.num_reqs
+            assert (q - 1) in spec.k_values and c.num_padded_tokens % q == 0
+            if spec.speculative:                                      # exactly K slots each
+                assert c.num_spec_tokens == (q - 1) * c.num_decode_reqs
+        if not spec.speculative:
+            assert c.num_spec_tokens == 0

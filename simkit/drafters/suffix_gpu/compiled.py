@@ -1,0 +1,131 @@
+"""Entry points of the compiled suffix_gpu replay: lay the requests out in one token array (prompts
+included: every finished request's document starts in its prompt), then run kernels.py.
+
+Same tables as the reference replay (replay.py, engine "python"), byte for byte
+(tests/unit/test_suffix_gpu_drafter.py). numba caches the machine code beside the sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from simkit.drafters.suffix.compiled import pack
+from simkit.drafters.suffix.tree import MAX_TOKEN
+from simkit.drafters.suffix_gpu.params import SuffixGpuParams
+
+
+@dataclass(frozen=True)
+class Served:
+    """A request served before the replay (a history's prelude): it only enters the corpus."""
+
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
+
+
+def as_served(item) -> Served:
+    """A prelude item: a request-like object (prompt_ids, output_ids) or a bare response."""
+    if hasattr(item, "output_ids"):
+        return Served(np.asarray(item.prompt_ids), np.asarray(item.output_ids))
+    return Served(np.zeros(0, np.int32), np.asarray(item))
+
+
+class Layout:
+    """The requests' tokens in one array, their bounds, the same-token links and the corpus state."""
+
+    def __init__(self, requests: Sequence, params: SuffixGpuParams, kmax: int):
+        try:
+            import numba  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("the compiled suffix_gpu drafter needs numba (pip install -e . "
+                              "installs it); engine='python' uses the reference instead") from exc
+        from simkit.drafters.suffix_gpu import kernels
+
+        self.k = kernels
+        self.flat, self.pbase, self.plen, self.olen = pack(requests, np.ones(len(requests), bool))
+        self.prev = kernels.build_prev(self.flat, self.pbase, self.plen, self.olen,
+                                       np.full(MAX_TOKEN + 1, -1, np.int64))
+        self.cap = params.corpus_tokens if params.has_corpus else 0
+        self.nb = params.buckets
+        self.ring = np.full(max(self.cap, 1), -1, np.int32)
+        self.table = np.full((2, self.nb if self.cap else 1, 8), -1, np.int64)
+        self.st = np.zeros(2, np.int64)
+        self.depth = params.max_depth
+        self.kmax = kmax
+        self.scratch = kernels.new_scratch(kmax)
+
+    def sequential(self, rowbase: np.ndarray, lo: int, hi: int, acc, dr) -> None:
+        self.k.sequential(self.flat, self.prev, self.pbase, self.plen, self.olen, rowbase, lo, hi,
+                          self.ring, self.cap, self.table, self.nb, self.st, self.depth, self.kmax,
+                          self.cap > 0, self.scratch, acc, dr)
+
+    def concurrent(self, rowbase: np.ndarray, first: int, concurrency: int, lag: int, acc, dr):
+        self.k.concurrent(self.flat, self.prev, self.pbase, self.plen, self.olen, rowbase, first,
+                          concurrency, lag, self.ring, self.cap, self.table, self.nb, self.st,
+                          self.depth, self.kmax, self.cap > 0, self.scratch, acc, dr)
+
+
+CHUNK_TOKENS = 100_000       # output tokens per kernel call between progress callbacks
+
+
+def replay_sequential(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
+                      acc: np.ndarray, dr: np.ndarray, progress: Callable[[int], None] | None,
+                      prelude: Sequence = ()) -> None:
+    """Sequential replay into acc/dr; rowbase[r] = first row of request r, -1 = only served
+    (it enters the corpus, undrafted). `prelude`: served first, in order."""
+    pre = [as_served(p) for p in prelude]
+    reqs = pre + list(requests)
+    rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
+    lay = Layout(reqs, params, kmax)
+    lay.sequential(rb, 0, len(pre), acc, dr)
+    lo, n = len(pre), len(reqs)
+    while lo < n:
+        hi, tok = lo, 0
+        while hi < n and (tok < CHUNK_TOKENS or hi == lo):
+            tok += int(lay.olen[hi])
+            hi += 1
+        lay.sequential(rb, lo, hi, acc, dr)
+        if progress:
+            for r in range(lo, hi):
+                if lay.olen[r]:
+                    progress(int(lay.olen[r]))
+        lo = hi
+
+
+def replay_concurrent(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
+                      acc: np.ndarray, dr: np.ndarray, concurrency: int,
+                      progress: Callable[[int], None] | None, prelude: Sequence = ()) -> None:
+    """Round-robin replay at `concurrency` with the ingestion lag (kernels.concurrent), after the
+    prelude entered the corpus."""
+    pre = [as_served(p) for p in prelude]
+    reqs = pre + list(requests)
+    rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
+    lay = Layout(reqs, params, kmax)
+    lay.sequential(rb, 0, len(pre), acc, dr)
+    lay.concurrent(rb, len(pre), concurrency, params.ingest_lag, acc, dr)
+    if progress:
+        for n_out in lay.olen[len(pre):]:
+            if n_out:
+                progress(int(n_out))
+
+
+def position_row(history: np.ndarray, continuation: np.ndarray, corpus, params: SuffixGpuParams,
+                 kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """(d, a) for K = 1..kmax of one decoding request whose history is `history` (its last token
+    just sampled) against the corpus state of a reference.Corpus, `continuation` being the tokens
+    the trace goes on with (the parity test's view of one compiled table row)."""
+    from simkit.drafters.suffix_gpu import kernels
+
+    hist = np.asarray(history, np.int32)
+    flat = np.concatenate([hist, np.asarray(continuation, np.int32)])
+    pbase = np.zeros(1, np.int64)
+    prev = kernels.build_prev(flat, pbase, np.array([flat.size], np.int64), np.zeros(1, np.int64),
+                              np.full(MAX_TOKEN + 1, -1, np.int64))
+    acc = np.zeros(kmax, np.uint8)
+    dr = np.zeros(kmax, np.uint8)
+    cap = corpus.cap
+    kernels.draft_row(flat, prev, 0, hist.size, hist.size - 1, 1, 1 + len(continuation),
+                      corpus.ring.astype(np.int32), cap, corpus.table, corpus.nb,
+                      params.max_depth, kmax, cap > 0, kernels.new_scratch(kmax), acc, dr)
+    return dr, acc
