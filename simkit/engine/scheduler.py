@@ -168,6 +168,43 @@ class Scheduler:
         self.policy = self._make_policy(workload)
         self.k_cur = self.policy.choose(lambda k: [], 0, 0, 1)
         self.preemptions = 0
+        self.av = self._make_adaptive(workload) if spec.adaptive else None
+
+    def _make_adaptive(self, workload: Workload):
+        """vLLM 0.34's adaptive verification for this run (simkit.engine.adaptive_run)."""
+        from simkit.engine.adaptive_run import AdaptiveVerifier
+
+        src, ml = workload.sources(self.drafter, self.spec.k)
+        per_req = workload.prompt_len + workload.output_len / 2
+        ctx = float(per_req.mean()) if per_req.size else 0.0
+        return AdaptiveVerifier(self.spec.k, src, ml, self.cost_model,
+                                self.dispatchers[self.spec.k], self.cfg.max_num_seqs,
+                                self.cfg.max_num_batched_tokens, ctx, self.drafter)
+
+    def _trim_slots(self, entries: list, acc_col) -> tuple[int, int, int, int, int]:
+        """Adaptive verification: cut each decode entry to its admitted slots. Returns the
+        tokens, spec tokens, real drafts and accepted drafts removed, and the longest query."""
+        decodes = [i for i, e in enumerate(entries) if e.kind is DECODE and e.spec > 0]
+        if not decodes:
+            return 0, 0, 0, 0, max((e.tokens for e in entries), default=0)
+        sampling = sum(1 for e in entries if e.kind is not PREFILL_CHUNK)
+        tokens = sum(e.tokens for e in entries)
+        spec = sum(entries[i].spec for i in decodes)
+        admitted = self.av.admit([entries[i].req.seq for i in decodes],
+                                 [entries[i].spec for i in decodes], sampling, tokens - spec)
+        cut = cut_spec = cut_real = cut_acc = 0
+        for i, slots in zip(decodes, admitted):
+            req, n_new, s, real, kind = entries[i]
+            if slots == s:
+                continue
+            a = acc_col[req.row0 + req.t]
+            new_real = min(real, slots)
+            cut += s - slots
+            cut_spec += s - slots
+            cut_real += real - new_real
+            cut_acc += min(a, s) - min(a, slots)
+            entries[i] = PlanEntry(req, n_new - (s - slots), slots, new_real, kind)
+        return cut, cut_spec, cut_real, cut_acc, max(e.tokens for e in entries)
 
     # -- K policies ---------------------------------------------------------------------------
     def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
@@ -207,6 +244,8 @@ class Scheduler:
     def _preempt(self, req: Req) -> None:
         if self.in_loop is not None:             # vLLM: it left the batch, its drafter state ends
             self.in_loop.stop(req.seq)
+        if self.av is not None:
+            self.av.forget(req.seq)
         self.free_blocks += req.blocks
         if self.pc is not None:                  # shared cached blocks stay held by others
             self.pc.release(req.chain, req.blocks)
@@ -346,12 +385,22 @@ class Scheduler:
                 ctx += req.computed + n_new
                 budget -= n_new
         self.free_blocks = free
+        if self.av is not None and spec_tokens:          # adaptive verification's admitted slots
+            cut, cut_spec, cut_real, cut_acc, max_q = self._trim_slots(entries, acc_col)
+            num_tokens -= cut
+            ctx -= cut
+            spec_tokens -= cut_spec
+            real_total -= cut_real
+            accepted -= cut_acc
         if not entries and self.has_work():
             raise SimulationError(
                 f"nothing can be scheduled: {self.total_blocks} KV blocks cannot hold the next "
                 f"request's chunk (kv_capacity_tokens={cfg.kv_capacity_tokens})")
         n = len(entries)
-        mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q, prefill_reqs)
+        varlen = (self.av.dispatch(num_tokens) if self.av is not None and not prefill_reqs
+                  else None)
+        mode, padded = varlen or self.dispatchers[plan.k].dispatch(num_tokens, n, max_q,
+                                                                   prefill_reqs)
         plan.desc = BatchDescriptor(
             num_reqs=n, num_tokens=num_tokens, num_padded_tokens=padded,
             num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
@@ -379,6 +428,7 @@ class Scheduler:
         fill = self.slots.fillers_verified
         chunk, decode = PREFILL_CHUNK, DECODE
         in_loop = self.in_loop
+        av = self.av
         for req, n_new, s, real, kind in plan.entries:
             if kind is chunk:                             # partial prefill: no token, no draft
                 req.computed += n_new
@@ -400,6 +450,8 @@ class Scheduler:
                 decode_tokens += e
                 if observe and s > 0:
                     pairs.append((a, s if fill else real))   # exact-K: every slot verified
+                if av is not None and s > 0:
+                    av.observe(req.seq, a, s)
             req.computed = req.prompt_len + t + a
             if in_loop is not None:
                 in_loop.sampled(req.seq, req.idx, t, t + e)
@@ -423,6 +475,8 @@ class Scheduler:
                 finished = True
                 if in_loop is not None:
                     in_loop.stop(req.seq)
+                if av is not None:
+                    av.forget(req.seq)
                 on_finish(req, now)
             else:
                 if in_loop is not None:
@@ -478,6 +532,11 @@ class Scheduler:
             d = 0 if no_draft else dr_col[req.row0 + req.t]
             req.draft = d
             req.spec = (0 if no_draft else width) if pad else d
+        av = self.av
+        if av is not None:                # the speculator's observe, halving, then finalize
+            av.tick()
+            for req in candidates:
+                av.propose(req.seq, req.row0 + req.t, req.draft)
 
     # -- prefix caching -------------------------------------------------------------------------
     def _register(self, req: Req, upto: int, n_tokens: int) -> None:
