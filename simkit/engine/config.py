@@ -129,6 +129,15 @@ KTABLE = "ktable"          # the keyword of a batch-size K table
 ADAPTIVE = "suffix-av"     # suffix decoding with adaptive verification (vLLM 0.34)
 
 
+def ladder_configs(configs: str, version) -> str:
+    """The configurations a ladder runs: `configs`, and when it is the default ladder on a vLLM
+    that has adaptive verification (0.34), suffix-av too, so the report can say whether to turn
+    it on (one more row at the default K)."""
+    if configs == DEFAULT_CONFIGS and not version.adaptive_verification:
+        return f"{configs},{ADAPTIVE}"
+    return configs
+
+
 def adaptive_suffix(k: int | None, version) -> SpecConfig:
     """Suffix decoding at K with vLLM 0.34's enable_adaptive_verification: row "suffix-av" at
     the default K, else "suffix-av-K"; InputError with vLLM's reason on a version without it."""
