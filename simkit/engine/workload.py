@@ -134,7 +134,7 @@ class Workload:
                 raise DrafterUnavailable(
                     f"adaptive verification needs each draft's source and match length, which "
                     f"the {drafter} acceptance table of {self.name or 'this workload'} does not "
-                    f"record (rebuild it: simkit acceptance --drafter suffix_gpu)")
+                    f"record (a table built before they were kept: rebuild it with `simkit profiles build`)")
             self._columns[key] = (tab.source[:, kk - 1].tolist(), tab.match_len[:, kk - 1].tolist())
         return self._columns[key]
 

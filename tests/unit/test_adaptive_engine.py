@@ -247,3 +247,18 @@ def test_same_seed_is_byte_identical():
                      load=ClosedLoop(4), seed=2, num_requests=16) for _ in range(2)]
     dumps = [json.dumps([r.metrics.to_dict(), r.adaptive], sort_keys=True) for r in runs]
     assert dumps[0] == dumps[1]
+
+
+def test_a_ladder_names_suffix_av_unavailable_without_sources():
+    # an older table (no source arrays): the ladder runs suffix and names suffix-av unavailable
+    from simkit.engine.runner import Cell, run_ladder
+
+    t = _gpu_table([10, 12], [20, 30], lambda r, tt, k: 1, lambda r, tt, k: k, lambda r: 0,
+                   lambda r: 1)
+    t.source = t.match_len = None
+    ladder = run_ladder(Cell(Workload.from_table(t), LinearCost(), CFG),
+                        parse_configs("suffix:4,suffix-av:4", "0.34"), seeds=1, num_requests=4,
+                        load=ClosedLoop(2), workers=1)
+    assert [r.config for r in ladder.rows] == ["suffix-4"]
+    assert "source and match length" in ladder.unavailable["suffix-av-4"]
+    assert "simkit profiles build" in ladder.unavailable["suffix-av-4"]
