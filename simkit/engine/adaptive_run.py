@@ -22,7 +22,7 @@ import bisect
 import numpy as np
 
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
-from simkit.engine.adaptive import AcceptanceCounters, allocate, choose_budget
+from simkit.engine.adaptive import NUM_LEN_BUCKETS, AcceptanceCounters, allocate
 from simkit.engine.cudagraph import decode_request_counts
 
 
@@ -78,17 +78,54 @@ def cost_table(points: list[tuple[int, float]], limit: int, max_tokens: int) -> 
     return out
 
 
+def budget_from_table(stale_confidences: np.ndarray, capacities: np.ndarray,
+                      num_sampling_requests: int, num_non_draft_tokens: int,
+                      verify_ms: np.ndarray) -> int:
+    """simkit.engine.adaptive.choose_budget with drafter cost 0 and the verify cost read from a
+    table over token counts (its last entry beyond it), vectorised: the same budget (tested)."""
+    conf = np.asarray(stale_confidences, np.float32)
+    survival = np.cumprod(conf.astype(np.float64), axis=1)
+    valid = np.arange(conf.shape[1])[None, :] < np.asarray(capacities, np.int64)[:, None]
+    scores = np.sort(survival[valid])[::-1]
+    accepted = np.concatenate(([float(num_sampling_requests)],
+                               num_sampling_requests + np.cumsum(scores)))
+    tokens = np.minimum(np.arange(num_non_draft_tokens, num_non_draft_tokens + scores.size + 1),
+                        verify_ms.size - 1)
+    return int(np.argmax(accepted / verify_ms[tokens]))
+
+
+def _kernels():
+    """simkit.engine.adaptive_kernels, None where numba is not installed."""
+    try:
+        from simkit.engine import adaptive_kernels
+    except ImportError:
+        return None
+    return adaptive_kernels
+
+
 class AdaptiveVerifier:
     """One run's adaptive-verification state: the counters, each request's confidences and last
-    draft's counter row, the verify-cost table, the varlen graph grid and the run's tallies."""
+    draft's counter row, the verify-cost table, the varlen graph grid and the run's tallies.
+
+    Per request (by seq): [confidence table of its current draft's propose step, that draft's
+    counter row, its valid slots, the same three of the draft before (the host's stale copy),
+    counter row of the draft awaiting its verdict (-1: none), its valid slots]. A propose only
+    records which table and row; a step gathers its batch's rows at once (fillers masked)."""
 
     def __init__(self, k: int, source: list[int], match_len: list[int], cost_model, dispatcher,
                  max_num_seqs: int, max_num_batched_tokens: int, context_per_req: float,
-                 drafter: str) -> None:
+                 drafter: str, compiled: bool = True) -> None:
+        """`compiled`: the per-step work in adaptive_kernels (numba) when it imports, else the
+        NumPy rules (the same numbers, tested)."""
         self.k = k
         self.source, self.match_len = source, match_len
         self.counters = AcceptanceCounters(k)
-        self.state: dict[int, list] = {}     # seq -> [current conf, stale conf, row, num_valid]
+        src = np.asarray(source, np.int64)
+        ml = np.maximum(np.asarray(match_len, np.int64), 1)
+        lb = np.where(ml <= 6, ml - 1, np.where(ml <= 10, 6, np.where(ml <= 20, 7, 8)))
+        self.buckets = (src * NUM_LEN_BUCKETS + lb).tolist()    # counter row of each table row
+        self.state: dict[int, list] = {}
+        self.pending: list[tuple[int, int, int, int]] = []   # verdicts not yet folded in
         q = 1 + k
         max_reqs = max(decode_request_counts(max_num_seqs, k, max_num_batched_tokens), default=0)
         self.grid = varlen_grid(min(max_reqs * q, max_num_batched_tokens))
@@ -97,8 +134,12 @@ class AdaptiveVerifier:
         points = [(n, self._forward_ms(cost_model, dispatcher, n, max_num_seqs, context_per_req,
                                        drafter, limit))
                   for n in profile_sizes(captured, max_num_batched_tokens)]
-        self.verify_ms = cost_table(points, limit, max_num_batched_tokens).tolist()
-        self.ones = np.ones(k, np.float32)
+        self.verify_ms = cost_table(points, limit, max_num_batched_tokens)
+        # what a request with no draft yet reads: 1.0 (a table shaped like the counters' rows)
+        self.ones = np.ones((2 * NUM_LEN_BUCKETS, k), np.float32)
+        self.pos = np.arange(k)
+        self.kernels = _kernels() if compiled else None
+        self.table = self._confidence_table()
         # tallies over the run
         self.decode_steps = 0          # decode request-steps that had draft slots
         self.admitted = 0              # slots admitted over them
@@ -119,61 +160,109 @@ class AdaptiveVerifier:
                                mode, False, drafter)
         return cost_model.step_cost(desc).device_s * 1e3
 
+    def _confidence_table(self) -> np.ndarray:
+        """Every counter row's confidences now: (accepted + 1) / (observed + 2), float32."""
+        c = self.counters.counts
+        if self.kernels is not None:
+            out = np.empty(c.shape[:2], np.float32)
+            self.kernels.confidence_table(c, out)
+            return out
+        return ((c[:, :, 0].astype(np.float32) + np.float32(1.0))
+                / (c[:, :, 1].astype(np.float32) + np.float32(2.0)))
+
     def verify_cost(self, tokens: int) -> float:
         """Profiled verify cost (ms) of a step of `tokens` target tokens."""
         table = self.verify_ms
-        return table[tokens] if tokens < len(table) else table[-1]
+        return float(table[min(tokens, table.size - 1)])
 
     # -- per request ------------------------------------------------------------------------
     def forget(self, seq: int) -> None:
         """The request left the batch (finished or preempted): a return starts afresh."""
         self.state.pop(seq, None)
 
+    def observe(self, seq: int, accepted: int, verified: int) -> None:
+        """The verdict on the request's last draft (accepted slots, slots verified), folded into
+        the counters at the next propose step (vLLM's observe kernel opens the propose)."""
+        st = self.state.get(seq)
+        if st is not None and st[6] >= 0:
+            self.pending.append((st[6], st[7], accepted, verified))
+            st[6] = -1
+
+    def step(self) -> None:
+        """A propose step opens: fold the step's verdicts in, count the step (the counters halve
+        every 1,024), and refresh the confidences the new drafts read."""
+        kern = self.kernels
+        if self.pending:
+            obs = np.array(self.pending, np.int64)
+            self.pending = []
+            if kern is not None:
+                kern.fold(self.counters.counts, obs)
+            else:
+                bucket, valid, acc, ver = obs[:, 0:1], obs[:, 1:2], obs[:, 2:3], obs[:, 3:4]
+                pos = self.pos[None, :]
+                seen = (pos <= acc) & (pos < ver) & (pos < valid)
+                rows, cols = np.nonzero(seen)
+                counts = self.counters.counts
+                np.add.at(counts[:, :, 1], (bucket[rows, 0], cols), 1)
+                hit = cols < acc[rows, 0]
+                np.add.at(counts[:, :, 0], (bucket[rows[hit], 0], cols[hit]), 1)
+        self.counters.tick()
+        self.table = self._confidence_table()
+
     def propose(self, seq: int, row: int, drafted: int) -> None:
         """A new draft for request `seq` at table row `row` with `drafted` valid slots: its
         confidences from the counters now; the previous ones become the host's stale copy."""
+        bucket = self.buckets[row] if drafted > 0 else -1
         st = self.state.get(seq)
-        prev = self.ones if st is None else st[0]
-        if drafted > 0:
-            bucket = AcceptanceCounters.bucket(self.source[row], self.match_len[row])
-            conf = self.counters.confidences(self.source[row], self.match_len[row], drafted)
+        if st is None:
+            self.state[seq] = [self.table, max(bucket, 0), drafted, self.ones, 0, self.k,
+                               bucket, drafted]
         else:
-            bucket, conf = -1, np.zeros(self.k, np.float32)
-        self.state[seq] = [conf, prev, bucket, drafted]
-
-    def observe(self, seq: int, accepted: int, verified: int) -> None:
-        """Fold the verdict on the request's last draft in (accepted slots, slots verified)."""
-        st = self.state.get(seq)
-        if st is not None:
-            self.counters.observe(st[2], st[3], accepted, verified)
-            st[2] = -1
-
-    def tick(self) -> None:
-        """One propose step (the counters halve every 1,024)."""
-        self.counters.tick()
+            st[3], st[4], st[5] = st[0], st[1], st[2]
+            st[0], st[1], st[2], st[6], st[7] = self.table, max(bucket, 0), drafted, bucket, drafted
 
     # -- per step ---------------------------------------------------------------------------
     def admit(self, seqs: list[int], capacities: list[int], num_sampling: int,
               num_non_draft_tokens: int) -> list[int]:
         """Admitted slots of each decode request this step: the budget from the stale
         confidences, then the allocation with the current ones."""
-        k = self.k
-        cur = np.empty((len(seqs), k), np.float32)
-        stale = np.empty((len(seqs), k), np.float32)
-        for i, seq in enumerate(seqs):
-            st = self.state.get(seq)
-            if st is None:
-                cur[i] = stale[i] = self.ones
-            else:
-                cur[i], stale[i] = st[0], st[1]
+        fresh = [self.ones, 0, self.k] * 2
+        tables: dict[int, int] = {}          # id(confidence table) -> its index in `stack`
+        stack: list[np.ndarray] = []
+        which: list[int] = []                # per request: cur table, row, valid, stale ...
+        get, state = tables.get, self.state
+        for seq in seqs:
+            st = state.get(seq) or fresh
+            a, b = get(id(st[0])), get(id(st[3]))
+            if a is None:
+                a = tables[id(st[0])] = len(stack)
+                stack.append(st[0])
+            if b is None:
+                b = tables[id(st[3])] = len(stack)
+                stack.append(st[3])
+            which += (a, st[1], st[2], b, st[4], st[5])
+        big = stack[0][None] if len(stack) == 1 else np.stack(stack)
         cap = np.asarray(capacities, np.int64)
-        budget = choose_budget(stale, cap, num_sampling, num_non_draft_tokens, 0.0,
-                               self.verify_cost)
-        admitted = allocate(cur, cap, budget)
-        self.decode_steps += len(seqs)
-        self.admitted += int(admitted.sum())
+        if self.kernels is not None:
+            admitted = np.empty(len(seqs), np.int64)
+            self.kernels.admit(big, np.array(which, np.int64).reshape(-1, 6),
+                               cap, num_sampling, num_non_draft_tokens, self.verify_ms, admitted)
+            return self._tally(cap, admitted)
+        idx = np.array(which, np.int64).reshape(len(seqs), 2, 3)
+        rows = big[idx[:, :, 0], idx[:, :, 1]]                       # (requests, 2, K)
+        rows = np.where(self.pos[None, None, :] < idx[:, :, 2:3], rows, np.float32(0.0))
+        cur, stale = rows[:, 0], rows[:, 1]
+        budget = budget_from_table(stale, cap, num_sampling, num_non_draft_tokens,
+                                   self.verify_ms)
+        return self._tally(cap, allocate(cur, cap, budget))
+
+    def _tally(self, cap: np.ndarray, admitted: np.ndarray) -> list[int]:
+        """Count a step's admitted and scheduled slots; the admitted ones as a list."""
+        out = admitted.tolist()
+        self.decode_steps += len(out)
+        self.admitted += sum(out)
         self.capacity += int(cap.sum())
-        return admitted.tolist()
+        return out
 
     def dispatch(self, num_tokens: int) -> tuple[GraphMode, int] | None:
         """A pure decode step's varlen FULL graph (mode, padded tokens), None above the grid."""
@@ -191,4 +280,4 @@ class AdaptiveVerifier:
                 "decode_request_steps": self.decode_steps}
 
 
-__all__ = ["AdaptiveVerifier", "cost_table", "profile_sizes", "varlen_grid"]
+__all__ = ["AdaptiveVerifier", "budget_from_table", "cost_table", "profile_sizes", "varlen_grid"]

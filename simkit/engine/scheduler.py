@@ -181,30 +181,27 @@ class Scheduler:
                                 self.dispatchers[self.spec.k], self.cfg.max_num_seqs,
                                 self.cfg.max_num_batched_tokens, ctx, self.drafter)
 
-    def _trim_slots(self, entries: list, acc_col) -> tuple[int, int, int, int, int]:
+    def _trim_slots(self, entries: list, acc_col, num_tokens: int, spec_tokens: int,
+                    sampling: int) -> tuple[int, int, int, int, int]:
         """Adaptive verification: cut each decode entry to its admitted slots. Returns the
         tokens, spec tokens, real drafts and accepted drafts removed, and the longest query."""
-        decodes = [i for i, e in enumerate(entries) if e.kind is DECODE and e.spec > 0]
-        if not decodes:
-            return 0, 0, 0, 0, max((e.tokens for e in entries), default=0)
-        sampling = sum(1 for e in entries if e.kind is not PREFILL_CHUNK)
-        tokens = sum(e.tokens for e in entries)
-        spec = sum(entries[i].spec for i in decodes)
-        admitted = self.av.admit([entries[i].req.seq for i in decodes],
-                                 [entries[i].spec for i in decodes], sampling, tokens - spec)
-        cut = cut_spec = cut_real = cut_acc = 0
-        for i, slots in zip(decodes, admitted):
+        idx = [i for i, e in enumerate(entries) if e[4] is DECODE and e[2] > 0]
+        if not idx:
+            return 0, 0, 0, 0, max((e[1] for e in entries), default=0)
+        admitted = self.av.admit([entries[i][0].seq for i in idx], [entries[i][2] for i in idx],
+                                 sampling, num_tokens - spec_tokens)
+        cut = cut_real = cut_acc = 0
+        for i, slots in zip(idx, admitted):
             req, n_new, s, real, kind = entries[i]
             if slots == s:
                 continue
             a = acc_col[req.row0 + req.t]
-            new_real = min(real, slots)
+            new_real = real if real < slots else slots
             cut += s - slots
-            cut_spec += s - slots
             cut_real += real - new_real
-            cut_acc += min(a, s) - min(a, slots)
+            cut_acc += (a if a < s else s) - (a if a < slots else slots)
             entries[i] = PlanEntry(req, n_new - (s - slots), slots, new_real, kind)
-        return cut, cut_spec, cut_real, cut_acc, max(e.tokens for e in entries)
+        return cut, cut, cut_real, cut_acc, max(e[1] for e in entries)
 
     # -- K policies ---------------------------------------------------------------------------
     def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
@@ -386,7 +383,8 @@ class Scheduler:
                 budget -= n_new
         self.free_blocks = free
         if self.av is not None and spec_tokens:          # adaptive verification's admitted slots
-            cut, cut_spec, cut_real, cut_acc, max_q = self._trim_slots(entries, acc_col)
+            cut, cut_spec, cut_real, cut_acc, max_q = self._trim_slots(
+                entries, acc_col, num_tokens, spec_tokens, drafting)
             num_tokens -= cut
             ctx -= cut
             spec_tokens -= cut_spec
@@ -534,7 +532,7 @@ class Scheduler:
             req.spec = (0 if no_draft else width) if pad else d
         av = self.av
         if av is not None:                # the speculator's observe, halving, then finalize
-            av.tick()
+            av.step()
             for req in candidates:
                 av.propose(req.seq, req.row0 + req.t, req.draft)
 

@@ -112,19 +112,21 @@ class _FlatCost:
                         step_s=1e-3 + 1e-6 * desc.num_padded_tokens)
 
 
-def _verifier(source, match_len):
+def _verifier(source, match_len, compiled=True):
     from simkit.engine.pricing import dispatchers_for
 
     disp = dispatchers_for((K,), CFG.cudagraph_mode, 16, 8192, rule="v034-request-keyed")[K]
     return AdaptiveVerifier(K, source, match_len, _FlatCost(), disp, 16, 8192, 100.0,
-                            "suffix_gpu")
+                            "suffix_gpu", compiled=compiled)
 
 
 def test_budget_reads_the_confidences_of_one_propose_earlier(monkeypatch):
-    # rows 0 and 1: counter rows (own, 1) and (corpus, 1); teach (own, 1) that slot 0 fails
-    av = _verifier([SOURCE_OWN, SOURCE_CORPUS], [1, 1])
+    # rows 0 and 1: counter rows (own, 1) and (corpus, 1); teach (own, 1) that slot 0 fails.
+    # The NumPy path, whose budget and allocation can be watched (the compiled one equals it)
+    av = _verifier([SOURCE_OWN, SOURCE_CORPUS], [1, 1], compiled=False)
     for _ in range(50):
         av.counters.observe(0, K, 0, K)
+    av.step()                                      # the confidences new drafts read
     got = {}
 
     def budget(stale, *a, **kw):
@@ -135,7 +137,7 @@ def test_budget_reads_the_confidences_of_one_propose_earlier(monkeypatch):
         got["current"] = np.array(cur)
         return np.zeros(len(cap), np.int64)
 
-    monkeypatch.setattr(adaptive_run, "choose_budget", budget)
+    monkeypatch.setattr(adaptive_run, "budget_from_table", budget)
     monkeypatch.setattr(adaptive_run, "allocate", alloc)
     av.admit([7], [K], 1, 1)                       # never proposed: 1.0 for both
     assert (got["stale"] == 1.0).all() and (got["current"] == 1.0).all()
@@ -153,9 +155,13 @@ def test_a_draft_without_valid_slots_records_no_observation():
     av = _verifier([SOURCE_OWN], [1])
     av.propose(3, 0, 0)
     av.observe(3, 0, K)
+    av.step()
     assert av.counters.counts.sum() == 0
     av.propose(3, 0, 2)                            # 2 valid: positions 0..1 observed at most
     av.observe(3, 1, K)
+    av.observe(3, 1, K)                            # one verdict per draft: the second is ignored
+    assert av.counters.counts.sum() == 0           # folded in when the next propose step opens
+    av.step()
     assert av.counters.counts[0, :, 1].tolist() == [1, 1, 0, 0]
     assert av.counters.counts[0, :, 0].tolist() == [1, 0, 0, 0]
 
@@ -262,3 +268,84 @@ def test_a_ladder_names_suffix_av_unavailable_without_sources():
     assert [r.config for r in ladder.rows] == ["suffix-4"]
     assert "source and match length" in ladder.unavailable["suffix-av-4"]
     assert "simkit profiles build" in ladder.unavailable["suffix-av-4"]
+
+
+def test_vectorised_steps_equal_the_pure_rules():
+    # budget_from_table = choose_budget on the same table; the batched verdicts of a step = one
+    # AcceptanceCounters.observe per request
+    from simkit.engine.adaptive import AcceptanceCounters, choose_budget
+
+    rng = np.random.default_rng(5)
+    table = np.cumsum(rng.uniform(0.0, 0.3, 300))
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        conf = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0], (n, K)).astype(np.float32)
+        cap = rng.integers(0, K + 1, n)
+        sampling, non_draft = int(rng.integers(0, n + 1)), int(rng.integers(0, 200))
+        assert adaptive_run.budget_from_table(conf, cap, sampling, non_draft, table) == \
+            choose_budget(conf, cap, sampling, non_draft, 0.0,
+                          lambda t: float(table[min(t, table.size - 1)]))
+    av = _verifier([SOURCE_OWN, SOURCE_CORPUS] * 10, list(range(1, 21)))
+    ref = AcceptanceCounters(K)
+    for step in range(30):
+        for seq in range(6):
+            row = int(rng.integers(0, 20))
+            d = int(rng.integers(0, K + 1))
+            a, v = int(rng.integers(0, K + 1)), int(rng.integers(0, K + 1))
+            av.propose(seq, row, d)
+            bucket = av.state[seq][6]
+            assert bucket == (ref.bucket(row % 2, row + 1) if d > 0 else -1)
+            av.observe(seq, a, v)
+            ref.observe(bucket, d, a, v)
+        av.step()
+        ref.tick()
+        assert np.array_equal(av.counters.counts, ref.counts), step
+
+
+def test_compiled_steps_equal_the_numpy_path():
+    # the numba kernels (fold, confidence table, gather + budget + allocate) against the NumPy
+    # rules, step by step on random batches, and whole runs byte for byte
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(9)
+    src, ml = [int(x) for x in rng.integers(0, 2, 50)], [int(x) for x in rng.integers(0, 30, 50)]
+    fast, slow = _verifier(src, ml), _verifier(src, ml, compiled=False)
+    assert fast.kernels is not None
+    for step in range(300):
+        n = int(rng.integers(1, 10))
+        seqs = [int(x) for x in rng.choice(15, n, replace=False)]
+        caps = [int(x) for x in rng.integers(0, K + 1, n)]
+        sampling, non_draft = n + int(rng.integers(0, 3)), int(rng.integers(0, 300))
+        a, b = fast.admit(seqs, caps, sampling, non_draft), slow.admit(seqs, caps, sampling,
+                                                                      non_draft)
+        assert a == b, step
+        for seq, slots in zip(seqs, a):
+            verdict = (int(rng.integers(0, slots + 1)), slots)
+            for av in (fast, slow):
+                av.observe(seq, *verdict)
+        for av in (fast, slow):
+            av.step()
+        assert np.array_equal(fast.counters.counts, slow.counters.counts)
+        assert np.array_equal(fast.table, slow.table)
+        for seq in seqs:
+            row, d = int(rng.integers(0, 50)), int(rng.integers(0, K + 1))
+            for av in (fast, slow):
+                av.propose(seq, row, d)
+        if rng.random() < 0.05:
+            for av in (fast, slow):
+                av.forget(seqs[0])
+    assert fast.summary() == slow.summary()
+
+
+def test_compiled_and_numpy_runs_are_byte_identical(monkeypatch):
+    pytest.importorskip("numba")
+    w = _random_workload(10, 4)
+    cfg = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=8, vllm_version="0.34")
+
+    def run():
+        r = simulate(w, LinearCost(base_s=1e-3, per_token_s=1e-4), cfg, _spec(),
+                     load=ClosedLoop(6), seed=1, num_requests=30)
+        return json.dumps([r.metrics.to_dict(), r.adaptive], sort_keys=True)
+
+    compiled = run()
+    monkeypatch.setattr(adaptive_run, "_kernels", lambda: None)
+    assert run() == compiled
