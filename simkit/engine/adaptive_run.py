@@ -94,6 +94,12 @@ def budget_from_table(stale_confidences: np.ndarray, capacities: np.ndarray,
     return int(np.argmax(accepted / verify_ms[tokens]))
 
 
+# why vLLM will not start adaptive verification without CUDA graphs
+NO_PROFILE = ("vLLM 0.34 cannot run adaptive verification with --cudagraph-mode NONE: it "
+              "profiles its verify costs on the captured graph sizes at start-up and, with none, "
+              "stops ('Adaptive verification could not profile step costs')")
+
+
 def _kernels():
     """simkit.engine.adaptive_kernels, None where numba is not installed."""
     try:
@@ -114,9 +120,12 @@ class AdaptiveVerifier:
 
     def __init__(self, k: int, source: list[int], match_len: list[int], cost_model, dispatcher,
                  max_num_seqs: int, max_num_batched_tokens: int, context_per_req: float,
-                 drafter: str, compiled: bool = True) -> None:
+                 drafter: str, compiled: bool = True, full_decode: bool = True) -> None:
         """`compiled`: the per-step work in adaptive_kernels (numba) when it imports, else the
-        NumPy rules (the same numbers, tested)."""
+        NumPy rules (the same numbers, tested). `full_decode`: the cudagraph mode captures FULL
+        decode graphs (FULL, FULL_AND_PIECEWISE), so decode steps replay the varlen grid.
+        ValueError when nothing is captured to profile the verify cost on (vLLM refuses to
+        start then)."""
         self.k = k
         self.source, self.match_len = source, match_len
         self.counters = AcceptanceCounters(k)
@@ -128,11 +137,14 @@ class AdaptiveVerifier:
         self.pending: list[tuple[int, int, int, int]] = []   # verdicts not yet folded in
         q = 1 + k
         max_reqs = max(decode_request_counts(max_num_seqs, k, max_num_batched_tokens), default=0)
-        self.grid = varlen_grid(min(max_reqs * q, max_num_batched_tokens))
+        self.grid = (varlen_grid(min(max_reqs * q, max_num_batched_tokens)) if full_decode
+                     else [])
         captured = sorted(set(self.grid) | set(getattr(dispatcher, "sizes", ())))
-        limit = captured[-1] if captured else 0
+        if not captured:
+            raise ValueError(NO_PROFILE)
+        limit = captured[-1]
         points = [(n, self._forward_ms(cost_model, dispatcher, n, max_num_seqs, context_per_req,
-                                       drafter, limit))
+                                       drafter, limit, full_decode))
                   for n in profile_sizes(captured, max_num_batched_tokens)]
         self.verify_ms = cost_table(points, limit, max_num_batched_tokens)
         # what a request with no draft yet reads: 1.0 (a table shaped like the counters' rows)
@@ -147,12 +159,12 @@ class AdaptiveVerifier:
 
     @staticmethod
     def _forward_ms(cost_model, dispatcher, n: int, max_num_seqs: int, context: float,
-                    drafter: str, limit: int) -> float:
+                    drafter: str, limit: int, full_decode: bool) -> float:
         """Forward time of a timed start-up batch of n tokens (one per request up to
         max_num_seqs, each attending `context` tokens): FULL graph up to the capture limit,
         else the token-keyed dispatch."""
         reqs = min(n, max_num_seqs)
-        if n <= limit:
+        if n <= limit and full_decode:
             mode, padded = GraphMode.FULL, n
         else:
             mode, padded = dispatcher.dispatch(n, reqs, n, reqs)

@@ -242,7 +242,12 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
             try:
                 if spec.adaptive:              # its confidences need each draft's source
                     cell.workload.sources(spec.drafter, spec.k)
-                runnable.append(spec)
+                if spec.adaptive and cell.engine.cudagraph_mode is CudagraphMode.NONE:
+                    from simkit.engine.adaptive_run import NO_PROFILE
+
+                    unavailable[spec.name] = NO_PROFILE
+                else:
+                    runnable.append(spec)
             except DrafterUnavailable as exc:
                 unavailable[spec.name] = str(exc)
         elif version.method_of_drafter(spec.drafter) == "suffix":

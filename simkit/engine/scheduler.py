@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple
 from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.policies import (BatchSizeKTable, BatchSizeTable, FeedbackK, FixedK, GoodputK,
                                     KPolicy, KPolicyName, dense_k_table, tier_widths)
 from simkit.engine.prefix_cache import PrefixCache
@@ -177,9 +178,11 @@ class Scheduler:
         src, ml = workload.sources(self.drafter, self.spec.k)
         per_req = workload.prompt_len + workload.output_len / 2
         ctx = float(per_req.mean()) if per_req.size else 0.0
+        full = self.cfg.cudagraph_mode in (CudagraphMode.FULL, CudagraphMode.FULL_AND_PIECEWISE)
         return AdaptiveVerifier(self.spec.k, src, ml, self.cost_model,
                                 self.dispatchers[self.spec.k], self.cfg.max_num_seqs,
-                                self.cfg.max_num_batched_tokens, ctx, self.drafter)
+                                self.cfg.max_num_batched_tokens, ctx, self.drafter,
+                                full_decode=full)
 
     def _trim_slots(self, entries: list, acc_col, num_tokens: int, spec_tokens: int,
                     sampling: int) -> tuple[int, int, int, int, int]:

@@ -349,3 +349,24 @@ def test_compiled_and_numpy_runs_are_byte_identical(monkeypatch):
     compiled = run()
     monkeypatch.setattr(adaptive_run, "_kernels", lambda: None)
     assert run() == compiled
+
+
+def test_piecewise_mode_has_no_varlen_full_graphs_and_none_mode_is_refused():
+    from dataclasses import replace
+
+    from simkit.engine.cudagraph import CudagraphMode
+    from simkit.engine.runner import Cell, run_ladder
+
+    t = _gpu_table([10] * 3, [60] * 3, lambda r, tt, k: r, lambda r, tt, k: k, lambda r: SOURCE_OWN,
+                   lambda r: 2)
+    piecewise = replace(CFG, cudagraph_mode=CudagraphMode.PIECEWISE)
+    res = simulate(Workload.from_table(t), LinearCost(base_s=1e-3, per_token_s=1e-4), piecewise,
+                   _spec(), load=ClosedLoop(3), seed=0, num_requests=3, keep_steps=True)
+    assert all(c.graph_mode is not GraphMode.FULL for c, _ in res.step_log)
+    assert res.adaptive["decode_request_steps"] > 0
+    none = replace(CFG, cudagraph_mode=CudagraphMode.NONE)
+    ladder = run_ladder(Cell(Workload.from_table(t), LinearCost(), none),
+                        parse_configs("suffix:4,suffix-av:4", "0.34"), seeds=1, num_requests=3,
+                        load=ClosedLoop(3), workers=1)
+    assert [r.config for r in ladder.rows] == ["suffix-4"]
+    assert "could not profile step costs" in ladder.unavailable["suffix-av-4"]
