@@ -12,7 +12,9 @@ Run as a child process (the interpreter must be switched on before triton is imp
 CASES: {"scenarios": [{"depth", "corpus_tokens", "k", "max_model_len", "events": [...]}]}, an
 event being {"ingest": [[prompt, output], ...]} (one on_requests_finished call, in that order)
 or {"propose": [history, ...]} (one propose call; num_sampled 1, last token = history[-1]).
-OUT: per scenario, per propose event {"drafts", "num_valid"}, and the ring and index table
+OUT: per scenario, per propose event {"drafts", "num_valid", "bucket"} (bucket: the adaptive-
+verification counters' row the finalize kernel records, source * 9 + match-length bucket, -1 for
+a draft with no valid slot), and the ring and index table
 after the last event (as int64 sha256s; in full too for rings of <= 4096 tokens).
 """
 
@@ -146,11 +148,11 @@ class Speculator:
             tok, tok.stride(0), idx, total, num_sampled, last, scratch, scratch.stride(0),
             self.n_blocks, self.L + 1, self.corpus, self.corpus.shape[0], self.table, drafts,
             num_valid, stats, last_bucket, last_valid, conf, HAS_CORPUS=self.has_corpus,
-            ADAPTIVE=False, HASH_MUL=kern._HASH_MUL, NUM_BUCKETS=self.nb,
+            ADAPTIVE=True, HASH_MUL=kern._HASH_MUL, NUM_BUCKETS=self.nb,
             SLOTS=kern._BUCKET_SLOTS, MAX_DEPTH=self.depth,
             DEPTH_PO2=triton.next_power_of_2(self.depth), K=self.k, K_PO2=k_po2,
             NB_PO2=max(1, triton.next_power_of_2(self.n_blocks)), num_warps=4)
-        return drafts.tolist(), num_valid.tolist()
+        return drafts.tolist(), num_valid.tolist(), last_bucket.tolist()
 
 
 def main(cases_path: str, out_path: str) -> None:
@@ -169,8 +171,8 @@ def main(cases_path: str, out_path: str) -> None:
             if "ingest" in ev:
                 spec.ingest(ev["ingest"])
             else:
-                drafts, nv = spec.propose(ev["propose"])
-                props.append({"drafts": drafts, "num_valid": nv})
+                drafts, nv, bucket = spec.propose(ev["propose"])
+                props.append({"drafts": drafts, "num_valid": nv, "bucket": bucket})
         import torch
 
         ring = spec.corpus.to(torch.int64).numpy()

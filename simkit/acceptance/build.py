@@ -47,15 +47,25 @@ def build_table(requests: Sequence, *, drafter: str = SUFFIX_DRAFTER, params=Non
     impl = get_drafter(drafter)
     plen, olen, offsets, acc, dr = _alloc(requests, kmax)
     params = params or impl.default_params()
+    extra, sources = _sources_for(impl, acc)
     ordering = impl.replay(requests, params, kmax, offsets, acc, dr, ordering=ordering,
                            concurrency=concurrency, progress=progress, engine=engine,
-                           prelude=prelude)
+                           prelude=prelude, **extra)
     pdict = params.as_dict()
     if ordering == Ordering.CONCURRENT:
         pdict = {**pdict, "concurrency": concurrency}
     return AcceptanceTable(model=model, corpus=corpus, drafter=drafter, params=pdict, kmax=kmax,
                            ordering=ordering, prompt_len=plen, output_len=olen, offsets=offsets,
-                           accepted=acc, drafted=dr)
+                           accepted=acc, drafted=dr, **sources)
+
+
+def _sources_for(impl, acc: np.ndarray) -> tuple[dict, dict]:
+    """For a drafter that records each draft's source and match length (emits_sources): the
+    replay's keyword and the table's fields, two arrays shaped like acc; else two empty dicts."""
+    if not getattr(impl, "emits_sources", False):
+        return {}, {}
+    src, ml = np.zeros_like(acc), np.zeros_like(acc)
+    return {"sources": (src, ml)}, {"source": src, "match_len": ml}
 
 
 def build_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
@@ -81,6 +91,7 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
     params = params or impl.default_params()
     chosen = [requests[i] for i in idx]
     plen, olen, offsets, acc, dr = _alloc(chosen, kmax)
+    extra, sources = _sources_for(impl, acc)
     row_of = {r: int(offsets[j]) for j, r in enumerate(idx)}
     last = idx[-1] if idx else -1
     if drafter == SUFFIX_DRAFTER:
@@ -90,10 +101,11 @@ def build_warm_table(requests: Sequence, sample: Sequence[int], *, params=None,
         rowbase = np.full(last + 1, -1, np.int64)
         for r, row in row_of.items():
             rowbase[r] = row
-        impl.replay_warm(requests[:last + 1], params, kmax, rowbase, acc, dr, progress, engine)
+        impl.replay_warm(requests[:last + 1], params, kmax, rowbase, acc, dr, progress, engine,
+                         **extra)
     else:
         raise ValueError(f"drafter {drafter!r} has no warm replay (its drafts ignore history)")
     pdict = {**params.as_dict(), "tree": "warm"}
     return AcceptanceTable(model=model, corpus=corpus, drafter=drafter, params=pdict, kmax=kmax,
                            ordering=Ordering.SEQUENTIAL, prompt_len=plen, output_len=olen, offsets=offsets,
-                           accepted=acc, drafted=dr)
+                           accepted=acc, drafted=dr, **sources)

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simkit.acceptance.table import _ARRAYS, AcceptanceTable
+from simkit.acceptance.table import _ARRAYS, _SOURCE_ARRAYS, AcceptanceTable
 from simkit.choices import Ordering
 from simkit.drafters.base import SUFFIX_DRAFTER
 from simkit.paths import cache_dir
@@ -46,8 +46,13 @@ def requests_fingerprint(requests: Sequence) -> str:
 
 
 def table_key(requests: Sequence, drafter: str, params: dict, kmax: int, ordering: Ordering) -> str:
-    spec = json.dumps({"v": BUILD_VERSION, "drafter": drafter, "params": params, "kmax": kmax,
-                       "ordering": ordering}, sort_keys=True)
+    from simkit.drafters.base import get_drafter
+
+    fields = {"v": BUILD_VERSION, "drafter": drafter, "params": params, "kmax": kmax,
+              "ordering": ordering}
+    if getattr(get_drafter(drafter), "emits_sources", False):
+        fields["sources"] = 1        # its tables also hold each draft's source and match length
+    spec = json.dumps(fields, sort_keys=True)
     return hashlib.sha256((requests_fingerprint(requests) + spec).encode()).hexdigest()[:32]
 
 
@@ -211,12 +216,15 @@ def save_cached(table: AcceptanceTable, path: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        for name in _ARRAYS:
+        names = table.array_names()
+        for name in names:
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(table, name)),
                     allow_pickle=False)
         meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
                 "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
-                "content_sha256": content_digest({n: getattr(table, n) for n in _ARRAYS})}
+                "content_sha256": content_digest({n: getattr(table, n) for n in names})}
+        if table.has_sources:
+            meta["sources"] = True
         (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))   # last: marks complete
     except BaseException:                # Ctrl-C or a full disk: leave no half folder behind
         shutil.rmtree(tmp, ignore_errors=True)
@@ -235,8 +243,9 @@ def load_cached(path: Path) -> AcceptanceTable:
     path = Path(path)
     try:
         meta = json.loads((path / "meta.json").read_text())
+        names = _ARRAYS + (_SOURCE_ARRAYS if meta.get("sources") else ())
         arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-                  for name in _ARRAYS}
+                  for name in names}
         table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"],
                                 drafter=meta["drafter"], params=meta["params"],
                                 kmax=int(meta["kmax"]), ordering=meta["ordering"], **arrays)

@@ -17,6 +17,9 @@ class AcceptanceTable:
     output token comes from the prefill step, so a decode step starts at t >= 1). Column k-1 holds
     K = k: `drafted` = d(t, K) tokens proposed (0..K), `accepted` = a(t, K) <= d(t, K) tokens equal to
     the real output[t:t+a]. A step at t advances the request by a + 1 (the bonus/recovered token).
+    Optional, from drafters that record them (suffix_gpu; None otherwise and in older files):
+    `source` = the draft's source at (t, K) (0 own history, 1 corpus) and `match_len` = its match
+    length (capped at 255), which key vLLM 0.34's adaptive-verification confidences.
     """
 
     model: str
@@ -31,9 +34,20 @@ class AcceptanceTable:
     accepted: np.ndarray                # (rows, kmax) uint8
     drafted: np.ndarray                 # (rows, kmax) uint8
     provenance: dict = field(default_factory=dict)
+    source: np.ndarray | None = None    # (rows, kmax) uint8, or None
+    match_len: np.ndarray | None = None  # (rows, kmax) uint8, or None
 
     def __post_init__(self) -> None:
         self.ordering = Ordering(self.ordering)     # text (a file's meta, a caller) as the member
+
+    @property
+    def has_sources(self) -> bool:
+        """True when the table records each draft's source and match length."""
+        return self.source is not None and self.match_len is not None
+
+    def array_names(self) -> tuple[str, ...]:
+        """The arrays the table holds (the optional source arrays only when present)."""
+        return _ARRAYS + (_SOURCE_ARRAYS if self.has_sources else ())
 
     @property
     def num_requests(self) -> int:
@@ -52,15 +66,19 @@ def take_requests(table: AcceptanceTable, requests) -> AcceptanceTable:
     new_offs = np.zeros(idx.size + 1, np.int64)
     np.cumsum(lens, out=new_offs[1:])
     rows = np.repeat(offs[idx] - new_offs[:-1], lens) + np.arange(int(new_offs[-1]), dtype=np.int64)
+    extra = ({"source": np.asarray(table.source)[rows], "match_len": np.asarray(table.match_len)[rows]}
+             if table.has_sources else {})
     return AcceptanceTable(model=table.model, corpus=table.corpus, drafter=table.drafter,
                            params=dict(table.params), kmax=table.kmax, ordering=table.ordering,
                            prompt_len=np.asarray(table.prompt_len)[idx].copy(),
                            output_len=np.asarray(table.output_len)[idx].copy(), offsets=new_offs,
-                           accepted=np.asarray(table.accepted)[rows], drafted=np.asarray(table.drafted)[rows])
+                           accepted=np.asarray(table.accepted)[rows], drafted=np.asarray(table.drafted)[rows],
+                           **extra)
 
 
 # -- deterministic npz I/O ------------------------------------------------------------------------
 _ARRAYS = ("prompt_len", "output_len", "offsets", "accepted", "drafted")
+_SOURCE_ARRAYS = ("source", "match_len")        # optional: written only when the table has them
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
@@ -87,7 +105,7 @@ def save_table(table: AcceptanceTable, path, *, compression: str = "deflate") ->
     meta = {"model": table.model, "corpus": table.corpus, "drafter": table.drafter,
             "params": table.params, "kmax": table.kmax, "ordering": table.ordering,
             "provenance": table.provenance}
-    entries = [(name + ".npy", _npy_bytes(getattr(table, name))) for name in _ARRAYS]
+    entries = [(name + ".npy", _npy_bytes(getattr(table, name))) for name in table.array_names()]
     entries.append(("meta.json", json.dumps(meta, sort_keys=True).encode()))
     kinds = {"deflate": zipfile.ZIP_DEFLATED, "bzip2": zipfile.ZIP_BZIP2, "stored": zipfile.ZIP_STORED}
     if compression not in kinds:
@@ -114,6 +132,8 @@ def load_table(path) -> AcceptanceTable:
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {name: z[name] for name in _ARRAYS}
+            if all(name in z.files for name in _SOURCE_ARRAYS):
+                arrays.update({name: z[name] for name in _SOURCE_ARRAYS})
         with zipfile.ZipFile(path) as zf:
             meta = json.loads(zf.read("meta.json"))
         table = AcceptanceTable(model=meta["model"], corpus=meta["corpus"],
@@ -125,4 +145,7 @@ def load_table(path) -> AcceptanceTable:
     rows = int(table.offsets[-1]) if len(table.offsets) else 0
     if table.accepted.shape != (rows, table.kmax) or table.drafted.shape != (rows, table.kmax):
         raise InputError("row count does not match offsets", path=str(path), field="accepted")
+    for name in _SOURCE_ARRAYS if table.has_sources else ():
+        if getattr(table, name).shape != (rows, table.kmax):
+            raise InputError("row count does not match offsets", path=str(path), field=name)
     return table

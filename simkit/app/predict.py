@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simkit.app.capped import describe as capped_describe
-from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
+from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, ladder_configs, parse_configs
 from simkit.engine.runner import Cell, ProgressFactory, default_num_requests, run_ladder
 from simkit.app.cells import load_cell
 from simkit.app.options import RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult
 from simkit.engine.summary import Row
-from simkit.app.verdict import best_dynamic, best_kpad, dynamic_verdict, fastest
+from simkit.app.verdict import adaptive_verdict, best_dynamic, best_kpad, dynamic_verdict, fastest
 from simkit.engine.workload import Workload
 
 
@@ -50,6 +50,7 @@ class Prediction:
     suggested_num_requests: int | None = None
     capped_note: str = ""               # the capped-outputs mode in one sentence (assumptions)
     prefix_note: str = ""               # why caching was not modelled, when it was not
+    adaptive_verdict: str = ""          # whether to turn adaptive verification on (suffix-av rows)
 
     model = property(lambda self: self.run.model, doc="the catalogue model id")
     corpus = property(lambda self: self.run.corpus, doc="the corpus name")
@@ -147,14 +148,16 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
     check_serving(model if workload is None else None, tp, max_tokens=max_tokens,
                   max_model_len=max_model_len, max_num_seqs=run.max_num_seqs,
                   max_num_batched_tokens=run.max_num_batched_tokens)   # before any loading
-    specs = parse_configs(configs, run.vllm_version)
+    specs = parse_configs(ladder_configs(configs, get_vllm_version(run.vllm_version)),
+                          run.vllm_version)
     if (workload is None) != (cost is None):
         raise InputError("give both a workload and a cost model, or neither", field="workload")
     if workload is None:
         workload, cost = load_cell(run)
     cfg = run.server(cost)
     if cfg.vllm_version != get_vllm_version(run.vllm_version).key:   # the cost model's version rules
-        specs = parse_configs(configs, cfg.vllm_version)
+        specs = parse_configs(ladder_configs(configs, get_vllm_version(cfg.vllm_version)),
+                              cfg.vllm_version)
     n_req = num_requests or default_num_requests(workload, concurrency)
     load = OpenLoop(rate=request_rate) if request_rate else ClosedLoop(concurrency)
     ladder = run_ladder(Cell(workload, cost, cfg), specs, seeds=seeds, num_requests=n_req,
@@ -180,7 +183,8 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
                       tp_chosen=bool(getattr(cost, "tp_chosen", tp is None)),
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       suggested_num_requests=suggested, prefix_note=_prefix_note(flat),
-                      capped_note=capped_describe(run.capped_outputs, workload, max_tokens))
+                      capped_note=capped_describe(run.capped_outputs, workload, max_tokens),
+                      adaptive_verdict=adaptive_verdict(rows, cfg.vllm_version))
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:

@@ -44,8 +44,38 @@ def fastest(rows: Sequence[Row]) -> Row | None:
 
 
 def is_exact_k(config: str) -> bool:
-    """A fixed-K suffix row on a vLLM that verifies exactly K slots (0.34: suffix, suffix-8)."""
-    return config == "suffix" or config.startswith("suffix-")
+    """A fixed-K suffix row on a vLLM that verifies exactly K slots (0.34: suffix, suffix-8);
+    not an adaptive-verification row, whose slots vary per step."""
+    return (config == "suffix" or config.startswith("suffix-")) and not is_adaptive(config)
+
+
+def is_adaptive(config: str) -> bool:
+    """A suffix row with vLLM 0.34's adaptive verification (suffix-av, suffix-av-4)."""
+    return config == "suffix-av" or config.startswith("suffix-av-")
+
+
+def adaptive_verdict(rows: Sequence[Row], version: str) -> str:
+    """Whether to turn adaptive verification on: each suffix-av row against the suffix row of
+    the same K under the tie rule above, with the change in tok/s; '' without such a pair."""
+    out = []
+    for av in (r for r in rows if is_adaptive(r.config)):
+        base = next((r for r in rows if is_exact_k(r.config) and r.k == av.k), None)
+        if base is None or base.output_tok_s <= 0:
+            continue
+        gap = av.output_tok_s - base.output_tok_s
+        tol = max(av.output_tok_s_std, base.output_tok_s_std, DRIFT * base.output_tok_s)
+        call = ("turn it on (enable_adaptive_verification: true)" if gap > tol else
+                "leave it off" if gap < -tol else
+                "no difference within the seed spread or 1 %: either setting")
+        slots = ("" if av.mean_admitted_slots is None else
+                 f", verifying {av.mean_admitted_slots:.1f} of {av.k} slots per request-step "
+                 f"({av.budget_share_of_k:.0%} of K)")
+        change = av.output_tok_s / base.output_tok_s - 1
+        out.append(f"adaptive verification at K={av.k}: {change:+.1%} tok/s against {base.config}"
+                   f" ({av.output_tok_s:,.0f} vs "
+                   f"{base.output_tok_s:,.0f}){slots}: {call}; its error against real vLLM "
+                   f"{version} runs with it on is not yet measured (no such runs exist)")
+    return "; ".join(out)
 
 
 def best_kpad(rows: Sequence[Row], exact_k: bool = False) -> Row | None:
@@ -69,5 +99,5 @@ def dynamic_verdict(dyn: Row | None, kp: Row | None) -> Verdict | None:
     return Verdict.TIES if abs(gap) <= tol else (Verdict.BEATS if gap > 0 else Verdict.LOSES)
 
 
-__all__ = ["DRIFT", "Verdict", "best_dynamic", "best_kpad", "dynamic_verdict", "fastest",
-           "is_dynamic", "is_exact_k", "is_kpad"]
+__all__ = ["DRIFT", "Verdict", "adaptive_verdict", "best_dynamic", "best_kpad", "dynamic_verdict",
+           "fastest", "is_adaptive", "is_dynamic", "is_exact_k", "is_kpad"]

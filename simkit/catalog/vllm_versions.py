@@ -78,6 +78,7 @@ class VllmVersion:
     harness_adapter: str              # a HARNESS_ADAPTERS name
     kpad: str                         # what kpad:K is: "padded" (its own rows) or "alias" (= suffix:K)
     batch_size_table: str = ""        # why num_speculative_tokens_per_batch_size is refused ("" = modelled)
+    adaptive_verification: str = ""   # why enable_adaptive_verification is refused ("" = modelled)
     calibration_note: str = ""        # how its calibration was made, when not from its own runs
     sources: dict[str, str] = field(default_factory=dict)   # rule -> vllm file:line it was read from
 
@@ -149,6 +150,8 @@ V026 = VllmVersion(
              "ngram": MethodParts("ngram", "v1-sync", "variable", 4, True)},
     graph_rule="v026-rounded", harness_adapter="forcing", kpad="padded",
     batch_size_table="simkit models num_speculative_tokens_per_batch_size on vLLM 0.34 only",
+    adaptive_verification=("vLLM 0.26 has no adaptive verification: suffix decoding runs on the V1 "
+                           "model runner there; it runs on vLLM 0.34"),
     sources={
         "capture sizes": "vllm/config/vllm.py:1739-1845 (_set_cudagraph_sizes); "
                          "vllm/config/compilation.py:1465-1548 (rounded to multiples of 1+K)",
@@ -166,6 +169,9 @@ V033 = VllmVersion(
     graph_rule="v033-uniform-rounded", harness_adapter="forcing", kpad="padded",
     batch_size_table=("vLLM 0.33 refuses num_speculative_tokens_per_batch_size for suffix on the "
                       "V1 runner (vllm/config/vllm.py:1088-1108); it runs on vLLM 0.34"),
+    adaptive_verification=("vLLM 0.33 cannot use adaptive verification with suffix decoding: "
+                           "suffix runs on the V1 model runner there, and adaptive verification "
+                           "is part of Model Runner V2; it runs on vLLM 0.34"),
     sources={
         "capture sizes": "vllm/config/vllm.py:2398-2604 (adds n*(1+K) uniform-decode sizes, "
                          "n in 1,2,4,8..248 step 8,256.. step 16); "

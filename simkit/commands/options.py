@@ -49,7 +49,7 @@ HARDWARE_HELP = "h100, h200, b200 (simkit hardware list) or a hardware JSON path
 TP_HELP = "tensor parallel degree (default: the smallest that fits)"
 MAX_TOKENS_HELP = "output tokens per request at most (vLLM max_tokens)"
 CONFIGS_HELP = ("vanilla, suffix[:K], kpad:K,K.., ngram[:K], ngram-kpad:K.., "
-                "dynamic[:K,K..] (= dynamic-table, -feedback, -goodput)")
+                "dynamic[:K,K..] (= dynamic-table, -feedback, -goodput), suffix-av[:K]")
 NUM_REQUESTS_HELP = ("requests per simulated run (default: the profile's sample, at least "
                      "4 x concurrency)")
 SEEDS_HELP = "request orders simulated (figures are means over them)"

@@ -44,6 +44,9 @@ class Drafter(ABC):
     default_k: ClassVar[int]          # K of the bare keyword ("suffix" = suffix:24)
     kpad_label: ClassVar[str]         # keyword of its padded configs ("kpad" -> kpad-8)
     remembers_history: ClassVar[bool]  # drafts depend on what the server served before
+    # its replay also records each draft's source and match length (a `sources=(source,
+    # match_len)` keyword of replay/replay_warm; AcceptanceTable.source, .match_len)
+    emits_sources: ClassVar[bool] = False
     # every decoding request verifies exactly K slots, unmatched ones holding a filler token
     # (vLLM 0.34's GPU speculators): a(t, K) counts accepted fillers and may exceed d(t, K)
     fills_k_slots: ClassVar[bool] = False

@@ -4,7 +4,9 @@ A config string such as "vanilla,suffix,kpad:4,6,8,12,dynamic" parses into one S
 row: bare integers after "name:" belong to that name's K list. A method keyword ("suffix") means
 the drafter, default K and slots of the vLLM version it is parsed for (simkit.catalog.vllm_versions:
 arctic's tree at K 24 on 0.26/0.33, the GPU speculator at K 8 on 0.34). "ktable:1-16=8/17-64=4"
-is vLLM 0.34's num_speculative_tokens_per_batch_size (a K per batch-size range).
+is vLLM 0.34's num_speculative_tokens_per_batch_size (a K per batch-size range). "suffix-av"
+(or "suffix-av:K") is suffix decoding with vLLM 0.34's enable_adaptive_verification (a per-step
+slot budget; simkit.engine.adaptive_run).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class SpecConfig:
     policy_params: dict = field(default_factory=dict, compare=False, hash=False)
     graphs: str = "per-k"           # dynamic: "per-k" capture list per K, or "kmax" (vLLM 0.26 as is)
     k_table: tuple[tuple[int, int, int], ...] = ()  # ktable: vLLM's (start, end, K) batch-size ranges
+    adaptive: bool = False          # enable_adaptive_verification (vLLM 0.34 suffix)
 
     @property
     def speculative(self) -> bool:
@@ -123,6 +126,28 @@ def dynamic(policy: str, ks: tuple[int, ...] = DYNAMIC_DEFAULT_KS, drafter: str 
 
 
 KTABLE = "ktable"          # the keyword of a batch-size K table
+ADAPTIVE = "suffix-av"     # suffix decoding with adaptive verification (vLLM 0.34)
+
+
+def ladder_configs(configs: str, version) -> str:
+    """The configurations a ladder runs: `configs`, and when it is the default ladder on a vLLM
+    that has adaptive verification (0.34), suffix-av too, so the report can say whether to turn
+    it on (one more row at the default K)."""
+    if configs == DEFAULT_CONFIGS and not version.adaptive_verification:
+        return f"{configs},{ADAPTIVE}"
+    return configs
+
+
+def adaptive_suffix(k: int | None, version) -> SpecConfig:
+    """Suffix decoding at K with vLLM 0.34's enable_adaptive_verification: row "suffix-av" at
+    the default K, else "suffix-av-K"; InputError with vLLM's reason on a version without it."""
+    if version.adaptive_verification:
+        raise InputError(f"'{ADAPTIVE}' is not available on {version.label}: "
+                         f"{version.adaptive_verification}", field="configs")
+    base = method_config("suffix", k, version)
+    k = base.k
+    label = ADAPTIVE if k == version.method("suffix").default_k else f"{ADAPTIVE}-{k}"
+    return SpecConfig(label, base.drafter, k, adaptive=True)
 
 
 def k_table(ranges: tuple[tuple[int, int, int], ...], drafter: str) -> SpecConfig:
@@ -199,6 +224,8 @@ def parse_configs(text: str, vllm_version: str | None = None) -> list[SpecConfig
             raise InputError(f"K must be in 1..64 in '{name}{ks}'", field="configs")
         if base == "vanilla":
             out.append(vanilla())
+        elif base == ADAPTIVE:
+            out.extend(adaptive_suffix(k, version) for k in (ks or [None]))
         elif base.startswith(f"{KTABLE}="):
             if version.batch_size_table:
                 raise InputError(f"'{KTABLE}' is not available on {version.label}: "
@@ -226,7 +253,8 @@ def parse_configs(text: str, vllm_version: str | None = None) -> list[SpecConfig
                 out.append(dynamic(policy, tuple(ks) or DYNAMIC_DEFAULT_KS, suffix_drafter))
         else:
             raise UnknownNameError("config", base,
-                                   ["vanilla", *(x for d in drafters for x in (d.name, d.kpad_label)),
+                                   ["vanilla", ADAPTIVE,
+                                    *(x for d in drafters for x in (d.name, d.kpad_label)),
                                     "dynamic", *(f"dynamic-{p}" for p in policies),
                                     f"{KTABLE}:START-END=K/..."])
     seen: set[str] = set()

@@ -239,7 +239,17 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
         elif spec.drafter == NGRAM_DRAFTER and not version.ngram_modelled:
             unavailable[spec.name] = version.ngram_note
         elif cell.workload.has_drafter(spec.drafter):
-            runnable.append(spec)
+            try:
+                if spec.adaptive:              # its confidences need each draft's source
+                    cell.workload.sources(spec.drafter, spec.k)
+                if spec.adaptive and cell.engine.cudagraph_mode is CudagraphMode.NONE:
+                    from simkit.engine.adaptive_run import NO_PROFILE
+
+                    unavailable[spec.name] = NO_PROFILE
+                else:
+                    runnable.append(spec)
+            except DrafterUnavailable as exc:
+                unavailable[spec.name] = str(exc)
         elif version.method_of_drafter(spec.drafter) == "suffix":
             # never silently fall back to another version's suffix table: say what is missing
             from simkit.errors import InputError

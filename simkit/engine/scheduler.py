@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple
 from simkit.catalog.vllm_versions import get_vllm_version
 from simkit.costmodel.batch import BatchDescriptor, StepCostModel
 from simkit.engine.config import EngineConfig, SpecConfig
+from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.policies import (BatchSizeKTable, BatchSizeTable, FeedbackK, FixedK, GoodputK,
                                     KPolicy, KPolicyName, dense_k_table, tier_widths)
 from simkit.engine.prefix_cache import PrefixCache
@@ -171,6 +172,42 @@ class Scheduler:
         self.policy = self._make_policy(workload)
         self.k_cur = self.policy.choose(lambda k: [], 0, 0, 1)
         self.preemptions = 0
+        self.av = self._make_adaptive(workload) if spec.adaptive else None
+
+    def _make_adaptive(self, workload: Workload):
+        """vLLM 0.34's adaptive verification for this run (simkit.engine.adaptive_run)."""
+        from simkit.engine.adaptive_run import AdaptiveVerifier
+
+        src, ml = workload.sources(self.drafter, self.spec.k)
+        per_req = workload.prompt_len + workload.output_len / 2
+        ctx = float(per_req.mean()) if per_req.size else 0.0
+        full = self.cfg.cudagraph_mode in (CudagraphMode.FULL, CudagraphMode.FULL_AND_PIECEWISE)
+        return AdaptiveVerifier(self.spec.k, src, ml, self.cost_model,
+                                self.dispatchers[self.spec.k], self.cfg.max_num_seqs,
+                                self.cfg.max_num_batched_tokens, ctx, self.drafter,
+                                full_decode=full)
+
+    def _trim_slots(self, entries: list, acc_col, num_tokens: int, spec_tokens: int,
+                    sampling: int) -> tuple[int, int, int, int, int]:
+        """Adaptive verification: cut each decode entry to its admitted slots. Returns the
+        tokens, spec tokens, real drafts and accepted drafts removed, and the longest query."""
+        idx = [i for i, e in enumerate(entries) if e[4] is DECODE and e[2] > 0]
+        if not idx:
+            return 0, 0, 0, 0, max((e[1] for e in entries), default=0)
+        admitted = self.av.admit([entries[i][0].seq for i in idx], [entries[i][2] for i in idx],
+                                 sampling, num_tokens - spec_tokens)
+        cut = cut_real = cut_acc = 0
+        for i, slots in zip(idx, admitted):
+            req, n_new, s, real, kind = entries[i]
+            if slots == s:
+                continue
+            a = acc_col[req.row0 + req.t]
+            new_real = real if real < slots else slots
+            cut += s - slots
+            cut_real += real - new_real
+            cut_acc += (a if a < s else s) - (a if a < slots else slots)
+            entries[i] = PlanEntry(req, n_new - (s - slots), slots, new_real, kind)
+        return cut, cut, cut_real, cut_acc, max(e[1] for e in entries)
 
     # -- K policies ---------------------------------------------------------------------------
     def price(self, k: int, n: int, context: int, real_drafts: int) -> float:
@@ -210,6 +247,8 @@ class Scheduler:
     def _preempt(self, req: Req) -> None:
         if self.in_loop is not None:             # vLLM: it left the batch, its drafter state ends
             self.in_loop.stop(req.seq)
+        if self.av is not None:
+            self.av.forget(req.seq)
         self.free_blocks += req.blocks
         if self.pc is not None:                  # shared cached blocks stay held by others
             self.pc.release(req.chain, req.blocks)
@@ -353,6 +392,14 @@ class Scheduler:
                 ctx += req.computed + n_new
                 budget -= n_new
         self.free_blocks = free
+        if self.av is not None and spec_tokens:          # adaptive verification's admitted slots
+            cut, cut_spec, cut_real, cut_acc, max_q = self._trim_slots(
+                entries, acc_col, num_tokens, spec_tokens, drafting)
+            num_tokens -= cut
+            ctx -= cut
+            spec_tokens -= cut_spec
+            real_total -= cut_real
+            accepted -= cut_acc
         if not entries and self.has_work():
             raise SimulationError(
                 f"nothing can be scheduled: {self.total_blocks} KV blocks cannot hold the next "
@@ -362,7 +409,10 @@ class Scheduler:
         if room_max < plan.k:                      # no decode had room for K drafts
             plan.k_ran = room_max
         n = len(entries)
-        mode, padded = self.dispatchers[plan.k].dispatch(num_tokens, n, max_q, prefill_reqs)
+        varlen = (self.av.dispatch(num_tokens) if self.av is not None and not prefill_reqs
+                  else None)
+        mode, padded = varlen or self.dispatchers[plan.k].dispatch(num_tokens, n, max_q,
+                                                                   prefill_reqs)
         plan.desc = BatchDescriptor(
             num_reqs=n, num_tokens=num_tokens, num_padded_tokens=padded,
             num_prefill_tokens=prefill_tokens, num_prefill_reqs=prefill_reqs,
@@ -390,6 +440,7 @@ class Scheduler:
         fill = self.slots.fillers_verified
         chunk, decode = PREFILL_CHUNK, DECODE
         in_loop = self.in_loop
+        av = self.av
         for req, n_new, s, real, kind in plan.entries:
             if kind is chunk:                             # partial prefill: no token, no draft
                 req.computed += n_new
@@ -411,6 +462,8 @@ class Scheduler:
                 decode_tokens += e
                 if observe and s > 0:
                     pairs.append((a, s if fill else real))   # exact-K: every slot verified
+                if av is not None and s > 0:
+                    av.observe(req.seq, a, s)
             req.computed = req.prompt_len + t + a
             if in_loop is not None:
                 in_loop.sampled(req.seq, req.idx, t, t + e)
@@ -434,6 +487,8 @@ class Scheduler:
                 finished = True
                 if in_loop is not None:
                     in_loop.stop(req.seq)
+                if av is not None:
+                    av.forget(req.seq)
                 on_finish(req, now)
             else:
                 if in_loop is not None:
@@ -489,6 +544,11 @@ class Scheduler:
             d = 0 if no_draft else dr_col[req.row0 + req.t]
             req.draft = d
             req.spec = (0 if no_draft else width) if pad else d
+        av = self.av
+        if av is not None:                # the speculator's observe, halving, then finalize
+            av.step()
+            for req in candidates:
+                av.propose(req.seq, req.row0 + req.t, req.draft)
 
     # -- prefix caching -------------------------------------------------------------------------
     def _register(self, req: Req, upto: int, n_tokens: int) -> None:

@@ -77,6 +77,10 @@ class RunResult:
     # (simkit.engine.trajectory); None when not asked, or where the batches depend on step
     # times (an open loop's arrivals, a K policy that prices steps)
     trajectory: "Trajectory | None" = None
+    # adaptive verification (vLLM 0.34 suffix-av): None when off; else mean_admitted_slots (per
+    # decode request-step with draft slots), budget_share_of_k (admitted / scheduled slots) and
+    # decode_request_steps, over the whole run
+    adaptive: dict | None = None
 
 
 def request_order(workload: Workload, cfg: EngineConfig, num_requests: int | None, seed: int,
@@ -282,6 +286,8 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
                       hit_tokens=sched.hit_tokens, prompt_tokens=sched.query_tokens,
                       prefill_tokens=prefill[0], evicted_blocks=pc.evicted)
     result = RunResult(spec.name, spec.k, seed, metrics, len(order), skipped, log, prefix, others)
+    if sched.av is not None:
+        result.adaptive = sched.av.summary()
     if descs is not None:
         result.trajectory = trajectory.capture(result, rec, descs, itl_per_step, window, spans,
                                                sched.preemptions)
@@ -289,9 +295,10 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
 
 
 def prices_steps(spec: SpecConfig) -> bool:
-    """True when the spec's K policy prices steps (TABLE, GOODPUT): its trajectory then
-    depends on the cost model, and a run of it cannot be priced again (simkit.engine.trajectory)."""
-    return spec.policy in (KPolicyName.TABLE, KPolicyName.GOODPUT)
+    """True when the spec's K policy prices steps (TABLE, GOODPUT), or adaptive verification
+    budgets slots by profiled step costs: its trajectory then depends on the cost model, and a
+    run of it cannot be priced again (simkit.engine.trajectory)."""
+    return spec.policy in (KPolicyName.TABLE, KPolicyName.GOODPUT) or spec.adaptive
 
 
 def _prefix_setup(workload: Workload, cfg: EngineConfig,

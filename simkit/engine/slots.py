@@ -15,8 +15,9 @@ One policy per name in simkit.catalog.vllm_versions.SLOT_POLICIES, chosen by the
   K of a multi-K configuration verifies the first K slots of the K-max draft (vLLM drafts at
   the configured K and cuts, model_runner.py:2388-2389).
 
-`slots(k, n_decode)` is where a per-step slot budget (adaptive verification) plugs in later:
-today every policy gives each request K slots.
+`slots(k, n_decode)` gives each request K slots; adaptive verification (vLLM 0.34 `suffix-av`)
+then cuts each decode entry to its admitted slots after scheduling (Scheduler._trim_slots,
+simkit.engine.adaptive_run), as vLLM's worker does.
 """
 
 from __future__ import annotations

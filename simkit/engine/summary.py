@@ -103,6 +103,10 @@ MEAN_KEYS = ("tokens_per_step", "piecewise_steps_frac", "none_steps_frac", "full
              "kv_usage_mean", "kv_usage_peak", "preemptions", "steps")
 
 
+# adaptive verification's figures (simkit.engine.adaptive_run), on its rows only
+ADAPTIVE_KEYS = ("mean_admitted_slots", "budget_share_of_k")
+
+
 @dataclass
 class Row:
     """One configuration's prediction: means over seeds (std for throughput)."""
@@ -148,6 +152,10 @@ class Row:
     overloaded_windows: float = 0.0
     prefix_caching: bool = False        # on: the row carries prefix_hit_rate
     prefix_hit_rate: float | None = None  # None with caching on: not modelled (no block hashes)
+    # adaptive verification rows (suffix-av): mean admitted slots per decode request-step and
+    # the budget's share of the K slots scheduled (means over seeds); None on other rows
+    mean_admitted_slots: float | None = None
+    budget_share_of_k: float | None = None
 
     def result_dict(self) -> dict[str, Any]:
         """The row as the documented keys: RESULT_KEYS, then DETAIL_KEYS, then prefix_hit_rate
@@ -156,6 +164,9 @@ class Row:
         out.update({k: _clean(getattr(self, k)) for k in DETAIL_KEYS})
         if self.prefix_caching:
             out[PREFIX_KEY] = _clean(self.prefix_hit_rate)
+        for key in ADAPTIVE_KEYS:                 # adaptive verification rows only
+            if getattr(self, key) is not None:
+                out[key] = _clean(getattr(self, key))
         return out
 
 
@@ -186,12 +197,16 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[RunResult]]) -> list
         hit = None
         if prefix and all(p["modelled"] for p in prefix):
             hit = float(np.mean([p["hit_rate"] for p in prefix]))
+        adaptive = [r.adaptive for r in rs if r.adaptive is not None]
         rows.append(Row(
             spec.name, spec.k if spec.speculative else 0, float(tput.mean()),
             float(tput.std(ddof=1)) if tput.size > 1 else 0.0, None, mean("full_steps_frac"),
             mean("mean_accepted"), mean("host_frac"), mean("tpot_ms_p50"), mean("ttft_ms_p50"),
             steady_window=full_runs + over == 0, ks=",".join(map(str, spec.ks)) if spec.ks else None,
-            full_run_windows=full_runs, overloaded_windows=over, prefix_caching=bool(prefix), prefix_hit_rate=hit,
+            full_run_windows=full_runs, overloaded_windows=over, prefix_caching=bool(prefix),
+            prefix_hit_rate=hit,
+            **{key: float(np.mean([a[key] for a in adaptive])) if adaptive else None
+               for key in ADAPTIVE_KEYS},
             **{key: mean(key) for key in MEAN_KEYS}))
     base = next((r for r in rows if r.config == "vanilla"), None)
     for r in rows:
@@ -200,5 +215,5 @@ def summarize_rows(specs: list[SpecConfig], runs: list[list[RunResult]]) -> list
     return rows
 
 
-__all__ = ["DETAIL_KEYS", "FIELDS", "Field", "MEAN_KEYS", "PREFIX_FIELD", "PREFIX_KEY",
+__all__ = ["ADAPTIVE_KEYS", "DETAIL_KEYS", "FIELDS", "Field", "MEAN_KEYS", "PREFIX_FIELD", "PREFIX_KEY",
            "RESULT_KEYS", "Row", "summarize_rows"]

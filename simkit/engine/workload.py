@@ -122,6 +122,22 @@ class Workload:
                                   np.asarray(tab.offsets, np.int64).tolist())
         return self._columns[key]
 
+    def sources(self, drafter: str, k: int) -> tuple[list[int], list[int]]:
+        """(draft source, match length) as Python lists for one K column (cached): what
+        adaptive verification keys its confidences by. DrafterUnavailable when the table does
+        not record them (a drafter that has none, or a table built before they were kept)."""
+        kk = self.effective_k(drafter, k)
+        key = ("sources", drafter, kk)
+        if key not in self._columns:
+            tab = self.table(drafter)
+            if not tab.has_sources:
+                raise DrafterUnavailable(
+                    f"adaptive verification needs each draft's source and match length, which "
+                    f"the {drafter} acceptance table of {self.name or 'this workload'} does not "
+                    f"record (a table built before they were kept: rebuild it with `simkit profiles build`)")
+            self._columns[key] = (tab.source[:, kk - 1].tolist(), tab.match_len[:, kk - 1].tolist())
+        return self._columns[key]
+
     def hash_chains(self) -> list[list[int]] | None:
         """Per-request prompt block hashes as Python int lists (cached), or None when unknown."""
         if self.block_hashes is None:

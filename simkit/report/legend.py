@@ -45,7 +45,8 @@ EXACT_K_CONFIG_MEANING = (
     "configuration: vanilla = no speculation; suffix = vLLM 0.34's GPU suffix speculator at its "
     "default K=8, suffix-K at K: every decoding request verifies exactly K slots, slots without a "
     "draft holding the last token (kpad:K is the same config); ktable-K1.K2.. = a K per "
-    "batch-size range, taken from the batch size of the step before; dynamic-* = one K per step "
+    "batch-size range, taken from the batch size of the step before; suffix-av = suffix with "
+    "adaptive verification (a slot budget per step); dynamic-* = one K per step "
     "from the K set, for the whole batch")
 
 

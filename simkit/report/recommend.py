@@ -101,6 +101,7 @@ def recommendation(pred: Prediction, model_error_pct: float | None = None,
                        "rerun interval, and the interval measured on another vLLM is not stated "
                        "as this one's")
     reasons.append(_why(best, van, ranked, exact_k_slots(pred)))
+    reasons += [pred.adaptive_verdict] if getattr(pred, "adaptive_verdict", "") else []
     bk = best_kpad(rows, exact_k=exact_k_slots(pred))
     if bk is not None:
         text = f"best fixed K = {bk.k} ({bk.config}, {bk.output_tok_s:,.0f} tok/s"

@@ -7,7 +7,9 @@ collisions), plus made-up requests over a 6-token vocabulary (a vote among many 
 candidates, where the match length chosen depends on K), the same ingestion calls (several finished requests per call) and propose calls go to
 the oracle and to ours. Checked: every draft slot and num_valid of the reference (reference.py),
 the ring, head, document count and index table after the last call, and the compiled drafter's
-table row (kernels.py) = the oracle's num_valid and the slots it accepts against the trace.
+table row (kernels.py) = the oracle's num_valid and the slots it accepts against the trace, and
+each draft's source and match length (reference and compiled) = the adaptive-verification bucket
+the finalize kernel records (source * 9 + match-length bucket, -1 without a valid slot).
 The oracle is installed by tests/install_vllm034_oracle.sh (after tests/install_arctic.sh); where
 it is absent the test is skipped saying so. About 0.15 s per interpreted request, so histories are
 sampled, never whole corpora.
@@ -138,8 +140,16 @@ def _accepted(slots, cont) -> int:
     return a
 
 
+def _bucket(valid: int, source: int, match: int) -> int:
+    """The counters' row of a draft (simkit.engine.adaptive), -1 without a valid slot."""
+    from simkit.engine.adaptive import AcceptanceCounters
+
+    return AcceptanceCounters.bucket(int(source), int(match)) if valid > 0 else -1
+
+
 def test_drafts_equal_vllm034_kernels(runs):
     checked = corpus_wins = fillers = 0
+    buckets: set[int] = set()
     for sc, conts, res in runs:
         params = SuffixGpuParams(max_depth=sc["depth"], corpus_tokens=sc["corpus_tokens"])
         corpus = ref.Corpus(params)
@@ -151,13 +161,17 @@ def test_drafts_equal_vllm034_kernels(runs):
                 continue
             got, cont_list = next(props)
             for b, (hist, cont) in enumerate(zip(ev["propose"], cont_list)):
-                slots, valid = ref.propose(hist, corpus, params, k)
+                slots, valid, source, match = ref.propose_with_source(hist, corpus, params, k)
                 what = f"depth {sc['depth']} corpus {sc['corpus_tokens']} K {k} row {b}"
                 assert [int(x) for x in slots] == got["drafts"][b], what
                 assert valid == got["num_valid"][b], what
-                d, a = position_row(np.array(hist), np.array(cont), corpus, params, 16)
+                d, a, src, ml = position_row(np.array(hist), np.array(cont), corpus, params, 16)
                 assert d[k - 1] == got["num_valid"][b], what + " (compiled d)"
                 assert a[k - 1] == _accepted(got["drafts"][b], cont), what + " (compiled a)"
+                assert _bucket(valid, source, match) == got["bucket"][b], what + " (bucket)"
+                assert _bucket(d[k - 1], src[k - 1], ml[k - 1]) == got["bucket"][b], \
+                    what + " (compiled bucket)"
+                buckets.add(got["bucket"][b])
                 own_len, _ = ref.own_match(np.array(hist), params.max_depth)
                 if corpus.cap and ref.corpus_draft(np.array(hist), corpus, params.max_depth, k)[0] > own_len:
                     corpus_wins += 1
@@ -170,6 +184,7 @@ def test_drafts_equal_vllm034_kernels(runs):
     # the sample exercises what it claims: corpus drafts chosen, fillers present
     assert checked == (len(SETTINGS) + 1) * len(KS) * 3 * N_PROPOSE
     assert corpus_wins > 0 and fillers > 0
+    assert any(0 <= x < 9 for x in buckets) and any(x >= 9 for x in buckets) and -1 in buckets
 
 
 def test_small_rings_wrap_and_collide(runs):

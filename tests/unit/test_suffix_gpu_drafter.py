@@ -182,6 +182,90 @@ def test_hot_table_equals_the_second_pass_of_a_doubled_replay():
     assert hot.accepted.sum() > cold.accepted.sum()
 
 
+def _sources(reqs, params, kmax, ordering, concurrency, engine, prelude):
+    offs = np.zeros(len(reqs) + 1, np.int64)
+    np.cumsum([len(r.output_ids) for r in reqs], out=offs[1:])
+    acc = np.zeros((int(offs[-1]), kmax), np.uint8)
+    dr, src, ml = acc.copy(), acc.copy(), acc.copy()
+    replay_rows(reqs, params, kmax, offs[:-1], acc, dr, ordering=ordering,
+                concurrency=concurrency, progress=None, engine=engine, prelude=prelude,
+                sources=(src, ml))
+    return acc, dr, src, ml
+
+
+@pytest.mark.parametrize("params", [SuffixGpuParams(), SuffixGpuParams(corpus_tokens=64, max_depth=5)],
+                         ids=["default", "small-ring"])
+def test_sources_and_match_lengths_compiled_equal_reference(params):
+    # each K's draft source (own/corpus) and match length, as the finalize kernel records them
+    rng = np.random.default_rng(11)
+    reqs = _random_requests(rng, 8)
+    prelude = [reqs[0], reqs[1].output_ids]
+    for ordering, conc in ((Ordering.SEQUENTIAL, 1), (Ordering.CONCURRENT, 3)):
+        py, co = (_sources(reqs, params, 8, ordering, conc, e, prelude)
+                  for e in ("python", "compiled"))
+        for a, b in zip(py, co):
+            assert np.array_equal(a, b), ordering
+        acc, dr, src, ml = co
+        assert set(np.unique(src)) == {0, 1}            # both sources occur on these requests
+        assert (ml[dr > 0] >= 1).all() and (ml <= params.max_depth).all()
+
+
+def test_source_is_the_longer_match_ties_to_own_history():
+    params = SuffixGpuParams(corpus_tokens=0)
+    row = [1, 7, 8, 9, 5, 7, 8, 3, 4, 7, 8]
+    _, valid, source, match = ref.propose_with_source(row, None, params, 6)
+    assert (valid, source, match) == (4, 0, 2)
+    # a corpus document with a 4-token match beats the own history's 2-token match
+    corpus = ref.Corpus(SuffixGpuParams())
+    corpus.ingest([ref.document([], [9, 3, 4, 7, 8, 42, 43])])
+    slots, valid, source, match = ref.propose_with_source(row, corpus, SuffixGpuParams(), 3)
+    assert (list(slots), valid, source, match) == ([42, 43, 8], 2, 1, 4)
+
+
+def test_tables_carry_sources_through_save_load_and_take(tmp_path):
+    from simkit.acceptance.table import load_table, save_table, take_requests
+
+    reqs = _random_requests(np.random.default_rng(3), 6)
+    t = build_table(reqs, drafter="suffix_gpu", kmax=8)
+    assert t.has_sources and t.source.shape == t.accepted.shape
+    save_table(t, tmp_path / "a.npz")
+    save_table(t, tmp_path / "b.npz")
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    back = load_table(tmp_path / "a.npz")
+    assert np.array_equal(back.source, t.source) and np.array_equal(back.match_len, t.match_len)
+    sub = take_requests(t, [4, 1])
+    rows = np.r_[t.offsets[4]:t.offsets[5], t.offsets[1]:t.offsets[2]]
+    assert np.array_equal(sub.match_len, t.match_len[rows])
+    # a table without them (another drafter, an older file) still saves and loads
+    old = build_table(reqs, drafter="ngram", kmax=4)
+    assert not old.has_sources
+    save_table(old, tmp_path / "old.npz")
+    assert not load_table(tmp_path / "old.npz").has_sources
+
+
+def test_cached_suffix_gpu_table_keeps_sources(tmp_path, monkeypatch):
+    from simkit.acceptance.cache import cached_table, table_key
+
+    monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path))
+    reqs = _random_requests(np.random.default_rng(4), 5)
+    first = cached_table(reqs, drafter="suffix_gpu", kmax=8)
+    again = cached_table(reqs, drafter="suffix_gpu", kmax=8)       # from the cache
+    assert again.has_sources and np.array_equal(again.match_len, first.match_len)
+    # only the suffix_gpu key names the source arrays: another drafter's key is what it was
+    import hashlib
+    import json
+
+    from simkit.acceptance.cache import BUILD_VERSION, requests_fingerprint
+
+    def before(drafter):
+        spec = json.dumps({"v": BUILD_VERSION, "drafter": drafter, "params": {}, "kmax": 4,
+                           "ordering": Ordering.SEQUENTIAL}, sort_keys=True)
+        return hashlib.sha256((requests_fingerprint(reqs) + spec).encode()).hexdigest()[:32]
+
+    assert table_key(reqs, "ngram", {}, 4, Ordering.SEQUENTIAL) == before("ngram")
+    assert table_key(reqs, "suffix_gpu", {}, 4, Ordering.SEQUENTIAL) != before("suffix_gpu")
+
+
 def test_stats_count_every_step_as_k_verified_slots():
     # fillers are verified like drafts, so vLLM 0.34 reports K drafted slots per step: the rates
     # are over all steps (a step with no real draft can still accept its fillers)

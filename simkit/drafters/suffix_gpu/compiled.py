@@ -55,15 +55,23 @@ class Layout:
         self.kmax = kmax
         self.scratch = kernels.new_scratch(kmax)
 
-    def sequential(self, rowbase: np.ndarray, lo: int, hi: int, acc, dr) -> None:
+    def sequential(self, rowbase: np.ndarray, lo: int, hi: int, acc, dr, src, ml) -> None:
         self.k.sequential(self.flat, self.prev, self.pbase, self.plen, self.olen, rowbase, lo, hi,
                           self.ring, self.cap, self.table, self.nb, self.st, self.depth, self.kmax,
-                          self.cap > 0, self.scratch, acc, dr)
+                          self.cap > 0, self.scratch, acc, dr, src, ml)
 
-    def concurrent(self, rowbase: np.ndarray, first: int, concurrency: int, lag: int, acc, dr):
+    def concurrent(self, rowbase: np.ndarray, first: int, concurrency: int, lag: int, acc, dr,
+                   src, ml):
         self.k.concurrent(self.flat, self.prev, self.pbase, self.plen, self.olen, rowbase, first,
                           concurrency, lag, self.ring, self.cap, self.table, self.nb, self.st,
-                          self.depth, self.kmax, self.cap > 0, self.scratch, acc, dr)
+                          self.depth, self.kmax, self.cap > 0, self.scratch, acc, dr, src, ml)
+
+
+def _sources(acc: np.ndarray, sources) -> tuple[np.ndarray, np.ndarray]:
+    """The (source, match_len) arrays to fill: the caller's, or throwaway ones shaped like acc."""
+    if sources is not None:
+        return sources
+    return np.zeros_like(acc), np.zeros_like(acc)
 
 
 CHUNK_TOKENS = 100_000       # output tokens per kernel call between progress callbacks
@@ -71,21 +79,23 @@ CHUNK_TOKENS = 100_000       # output tokens per kernel call between progress ca
 
 def replay_sequential(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
                       acc: np.ndarray, dr: np.ndarray, progress: Callable[[int], None] | None,
-                      prelude: Sequence = ()) -> None:
+                      prelude: Sequence = (), sources=None) -> None:
     """Sequential replay into acc/dr; rowbase[r] = first row of request r, -1 = only served
-    (it enters the corpus, undrafted). `prelude`: served first, in order."""
+    (it enters the corpus, undrafted). `prelude`: served first, in order. `sources`: optional
+    (source, match_len) arrays shaped like acc, filled with each K's draft source and match."""
+    src, ml = _sources(acc, sources)
     pre = [as_served(p) for p in prelude]
     reqs = pre + list(requests)
     rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
     lay = Layout(reqs, params, kmax)
-    lay.sequential(rb, 0, len(pre), acc, dr)
+    lay.sequential(rb, 0, len(pre), acc, dr, src, ml)
     lo, n = len(pre), len(reqs)
     while lo < n:
         hi, tok = lo, 0
         while hi < n and (tok < CHUNK_TOKENS or hi == lo):
             tok += int(lay.olen[hi])
             hi += 1
-        lay.sequential(rb, lo, hi, acc, dr)
+        lay.sequential(rb, lo, hi, acc, dr, src, ml)
         if progress:
             for r in range(lo, hi):
                 if lay.olen[r]:
@@ -95,15 +105,17 @@ def replay_sequential(requests: Sequence, params: SuffixGpuParams, kmax: int, ro
 
 def replay_concurrent(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
                       acc: np.ndarray, dr: np.ndarray, concurrency: int,
-                      progress: Callable[[int], None] | None, prelude: Sequence = ()) -> None:
+                      progress: Callable[[int], None] | None, prelude: Sequence = (),
+                      sources=None) -> None:
     """Round-robin replay at `concurrency` with the ingestion lag (kernels.concurrent), after the
-    prelude entered the corpus."""
+    prelude entered the corpus; `sources` as in replay_sequential."""
+    src, ml = _sources(acc, sources)
     pre = [as_served(p) for p in prelude]
     reqs = pre + list(requests)
     rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
     lay = Layout(reqs, params, kmax)
-    lay.sequential(rb, 0, len(pre), acc, dr)
-    lay.concurrent(rb, len(pre), concurrency, params.ingest_lag, acc, dr)
+    lay.sequential(rb, 0, len(pre), acc, dr, src, ml)
+    lay.concurrent(rb, len(pre), concurrency, params.ingest_lag, acc, dr, src, ml)
     if progress:
         for n_out in lay.olen[len(pre):]:
             if n_out:
@@ -111,10 +123,11 @@ def replay_concurrent(requests: Sequence, params: SuffixGpuParams, kmax: int, ro
 
 
 def position_row(history: np.ndarray, continuation: np.ndarray, corpus, params: SuffixGpuParams,
-                 kmax: int) -> tuple[np.ndarray, np.ndarray]:
-    """(d, a) for K = 1..kmax of one decoding request whose history is `history` (its last token
-    just sampled) against the corpus state of a reference.Corpus, `continuation` being the tokens
-    the trace goes on with (the parity test's view of one compiled table row)."""
+                 kmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(d, a, source, match_len) for K = 1..kmax of one decoding request whose history is
+    `history` (its last token just sampled) against the corpus state of a reference.Corpus,
+    `continuation` being the tokens the trace goes on with (the parity test's view of one
+    compiled table row)."""
     from simkit.drafters.suffix_gpu import kernels
 
     hist = np.asarray(history, np.int32)
@@ -124,8 +137,10 @@ def position_row(history: np.ndarray, continuation: np.ndarray, corpus, params: 
                               np.full(MAX_TOKEN + 1, -1, np.int64))
     acc = np.zeros(kmax, np.uint8)
     dr = np.zeros(kmax, np.uint8)
+    src = np.zeros(kmax, np.uint8)
+    ml = np.zeros(kmax, np.uint8)
     cap = corpus.cap
     kernels.draft_row(flat, prev, 0, hist.size, hist.size - 1, 1, 1 + len(continuation),
                       corpus.ring.astype(np.int32), cap, corpus.table, corpus.nb,
-                      params.max_depth, kmax, cap > 0, kernels.new_scratch(kmax), acc, dr)
-    return dr, acc
+                      params.max_depth, kmax, cap > 0, kernels.new_scratch(kmax), acc, dr, src, ml)
+    return dr, acc, src, ml

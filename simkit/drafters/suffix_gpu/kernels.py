@@ -238,9 +238,11 @@ def _accepted_chain(flat, chain, nv, filler, out0, t, n_out, kmax):
 
 @njit(cache=True)
 def draft_row(flat, prev, lo, seq_len, out0, t, n_out, ring, cap, table, nb, depth, kmax,
-              use_corpus, S, acc_row, dr_row):
+              use_corpus, S, acc_row, dr_row, src_row, len_row):
     """d(t, K) and a(t, K) for K = 1..kmax of a request whose history is flat[lo:lo+seq_len]
-    (output starting at out0, output position t). S: scratch arrays (see new_scratch)."""
+    (output starting at out0, output position t), with each K's draft source (0 own history,
+    1 corpus) and match length (what adaptive verification's confidences are keyed by; capped
+    at 255). S: scratch arrays (see new_scratch)."""
     vals, cpos, clen, ok, cont, Ls, dens, nums, ns, chains, accL = S
     l_len, l_pos = own_match(flat, prev, lo, seq_len, depth)
     filler = flat[lo + seq_len - 1]
@@ -272,12 +274,16 @@ def draft_row(flat, prev, lo, seq_len, out0, t, n_out, ring, cap, table, nb, dep
         if best < 0:
             dr_row[k - 1] = min(k, own_avail)
             acc_row[k - 1] = min(k, a_own)
+            src_row[k - 1] = 0
+            len_row[k - 1] = min(l_len, 255)
         else:
             if accL[best] < 0:
                 accL[best] = _accepted_chain(flat, chains[best], ns[best], filler, out0, t,
                                              n_out, kmax)
             dr_row[k - 1] = min(k, ns[best])
             acc_row[k - 1] = min(k, accL[best])
+            src_row[k - 1] = 1
+            len_row[k - 1] = min(Ls[best], 255)
 
 
 def new_scratch(kmax: int) -> tuple:
@@ -291,18 +297,19 @@ def new_scratch(kmax: int) -> tuple:
 
 @njit(cache=True)
 def draft_request(flat, prev, pbase, plen, olen, r, rowbase, ring, cap, table, nb, depth, kmax,
-                  use_corpus, S, acc, dr):
+                  use_corpus, S, acc, dr, src, ml):
     """Every decode position t = 1..olen-1 of request r into rows rowbase + t."""
     lo = pbase[r]
     out0 = lo + plen[r]
     for t in range(1, olen[r]):
         draft_row(flat, prev, lo, plen[r] + t, out0, t, olen[r], ring, cap, table, nb, depth,
-                  kmax, use_corpus, S, acc[rowbase + t], dr[rowbase + t])
+                  kmax, use_corpus, S, acc[rowbase + t], dr[rowbase + t], src[rowbase + t],
+                  ml[rowbase + t])
 
 
 @njit(cache=True)
 def sequential(flat, prev, pbase, plen, olen, rowbase, lo_req, hi_req, ring, cap, table, nb, st,
-               depth, kmax, use_corpus, S, acc, dr):
+               depth, kmax, use_corpus, S, acc, dr, src, ml):
     """Requests lo_req..hi_req-1 one after another: drafted (rowbase >= 0), then their document
     enters the corpus (a finished request feeds every later request, never itself)."""
     for r in range(lo_req, hi_req):
@@ -310,7 +317,7 @@ def sequential(flat, prev, pbase, plen, olen, rowbase, lo_req, hi_req, ring, cap
             continue
         if rowbase[r] >= 0:
             draft_request(flat, prev, pbase, plen, olen, r, rowbase[r], ring, cap, table, nb,
-                          depth, kmax, use_corpus, S, acc, dr)
+                          depth, kmax, use_corpus, S, acc, dr, src, ml)
         if use_corpus:
             ingest(ring, table, st, flat, pbase[r] + max(plen[r] - PROMPT_CONTEXT, 0),
                    pbase[r] + plen[r] + olen[r], cap, nb)
@@ -318,7 +325,7 @@ def sequential(flat, prev, pbase, plen, olen, rowbase, lo_req, hi_req, ring, cap
 
 @njit(cache=True)
 def concurrent(flat, prev, pbase, plen, olen, rowbase, first, concurrency, lag, ring, cap, table,
-               nb, st, depth, kmax, use_corpus, S, acc, dr):
+               nb, st, depth, kmax, use_corpus, S, acc, dr, src, ml):
     """Round-robin replay of requests first.. at `concurrency` in flight, one output position
     per request per tick (the suffix drafter's concurrent ordering); a request that finishes at
     tick s enters the corpus before the drafts of tick s + lag (with the others of its tick, in
@@ -365,7 +372,8 @@ def concurrent(flat, prev, pbase, plen, olen, rowbase, first, concurrency, lag, 
                 lo = pbase[r]
                 row = rowbase[r] + t
                 draft_row(flat, prev, lo, plen[r] + t, lo + plen[r], t, olen[r], ring, cap,
-                          table, nb, depth, kmax, use_corpus, S, acc[row], dr[row])
+                          table, nb, depth, kmax, use_corpus, S, acc[row], dr[row], src[row],
+                          ml[row])
                 t += 1
             if t >= olen[r]:
                 pend_r[np_t] = r

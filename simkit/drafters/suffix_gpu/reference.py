@@ -148,13 +148,24 @@ def propose(row: Sequence[int], corpus: Corpus | None, params: SuffixGpuParams, 
             ) -> tuple[np.ndarray, int]:
     """(the K draft slots, num_valid) for a decoding request whose history (prompt + outputs,
     the token just sampled last) is `row`; invalid slots hold the last token."""
+    out, valid, _, _ = propose_with_source(row, corpus, params, k)
+    return out, valid
+
+
+def propose_with_source(row: Sequence[int], corpus: Corpus | None, params: SuffixGpuParams,
+                        k: int) -> tuple[np.ndarray, int, int, int]:
+    """propose's (slots, num_valid) plus the draft's source (0 own history, 1 corpus: the longer
+    match wins, ties to the own history) and its match length, as the finalize kernel records
+    them for adaptive verification's confidences."""
     row = np.asarray(row, np.int64)
     l_len, l_pos = own_match(row, params.max_depth)
     draft = row[l_pos:l_pos + k] if l_len > 0 else np.zeros(0, np.int64)
+    source, match = 0, l_len
     if corpus is not None and corpus.cap:
         g_len, chain, g_n = corpus_draft(row, corpus, params.max_depth, k)
         if g_len > l_len:
             draft = chain[:g_n]
+            source, match = 1, g_len
     out = np.full(k, row[-1], np.int64)
     out[:len(draft)] = draft
-    return out, len(draft)
+    return out, len(draft), source, int(match)

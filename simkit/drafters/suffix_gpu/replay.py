@@ -1,6 +1,9 @@
 """The registered drafter "suffix_gpu" (vLLM 0.34's GPU suffix speculator) and its replays:
 d(t, K) and a(t, K) for every output position t and K = 1..kmax.
 
+Each row also tells, per K, the draft's source (0 own history, 1 corpus) and match length: vLLM
+0.34's adaptive verification keys its acceptance counters by them (simkit.engine.adaptive).
+
 d(t, K) = the real draft slots (vLLM's num_valid, 0..K); vLLM always verifies K slots, the others
 holding the last sampled token ("fillers"). a(t, K) = the leading slots, real or filler, equal to
 the trace's next tokens (fillers are verified like drafts), so a(t, K) may exceed d(t, K).
@@ -58,6 +61,7 @@ class SuffixGpuDrafter(Drafter):
     default_k = 8              # vLLM 0.34: num_speculative_tokens defaults to min(8, depth)
     kpad_label = "suffix_gpu-kpad"
     remembers_history = True
+    emits_sources = True       # replays also fill each draft's source and match length
     fills_k_slots = True
 
     def default_params(self) -> SuffixGpuParams:
@@ -67,37 +71,44 @@ class SuffixGpuDrafter(Drafter):
     def replay(self, requests: Sequence, params: Any, kmax: int, offsets: np.ndarray,
                accepted: np.ndarray, drafted: np.ndarray, *, ordering: Ordering, concurrency: int,
                progress: Callable[[int], None] | None, engine: str | None,
-               prelude: Sequence) -> Ordering:
-        """Sequential or concurrent replay (module docstring) after the prelude's requests."""
+               prelude: Sequence, sources=None) -> Ordering:
+        """Sequential or concurrent replay (module docstring) after the prelude's requests;
+        `sources`: optional (source, match_len) arrays shaped like `accepted` to fill."""
         rowbase = np.asarray(offsets[:len(requests)], np.int64)
         replay_rows(requests, params, kmax, rowbase, accepted, drafted, ordering=ordering,
-                    concurrency=concurrency, progress=progress, engine=engine, prelude=prelude)
+                    concurrency=concurrency, progress=progress, engine=engine, prelude=prelude,
+                    sources=sources)
         return ordering
 
     def replay_warm(self, requests: Sequence, params: Any, kmax: int, rowbase: np.ndarray,
                     accepted: np.ndarray, drafted: np.ndarray,
-                    progress: Callable[[int], None] | None, engine: str | None) -> None:
+                    progress: Callable[[int], None] | None, engine: str | None,
+                    sources=None) -> None:
         """Sequential replay of every request; those with rowbase -1 are served undrafted."""
         replay_rows(requests, params, kmax, rowbase, accepted, drafted,
                     ordering=Ordering.SEQUENTIAL, concurrency=1, progress=progress,
-                    engine=engine, prelude=())
+                    engine=engine, prelude=(), sources=sources)
 
 
 def replay_rows(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
                 acc: np.ndarray, dr: np.ndarray, *, ordering: Ordering, concurrency: int,
                 progress: Callable[[int], None] | None, engine: str | None,
-                prelude: Sequence) -> None:
-    """Replay into rows rowbase[r] + t (rowbase -1: served only) with the chosen engine."""
+                prelude: Sequence, sources=None) -> None:
+    """Replay into rows rowbase[r] + t (rowbase -1: served only) with the chosen engine;
+    `sources`: optional (source, match_len) arrays shaped like acc, filled alongside."""
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
+    if sources is None:
+        sources = (np.zeros_like(acc), np.zeros_like(acc))
     if resolve_engine(engine) == "compiled":
         from simkit.drafters.suffix_gpu import compiled
 
         if ordering is Ordering.SEQUENTIAL:
-            compiled.replay_sequential(requests, params, kmax, rowbase, acc, dr, progress, prelude)
+            compiled.replay_sequential(requests, params, kmax, rowbase, acc, dr, progress, prelude,
+                                       sources)
         else:
             compiled.replay_concurrent(requests, params, kmax, rowbase, acc, dr, concurrency,
-                                       progress, prelude)
+                                       progress, prelude, sources)
         return
     corpus = ref.Corpus(params)
     for item in prelude:
@@ -105,48 +116,56 @@ def replay_rows(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase:
         if len(s.output_ids):
             corpus.ingest([ref.document(s.prompt_ids, s.output_ids)])
     if ordering is Ordering.SEQUENTIAL:
-        _python_sequential(requests, params, kmax, rowbase, acc, dr, progress, corpus)
+        _python_sequential(requests, params, kmax, rowbase, acc, dr, progress, corpus, sources)
     else:
-        _python_concurrent(requests, params, kmax, rowbase, acc, dr, concurrency, progress, corpus)
+        _python_concurrent(requests, params, kmax, rowbase, acc, dr, concurrency, progress, corpus,
+                           sources)
 
 
 def draft_position(history: np.ndarray, output: np.ndarray, t: int, corpus: ref.Corpus,
-                   params: SuffixGpuParams, kmax: int) -> tuple[np.ndarray, np.ndarray]:
-    """(d, a) for K = 1..kmax at output position t, each K proposed on its own (the reference)."""
+                   params: SuffixGpuParams, kmax: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(d, a, source, match_len) for K = 1..kmax at output position t, each K proposed on its
+    own (the reference)."""
     d = np.zeros(kmax, np.uint8)
     a = np.zeros(kmax, np.uint8)
+    src = np.zeros(kmax, np.uint8)
+    ml = np.zeros(kmax, np.uint8)
     for k in range(1, kmax + 1):
-        slots, valid = ref.propose(history, corpus, params, k)
+        slots, valid, source, match = ref.propose_with_source(history, corpus, params, k)
         n = 0
         while n < k and t + n < len(output) and slots[n] == output[t + n]:
             n += 1
         d[k - 1] = valid
         a[k - 1] = n
-    return d, a
+        src[k - 1] = source
+        ml[k - 1] = min(match, 255)
+    return d, a, src, ml
 
 
-def _draft_request(req, base: int, params, kmax, acc, dr, corpus) -> None:
+def _draft_request(req, base: int, params, kmax, acc, dr, corpus, sources) -> None:
     prompt = np.asarray(req.prompt_ids, np.int64)
     out = np.asarray(req.output_ids, np.int64)
     hist = np.concatenate([prompt, out])
     for t in range(1, len(out)):
-        dr[base + t], acc[base + t] = draft_position(hist[:len(prompt) + t], out, t, corpus, params,
-                                                     kmax)
+        row = base + t
+        dr[row], acc[row], sources[0][row], sources[1][row] = draft_position(
+            hist[:len(prompt) + t], out, t, corpus, params, kmax)
 
 
-def _python_sequential(requests, params, kmax, rowbase, acc, dr, progress, corpus) -> None:
+def _python_sequential(requests, params, kmax, rowbase, acc, dr, progress, corpus, sources) -> None:
     for r, req in enumerate(requests):
         if not len(req.output_ids):
             continue
         if rowbase[r] >= 0:
-            _draft_request(req, int(rowbase[r]), params, kmax, acc, dr, corpus)
+            _draft_request(req, int(rowbase[r]), params, kmax, acc, dr, corpus, sources)
         corpus.ingest([ref.document(req.prompt_ids, req.output_ids)])
         if progress:
             progress(len(req.output_ids))
 
 
 def _python_concurrent(requests, params, kmax, rowbase, acc, dr, concurrency, progress,
-                       corpus) -> None:
+                       corpus, sources) -> None:
     queue = deque(r for r, req in enumerate(requests) if len(req.output_ids))
     active: list[list[int]] = []
     pending: list[tuple[int, int]] = []          # (tick it becomes visible, request)
@@ -173,7 +192,8 @@ def _python_concurrent(requests, params, kmax, rowbase, acc, dr, concurrency, pr
             if t < len(out):
                 p = len(requests[r].prompt_ids)
                 row = int(rowbase[r]) + t
-                dr[row], acc[row] = draft_position(hist[r][:p + t], out, t, corpus, params, kmax)
+                dr[row], acc[row], sources[0][row], sources[1][row] = draft_position(
+                    hist[r][:p + t], out, t, corpus, params, kmax)
                 slot[1] = t = t + 1
             if t >= len(out):
                 pending.append((tick + params.ingest_lag, r))
