@@ -11,7 +11,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${SIMKIT_ORACLE_DIR:-$repo/.oracles}/vllm-0.34.0"
-if [ -f "$dir/speculator.py" ] && [ -d "$dir/site/triton" ]; then
+if [ -f "$dir/speculator.py" ] && [ -f "$dir/dynamic_utils.py" ] && [ -d "$dir/site/triton" ]; then
     exit 0
 fi
 pip_q() { python3 -m pip -q --disable-pip-version-check "$@"; }
@@ -25,9 +25,12 @@ import glob, sys, zipfile
 whl = glob.glob(sys.argv[1] + "/vllm-0.34.0-*.whl")[0]
 with zipfile.ZipFile(whl) as z:
     data = z.read("vllm/v1/worker/gpu/spec_decode/suffix/speculator.py")
+    schedule = z.read("vllm/v1/spec_decode/dynamic/utils.py")
 open(sys.argv[2], "wb").write(data)
+open(sys.argv[2].replace("speculator.py", "dynamic_utils.py"), "wb").write(schedule)
 PY
 rm -rf "$dir/site"
 mv "$tmp/site" "$dir/site"
 mv "$tmp/speculator.py" "$dir/speculator.py"
+mv "$tmp/dynamic_utils.py" "$dir/dynamic_utils.py"
 python3 -c "import sys; sys.path.insert(0, '$repo/tests'); import vllm034_oracle as o; w = o.missing(); sys.exit(w and 'install_vllm034_oracle.sh: ' + w)"
