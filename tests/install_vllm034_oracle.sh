@@ -2,9 +2,10 @@
 # Installs the oracle of tests/slow/test_suffix_gpu_parity.py: vLLM 0.34.0's suffix-speculator
 # kernels run by Triton's CPU interpreter (tests/vllm034_oracle.py). Needs no GPU and not vLLM's
 # dependencies: Triton 3.8.0 (vLLM 0.34's pin) goes, without dependencies, into
-# ORACLE_DIR/site, and the one source file the test reads,
-# vllm/v1/worker/gpu/spec_decode/suffix/speculator.py, is taken from the vllm 0.34.0 wheel
-# (downloaded without dependencies, then deleted). torch (CPU) comes from tests/install_arctic.sh,
+# ORACLE_DIR/site, and the two source files the tests read,
+# vllm/v1/worker/gpu/spec_decode/suffix/speculator.py and vllm/v1/spec_decode/dynamic/utils.py
+# (the batch-size K schedule's checks: tests/unit/test_ktable.py), are taken from the vllm 0.34.0
+# wheel (downloaded without dependencies, then deleted). torch (CPU) comes from tests/install_arctic.sh,
 # which must run first. ORACLE_DIR = $SIMKIT_ORACLE_DIR/vllm-0.34.0, else .oracles/vllm-0.34.0 in
 # the repository (ignored by git). Does nothing when the oracle is already there. About 0.5 GB of
 # downloads and 0.9 GB on disk.
