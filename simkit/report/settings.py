@@ -81,7 +81,9 @@ def deploy_settings(pred: Prediction, config: str | None) -> dict[str, Any] | No
     specs = {s.name: s for s in getattr(pred, "specs", ())}
     if config is None or config not in specs:
         return None
-    version = pred.vllm_version or "?"
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    version = get_vllm_version(pred.vllm_version or None).key
     spec = specs[config]
     out = _entry(spec, version)
     out["holds_for"] = holds_for(pred)
