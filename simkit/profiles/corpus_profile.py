@@ -34,7 +34,10 @@ import numpy as np
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
 from simkit.choices import Ordering, ProfileSource
 from simkit.drafters.base import NGRAM_DRAFTER, SUFFIX_DRAFTER
-from simkit.profiles.version_tables import load_shipped_table, with_drafter_table, write_table
+from simkit.profiles.version_tables import (build_table_for, history_key,
+                                            load_history_table_for, load_shipped_table,
+                                            version_drafters, with_drafter_table,
+                                            write_history_tables_for, write_table)
 from simkit.errors import InputError, UnknownNameError
 from simkit.history import COLD, WARM, History, parse_history
 from simkit.profiles.shipped_histories import load_history_table, parse_histories, write_history_tables
@@ -292,14 +295,15 @@ WRITTEN_KEYS = ("npz_sha256", "ngram_npz_sha256", "prefix_npz_sha256", "prefix_r
 
 def _as_built(provenance: dict) -> dict:
     """A profile's provenance as profile_from_raw gives it, without the keys write_profile
-    adds about the files it wrote (WRITTEN_KEYS, and any <drafter>_npz_sha256 of a version
-    drafter's table), so a rewrite starts from the build's own."""
-    return {k: v for k, v in provenance.items()
-            if k not in WRITTEN_KEYS and not k.endswith("_npz_sha256")}
+    adds about the files it wrote (WRITTEN_KEYS, and a version drafter's <drafter>_npz_sha256
+    and <drafter>_history_tables), so a rewrite starts from the build's own."""
+    return {k: v for k, v in provenance.items() if k not in WRITTEN_KEYS
+            and not k.endswith("_npz_sha256") and not k.endswith("_history_tables")}
 
 
 def write_profile(profile: CorpusProfile, root: Path | None = None,
-                  histories: dict[str, AcceptanceTable] | None = None) -> tuple[Path, Path]:
+                  histories: dict[str, AcceptanceTable] | None = None,
+                  drafter_histories: dict[str, dict] | None = None) -> tuple[Path, Path]:
     """Write the suffix and n-gram npz files (bzip2, byte-stable), the history tables
     (tree label -> table of the same requests; simkit.profiles.shipped_histories) and the provenance
     JSON; returns (suffix npz, json)."""
@@ -316,6 +320,9 @@ def write_profile(profile: CorpusProfile, root: Path | None = None,
     for name in version_drafters():
         if name in profile.tables:
             prov[f"{name}_npz_sha256"] = write_table(npz, name, profile.tables[name])
+            entries = write_history_tables_for(npz, name, (drafter_histories or {}).get(name, {}))
+            if entries:
+                prov[history_key(name)] = entries
     if profile.block_hashes is not None:
         prefix = _prefix_path(profile.model, profile.corpus, root)
         save_prefix_table(profile.block_hashes, prefix)
@@ -361,15 +368,6 @@ def load_shipped(model: str, corpus: str) -> CorpusProfile:
                          recorded_history(prov))
 
 
-def version_drafters() -> tuple[str, ...]:
-    """The drafters a vLLM version runs for 'suffix' other than arctic's tree (0.34's
-    suffix_gpu): their tables ride beside the profile (simkit.profiles.version_tables)."""
-    from simkit.catalog.vllm_versions import VERSIONS
-
-    names = {v.method("suffix").drafter for v in VERSIONS.values()} - {SUFFIX_DRAFTER}
-    return tuple(sorted(names))
-
-
 def shipped_tables() -> list[Path]:
     """The shipped profiles' own suffix tables (<model>/<corpus>.npz), in path order."""
     return sorted(p for p in shipped_dir().glob("*/*.npz") if p.name.count(".") == 1)
@@ -388,8 +386,13 @@ def with_history(prof: CorpusProfile, history: History) -> CorpusProfile | None:
     prov.update(tree=label, history=label, tree_rule=_tree_text(history),
                 command=_build_command(prof.model, prof.corpus, label))
     table.provenance = prov
-    # a version drafter's table (0.34's suffix_gpu) depends on the history too: not carried over
+    # a version drafter's table (0.34's suffix_gpu) depends on the history too: its own table of
+    # that history where the profile ships one, else none
     kept = {k: v for k, v in prof.tables.items() if k not in version_drafters()}
+    for name in version_drafters():
+        other = load_history_table_for(npz, name, prof.provenance, history)
+        if other is not None:
+            kept[name] = other
     return replace(prof, table=table, provenance=prov,
                    tables={**kept, SUFFIX_DRAFTER: table}, history=history)
 
@@ -496,9 +499,14 @@ def _write_built(model: str, corpus: str, root: Path | None, history: History, h
                         or profile_from_raw(model, corpus, progress=progress, history=h)).table
               for h in parse_histories(histories, corpus, history)}   # tables only: no prefix
     prof = _built(model, corpus, history, progress)
+    drafter_tables: dict[str, dict] = {}
     for name in version_drafters():        # vLLM 0.34's suffix_gpu table rides beside it
         prof = with_drafter_table(prof, name, KMAX, progress)
-    return write_profile(prof, root, tables)
+        if name in prof.tables:            # and its tables of the same other histories
+            built = {label: build_table_for(replace(prof, history=parse_history(label)), name,
+                                            KMAX, progress) for label in tables}
+            drafter_tables[name] = {k: v for k, v in built.items() if v is not None}
+    return write_profile(prof, root, tables, drafter_tables)
 
 
 def _build_one(job: tuple) -> tuple[str, str]:

@@ -5,7 +5,9 @@ Shipped as traces/profiles/<model>/<corpus>.<drafter>.npz (written by `simkit pr
 with the rest of the profile), or built from the raw traces for the profile's own sample under
 its history: warm = the sampled requests' rows of a sequential replay of the whole corpus (the
 ring holds every earlier response), cold = the sample replayed alone, hot / repeat:P = after
-those responses were served. Never token ids: a(t, K), d(t, K) only.
+those responses were served. A profile that ships history tables (mix: cold, hot) ships the
+drafter's too (<corpus>.<drafter>.history-<label>.npz, listed under <drafter>_history_tables).
+Never token ids: a(t, K), d(t, K) only.
 """
 
 from __future__ import annotations
@@ -17,6 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from simkit.acceptance.table import AcceptanceTable, load_table, save_table
+
+def version_drafters() -> tuple[str, ...]:
+    """The drafters a vLLM version runs for 'suffix' other than arctic's tree (0.34's
+    suffix_gpu): their tables ride beside the profile."""
+    from simkit.catalog.vllm_versions import VERSIONS
+    from simkit.drafters.base import SUFFIX_DRAFTER
+
+    names = {v.method("suffix").drafter for v in VERSIONS.values()} - {SUFFIX_DRAFTER}
+    return tuple(sorted(names))
+
 
 def table_path(npz: Path, drafter: str) -> Path:
     """<corpus>.<drafter>.npz beside the profile's suffix table <corpus>.npz."""
@@ -34,6 +46,28 @@ def write_table(npz: Path, drafter: str, table: AcceptanceTable) -> str:
     path = table_path(npz, drafter)
     save_table(table, path, compression="bzip2")
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def history_key(drafter: str) -> str:
+    """The provenance key listing the drafter's shipped history tables (like history_tables)."""
+    return f"{drafter}_history_tables"
+
+
+def write_history_tables_for(npz: Path, drafter: str, tables: dict) -> dict:
+    """Write the drafter's tables under other histories beside its own table
+    (<corpus>.<drafter>.history-<label>.npz); the provenance entries."""
+    from simkit.profiles.shipped_histories import write_history_tables
+
+    return write_history_tables(table_path(npz, drafter), tables)
+
+
+def load_history_table_for(npz: Path, drafter: str, provenance: dict, history
+                           ) -> AcceptanceTable | None:
+    """The drafter's shipped table under `history`, None when the profile ships none."""
+    from simkit.profiles.shipped_histories import load_history_table
+
+    entries = provenance.get(history_key(drafter)) or {}
+    return load_history_table(table_path(npz, drafter), {"history_tables": entries}, history)
 
 
 def build_table_for(prof, drafter: str, kmax: int, progress: bool = False
@@ -75,5 +109,6 @@ def with_drafter_table(prof, drafter: str, kmax: int, progress: bool = False):
     return replace(prof, tables={**prof.tables, drafter: table})
 
 
-__all__ = ["build_table_for", "load_shipped_table", "table_path",
+__all__ = ["build_table_for", "history_key", "load_history_table_for", "version_drafters",
+           "write_history_tables_for", "load_shipped_table", "table_path",
            "with_drafter_table", "write_table"]

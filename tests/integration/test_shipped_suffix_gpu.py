@@ -4,6 +4,7 @@ profile without one is one error line under --source shipped (which never builds
 
 import hashlib
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -61,10 +62,23 @@ def test_034_prediction_names_the_version_and_its_calibration(capsys):
     one_line_error(err, "no vLLM 0.34.0 acceptance table for 'suffix' yet", "suffix_gpu")
 
 
-def test_another_history_of_a_shipped_profile_drops_the_version_table():
+def test_another_history_reads_its_own_shipped_table_or_none():
     from simkit.history import parse_history
 
     prof = profiles.load_profile("llama-3.1-8b", "mix", source="shipped")
-    assert DRAFTER in prof.tables                         # shipped beside the warm profile
+    warm = prof.tables[DRAFTER]                           # shipped beside the warm profile
+    npz = profiles.shipped_dir() / "llama-3.1-8b" / "mix.npz"
+    entries = prof.provenance[vt.history_key(DRAFTER)]
+    assert sorted(entries) == ["cold", "hot"]
+    for label, entry in entries.items():
+        path = npz.with_name(entry["file"])
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"]
     hot = profiles.with_history(prof, parse_history("hot"))
-    assert hot is not None and DRAFTER not in hot.tables   # warm's table is not hot's
+    assert hot.tables[DRAFTER] is not warm
+    assert np.array_equal(hot.tables[DRAFTER].output_len, warm.output_len)
+    # the server answered these requests before: its corpus holds their own responses
+    assert hot.tables[DRAFTER].accepted.sum() > warm.accepted.sum()
+    # a history shipped for arctic's table only would drop suffix_gpu's (never the warm one)
+    fake = dict(prof.provenance, **{vt.history_key(DRAFTER): {}})
+    cold = profiles.with_history(replace(prof, provenance=fake), parse_history("cold"))
+    assert DRAFTER not in cold.tables

@@ -39,9 +39,11 @@ def raw(monkeypatch, tmp_path):
     reqs = _requests()
     monkeypatch.setenv("SIMKIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SIMKIT_PURE_DRAFTER", "1")
-    monkeypatch.setattr("simkit.paths.traces_src_dir", lambda: tmp_path)
+    # load_corpus first: importing traces.corpora binds simkit.paths.traces_src_dir at module
+    # level in traces.tokenizers, which must keep the real one after this test
     monkeypatch.setattr("traces.corpora.load_corpus",
                         lambda corpus, model, progress=False: SimpleNamespace(requests=reqs))
+    monkeypatch.setattr("simkit.paths.traces_src_dir", lambda: tmp_path)
     return reqs
 
 
