@@ -21,10 +21,10 @@ NO_SPEC = "run without --speculative-config"
 
 
 def adaptive_verification(spec: SpecConfig) -> bool:
-    """Whether `spec` runs vLLM 0.34's enable_adaptive_verification. Hook: simkit's engine does
-    not model it yet, so no simulated configuration has it on; when a config option for it
-    lands, read it here and the settings line carries it (DeploySettings.adaptive)."""
-    return False
+    """Whether `spec` runs vLLM 0.34's enable_adaptive_verification: its `adaptive` flag (the
+    suffix-av configurations of simkit.engine.config, where the engine models it; a config
+    without the flag has it off)."""
+    return bool(getattr(spec, "adaptive", False))
 
 
 def not_a_setting(spec: SpecConfig, version_key: str) -> str | None:

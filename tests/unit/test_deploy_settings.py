@@ -90,3 +90,17 @@ def test_holds_for_names_the_load_and_the_whatifs_of_that_version():
 def test_unknown_config_gives_no_settings():
     assert deploy_settings(_pred("vanilla", "0.34", {}), None) is None
     assert deploy_settings(_pred("vanilla", "0.34", {}), "nosuch") is None
+
+
+def test_adaptive_verification_is_written_for_a_config_that_runs_it():
+    """A configuration with adaptive verification on (SpecConfig.adaptive, suffix-av) gets
+    enable_adaptive_verification in its JSON; one without the flag does not."""
+    from simkit.report.settings import settings_of
+    from simkit.report.deploy import speculative_config
+
+    base = parse_configs("suffix", "0.34")[0]
+    av = SimpleNamespace(name="suffix-av", drafter=base.drafter, k=base.k, k_table=(),
+                         policy=None, pad=False, speculative=True, adaptive=True)
+    assert speculative_config(settings_of(av)) == {
+        "method": "suffix", "num_speculative_tokens": 8, "enable_adaptive_verification": True}
+    assert "enable_adaptive_verification" not in speculative_config(settings_of(base))
