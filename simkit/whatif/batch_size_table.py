@@ -93,23 +93,21 @@ def batch_size_table(run: RunOptions = RunOptions(), *, levels: str = "8,32,64,1
     label = name_of_k(specs, kset)
     tok_s: dict[int, list[float]] = {k: [] for k in kset}
     tpot: dict[int, list[float]] = {k: [] for k in kset}
-    unavailable: dict[str, str] = {}
     nreq: dict[int, int] = {}
     unsteady: list[str] = []
     for c in cs:
         n = run.num_requests or max(min_requests, 4 * c)
         nreq[c] = n
         lad = ladder_of(run, workload, cost, specs, server=server, num_requests=n, concurrency=c)
-        unavailable.update(lad.unavailable)
+        if lad.unavailable:                  # the same at every level: stop at the first
+            raise InputError("cannot derive a table: " + "; ".join(
+                f"{n}: {why}" for n, why in sorted(lad.unavailable.items())), field="ks")
         by = {r.config: r for r in lad.rows}
         unsteady += [f"{r.config} at {c}" for r in lad.rows if not r.steady_window]
         for k in kset:
             r = by.get(label[k])
             tok_s[k].append(r.output_tok_s if r else float("nan"))
             tpot[k].append(r.tpot_ms_p50 if r else float("nan"))
-    if unavailable:
-        raise InputError("cannot derive a table: " + "; ".join(
-            f"{n}: {why}" for n, why in sorted(unavailable.items())), field="ks")
     choices = best_k_per_level(cs, tok_s)
     table = table_from_choices(choices, server.max_num_seqs)
     static_k, static_score = static_over_range(cs, tok_s)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simkit.app.options import RunOptions
-from simkit.catalog.vllm_versions import VllmVersion, get_vllm_version
+from simkit.catalog.vllm_versions import RUNNERS, VllmVersion, get_vllm_version
 from simkit.engine.config import WHATIF_CONFIGS, SpecConfig, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError, UnknownNameError
@@ -40,9 +40,8 @@ def _version(name: str, option: str) -> VllmVersion:
 def runner_class(version: VllmVersion, spec: SpecConfig) -> str:
     """'async' or 'synchronous': the runner `spec` runs on in `version` (the calibration's
     rerun interval is stated per runner class)."""
-    method = version.method_of_drafter(spec.drafter) if spec.speculative else "none"
-    runner = version.method(method or "suffix").runner
-    return "async" if "async" in runner else "synchronous"
+    runner = version.runner_for(spec.drafter if spec.speculative else "none")
+    return "async" if runner.async_scheduling else "synchronous"
 
 
 def calibration_error(cost: Any) -> dict[str, Any]:
@@ -154,9 +153,18 @@ def _settings(version: VllmVersion, specs: list[SpecConfig], name: str | None) -
 
 def _notes(run, old, new, old_specs, new_specs, lad_old, lad_new, err_old, err_new, wl) -> list:
     cost_line = f"vLLM {old.key}: {err_old['text']}; vLLM {new.key}: {err_new['text']}"
+
+    def method(v: VllmVersion) -> str:
+        m = v.method("suffix")
+        where = "on the host after each step" if m.drafts_on_host else "on the GPU"
+        return (f"vLLM {v.key}: suffix drafts {where}, default K {m.default_k}, "
+                f"{RUNNERS[m.runner].description}; "
+                + ("kpad:K = suffix:K (every request verifies exactly K slots)"
+                   if v.kpad == "alias" else "kpad:K = K-pad (simkit's scheduler plugin)"))
+
     notes = [f"closed loop, concurrency {run.concurrency}, {run.seeds} seed(s); each version "
              "with its own engine rules, drafter tables and calibration; "
-             + workload_note(wl.name, wl.origin), cost_line,
+             + workload_note(wl.name, wl.origin), f"{method(old)}; {method(new)}", cost_line,
              "a change is told apart from none only beyond both versions' rerun intervals"
              + ("" if err_old["measured"] and err_new["measured"] else
                 "; a version whose interval is unmeasured (-) cannot bound any change to it")]
