@@ -400,9 +400,10 @@ def ktable_cmd(
                                           "is more; --num-requests sets it for every level)"),
     **run,
 ) -> None:
-    """vLLM 0.34's K per batch-size range derived from your traffic: the best K at each level,
-    the table, and the table simulated against the best static K (few requests per level by
-    default, for run time: --min-requests, --seeds)."""
+    """vLLM 0.34's K per batch-size range derived from your traffic, against the best static K.
+
+    The best K at each level, the table, and the table simulated at every level (few requests
+    per level by default, for run time: --min-requests, --seeds)."""
     run, kwargs, out = whatif_options(locals())
     from simkit.whatif import batch_size_table as B
 
@@ -415,9 +416,10 @@ def vllm_version_cmd(
     to_version: str = typer.Option("0.34", "--to", help="the vLLM version you upgrade to"),
     **run,
 ) -> None:
-    """What an upgrade of vLLM does to each configuration's throughput and latency, the best
-    configuration on each version and the settings to change (each version with its own
-    calibration and its measured error, or none where it is unmeasured)."""
+    """What a vLLM upgrade does to each configuration, and the settings to change.
+
+    Throughput and latency per configuration on both versions, the best on each, each version
+    with its own calibration and its measured error (or none where it is unmeasured)."""
     run, kwargs, out = whatif_options(locals())
     from simkit.whatif import vllm_version as V
 
