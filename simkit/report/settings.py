@@ -32,7 +32,9 @@ def not_a_setting(spec: SpecConfig, version_key: str) -> str | None:
     if spec.policy is not None:
         return (f"{spec.name} is simkit's dynamic-K policy (one K per step for the whole batch), "
                 f"not a setting of vLLM {version_key}")
-    if spec.pad and not spec.k_table and version_key in ("0.26", "0.33"):
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    if spec.pad and not spec.k_table and get_vllm_version(version_key).kpad == "padded":
         return (f"K-pad is not a vLLM {version_key} setting: it needs simkit's scheduler plugin "
                 "(drafts padded to K in the scheduler); with the plugin, the method and K are")
     return None
@@ -42,7 +44,9 @@ def settings_of(spec: SpecConfig) -> DeploySettings:
     """The vLLM settings of a config (K-pad: the method and K the plugin pads to)."""
     if not spec.speculative:
         return DeploySettings(None)
-    method = "ngram" if spec.drafter == "ngram" else "suffix"
+    from simkit.drafters.base import NGRAM_DRAFTER
+
+    method = "ngram" if spec.drafter == NGRAM_DRAFTER else "suffix"   # suffix: arctic's or GPU
     if spec.k_table:
         return table_settings(spec.k_table, method=method, adaptive=adaptive_verification(spec))
     return DeploySettings(method, spec.k, adaptive=adaptive_verification(spec))

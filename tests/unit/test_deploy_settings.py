@@ -104,3 +104,13 @@ def test_adaptive_verification_is_written_for_a_config_that_runs_it():
     assert speculative_config(settings_of(av)) == {
         "method": "suffix", "num_speculative_tokens": 8, "enable_adaptive_verification": True}
     assert "enable_adaptive_verification" not in speculative_config(settings_of(base))
+
+
+def test_026_ngram_is_its_method_and_its_kpad_needs_the_plugin():
+    p = _pred("vanilla,ngram:4,ngram-kpad:4", "0.26", {})
+    plain = deploy_settings(p, p.specs[1].name)
+    assert plain["not_a_setting"] is None
+    assert _json_of(plain["serve_args"]) == {"method": "ngram", "num_speculative_tokens": 4}
+    padded = deploy_settings(p, p.specs[2].name)
+    assert "scheduler plugin" in padded["not_a_setting"]
+    assert _json_of(padded["serve_args"]) == {"method": "ngram", "num_speculative_tokens": 4}
