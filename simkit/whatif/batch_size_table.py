@@ -46,11 +46,7 @@ def config_text(ks: list[int]) -> str:
 
 def name_of_k(specs, ks: list[int]) -> dict[int, str]:
     """K -> the row label of its config (vanilla for 0)."""
-    named = [s for s in specs]
-    out = {}
-    for k in ks:
-        out[k] = next(s.name for s in named if (s.k if s.speculative else 0) == k)
-    return out
+    return {k: next(s.name for s in specs if (s.k if s.speculative else 0) == k) for k in ks}
 
 
 def static_over_range(levels: list[int], tok_s: dict[int, list[float]]) -> tuple[int, float]:
@@ -75,8 +71,7 @@ def batch_size_table(run: RunOptions = RunOptions(), *, levels: str = "8,32,64,1
     version = get_vllm_version(run.vllm_version)
     if version.batch_size_table:
         raise InputError(f"a batch-size K table is not available on {version.label}: "
-                         f"{version.batch_size_table} (use --vllm-version 0.34)",
-                         field="vllm-version")
+                         f"{version.batch_size_table}", field="vllm-version")
     cs = _ints(levels, "levels", 1)
     kset = _ints(ks, "ks", 0)
     if len(kset) < 2:
