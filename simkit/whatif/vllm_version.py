@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simkit.app.options import RunOptions
-from simkit.catalog.vllm_versions import RUNNERS, VllmVersion, get_vllm_version
+from simkit.catalog.vllm_versions import RUNNERS, VERSIONS, VllmVersion, get_vllm_version
 from simkit.engine.config import WHATIF_CONFIGS, SpecConfig, parse_configs
 from simkit.engine.workload import Workload
 from simkit.errors import InputError, UnknownNameError
@@ -33,8 +33,9 @@ COLUMNS = ["config", "to_config", "from_tok_s", "to_tok_s", "vs_from", "from_tpo
 def _version(name: str, option: str) -> VllmVersion:
     try:
         return get_vllm_version(name)
-    except UnknownNameError as e:
-        raise InputError(str(e), field=option) from None
+    except UnknownNameError:
+        raise InputError(f"unknown vLLM version {name!r}; known: {', '.join(VERSIONS)}",
+                         field=option) from None
 
 
 def runner_class(version: VllmVersion, spec: SpecConfig) -> str:
@@ -66,11 +67,18 @@ def calibration_error(cost: Any) -> dict[str, Any]:
     if not per and band.get("half_width_pct") is not None:
         per = {"async": band["half_width_pct"], "synchronous": band["half_width_pct"]}
     runs = doc.get("runs")
-    text = (f"calibration {name}, fitted on {runs if isinstance(runs, int) else len(runs or [])} "
-            f"measured runs: 90 % interval for a rerun " +
-            ", ".join(f"±{v:.1f} % ({k} runner)" for k, v in sorted(per.items()))
-            if per else f"calibration {name}: no rerun interval stated")
-    return {"measured": bool(per), "by_runner": per, "text": text}
+    count = runs if isinstance(runs, int) else len(runs or [])
+    mape = (doc.get("validation") or {}).get("held_out_mape_pct")
+    held = f"held-out error {mape:.1f} % (mean absolute, tok/s)" if mape is not None else ""
+    if per:
+        text = (f"calibration {name}, fitted on {count} measured runs: 90 % interval for a "
+                "rerun " + ", ".join(f"±{v:.1f} % ({k} runner)" for k, v in sorted(per.items()))
+                + (f"; {held}" if held else ""))
+    else:
+        text = (f"calibration {name}, fitted on {count} measured runs: no rerun interval stated"
+                + (f"; {held}" if held else ""))
+    return {"measured": bool(per) or mape is not None, "by_runner": per, "text": text,
+            "held_out_mape_pct": mape}
 
 
 def _ladder(run: RunOptions, version: VllmVersion, configs: str, workload: Workload | None):
@@ -166,8 +174,9 @@ def _notes(run, old, new, old_specs, new_specs, lad_old, lad_new, err_old, err_n
              "with its own engine rules, drafter tables and calibration; "
              + workload_note(wl.name, wl.origin), f"{method(old)}; {method(new)}", cost_line,
              "a change is told apart from none only beyond both versions' rerun intervals"
-             + ("" if err_old["measured"] and err_new["measured"] else
-                "; a version whose interval is unmeasured (-) cannot bound any change to it")]
+             + ("" if err_old["by_runner"] and err_new["by_runner"] else
+                "; where a version states no interval (-), its held-out error is the bound if it "
+                "has one, and a version whose error is unmeasured bounds no change")]
     for label, version, specs, lad in (("before", old, old_specs, lad_old),
                                        ("after", new, new_specs, lad_new)):
         b = _best(lad.rows)

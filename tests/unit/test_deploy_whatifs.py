@@ -65,6 +65,9 @@ def test_calibration_errors_measured_on_033_unmeasured_on_034():
               "measured on vLLM 0.34 runs)"))
     assert not e34["measured"] and e34["by_runner"] == {} and "unmeasured" in e34["text"]
     assert not calibration_error(SimpleNamespace(label="analytic"))["measured"]
+    e26 = calibration_error(SimpleNamespace(label="calibrated h200-vllm026"))
+    assert e26["by_runner"] == {} and e26["held_out_mape_pct"] > 0
+    assert "no rerun interval stated; held-out error" in e26["text"]
 
 
 def test_version_whatif_refuses_bad_input_before_work():
