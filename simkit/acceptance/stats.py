@@ -35,7 +35,10 @@ def summarize(table: AcceptanceTable, k: int, requests: np.ndarray | None = None
     end), zero-draft fraction, accepted-length histogram (index = accepted tokens, 0..K) and
     per-position acceptance rates as vLLM reports them (accepted at position i / steps with a draft).
     `weights` (one per table request, a weighted profile sample): every step of request r counts
-    weights[r] times, so the figures estimate the corpus; counts are then rounded to integers."""
+    weights[r] times, so the figures estimate the corpus; counts are then rounded to integers.
+    A drafter that fills K slots (vLLM 0.34's suffix_gpu) verifies K tokens every step, so every
+    step counts as a draft of K, as vLLM reports it: per-position rates and the acceptance rate
+    are over all steps and K slots (mean_draft and zero_draft_frac still count real drafts)."""
     if weights is not None:
         return _weighted(table, k, requests, np.asarray(weights, np.float64))
     steps = 0
@@ -53,7 +56,14 @@ def summarize(table: AcceptanceTable, k: int, requests: np.ndarray | None = None
         drafts += int((d > 0).sum())
         hist += np.bincount(a, minlength=k + 1)[:k + 1]
         per_pos += np.bincount(np.minimum(a, k), minlength=k + 1)[::-1].cumsum()[::-1][1:]
-    return _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos)
+    return _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos,
+                   _fills_k_slots(table))
+
+
+def _fills_k_slots(table: AcceptanceTable) -> bool:
+    from simkit.drafters.base import drafter_names, get_drafter
+
+    return table.drafter in drafter_names() and get_drafter(table.drafter).fills_k_slots
 
 
 def _weighted(table: AcceptanceTable, k: int, requests: np.ndarray | None,
@@ -78,15 +88,20 @@ def _weighted(table: AcceptanceTable, k: int, requests: np.ndarray | None,
         h = np.bincount(a, weights=w, minlength=k + 1)[:k + 1]
         hist += h
         per_pos += h[::-1].cumsum()[::-1][1:]
-    out = _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos)
+    out = _result(k, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos,
+                  _fills_k_slots(table))
     for key in ("steps", "num_drafts", "decode_tokens"):
         out[key] = int(round(out[key]))
     out["accept_hist"] = [int(round(x)) for x in hist]
     return out
 
 
-def _result(k: int, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos) -> dict:
+def _result(k: int, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos,
+            fills_k: bool = False) -> dict:
     safe = max(steps, 1)
+    verified = sum_d
+    if fills_k:                     # every step verified K slots (fillers included)
+        drafts, verified = steps, steps * k
     return {
         "k": k,
         "steps": steps,
@@ -96,7 +111,7 @@ def _result(k: int, steps, sum_a, sum_d, sum_adv, zero, drafts, hist, per_pos) -
         "zero_draft_frac": zero / safe,
         "accept_hist": [int(x) for x in hist],
         "per_position_accept_rate": [float(x) / max(drafts, 1) for x in per_pos],
-        "draft_acceptance_rate": sum_a / max(sum_d, 1),
+        "draft_acceptance_rate": sum_a / max(verified, 1),
         "num_drafts": drafts,
         "decode_tokens": sum_adv,
     }

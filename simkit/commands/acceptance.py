@@ -151,8 +151,9 @@ def _text(model: str, corpus: str, note: str, origin: str, drafter: str, table, 
     from simkit.report.fit import render_text_table, wrap_field, wrap_prose
 
     lines = wrap_prose(f"model {model}  corpus {corpus}  ({note})")
+    memory = "corpus" if drafter == "suffix_gpu" else "global tree"    # vLLM 0.34: a token ring
     lines += wrap_prose(f"workload: {origin}; drafter {drafter} {table.params}; order "
-                        f"{table.ordering}; global tree {label}")
+                        f"{table.ordering}; {memory} {label}")
     rows = [[str(r["k"]), str(r["steps"]), f"{r['mean_accepted']:.3f}",
              f"{r['tokens_per_step']:.3f}", f"{r['mean_draft']:.3f}", f"{r['zero_draft_frac']:.3f}"]
             for r in results]

@@ -44,6 +44,9 @@ class Drafter(ABC):
     default_k: ClassVar[int]          # K of the bare keyword ("suffix" = suffix:24)
     kpad_label: ClassVar[str]         # keyword of its padded configs ("kpad" -> kpad-8)
     remembers_history: ClassVar[bool]  # drafts depend on what the server served before
+    # every decoding request verifies exactly K slots, unmatched ones holding a filler token
+    # (vLLM 0.34's GPU speculators): a(t, K) counts accepted fillers and may exceed d(t, K)
+    fills_k_slots: ClassVar[bool] = False
 
     @abstractmethod
     def default_params(self) -> Any:

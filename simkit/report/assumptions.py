@@ -185,7 +185,8 @@ def _graphs_by_requests(eng: Any, mode: CudagraphMode, ks: list[int]) -> dict[st
                 if d.decode_reqs else "") for k, d in disp.items()]
     return _entry(value, f"{mode.value}; {'; '.join(parts)}; a decode step pads to the next "
                          "captured request count, any other step to the next token size; larger "
-                         "batches run eagerly (NONE)")
+                         "batches run eagerly (NONE); vLLM's default sizes off SM100 (H100, "
+                         "H200), also used for a B200, whose wider defaults are not modelled")
 
 
 def _version_entries(pred: Prediction, out: dict[str, dict[str, Any]]) -> bool:

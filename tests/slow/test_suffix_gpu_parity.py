@@ -3,7 +3,8 @@ interpreter), on histories sampled from real corpora (tokenized by simkit's trac
 
 For K = 1, 4, 8, 16 and four corpus settings (off; vLLM's default 2^20 tokens; 256 tokens, which
 wraps and overwrites the ring and shares 64 buckets; 64 tokens at depth 8, 16 buckets: constant
-collisions), the same ingestion calls (several finished requests per call) and propose calls go to
+collisions), plus made-up requests over a 6-token vocabulary (a vote among many disagreeing
+candidates, where the match length chosen depends on K), the same ingestion calls (several finished requests per call) and propose calls go to
 the oracle and to ours. Checked: every draft slot and num_valid of the reference (reference.py),
 the ring, head, document count and index table after the last call, and the compiled drafter's
 table row (kernels.py) = the oracle's num_valid and the slots it accepts against the trace.
@@ -37,6 +38,7 @@ MODEL = "llama-3.1-8b"
 CORPORA = ("chat", "code")
 KS = (1, 4, 8, 16)
 SETTINGS = ((24, 0), (24, 1 << 20), (24, 256), (8, 64))     # (depth, corpus_tokens)
+SMALL_VOCAB = (24, 512)          # the same on made-up 6-token requests (_small_vocab_pool)
 MAX_LEN = 1024            # history tokens kept (the oldest dropped) and the oracle's max_model_len
 N_PROPOSE = 6
 
@@ -77,10 +79,21 @@ def _histories(rng, pool, served) -> list[tuple[list[int], list[int]]]:
     return out
 
 
+def _small_vocab_pool(rng) -> list[tuple[list[int], list[int]]]:
+    """Made-up requests over 6 tokens: many corpus candidates per bucket that disagree, so the
+    vote's tie rule and its choice of match length at each K are exercised."""
+    base = rng.integers(0, 6, 60)
+    return [([int(x) for x in rng.integers(0, 6, 8)],
+             [int(x) for x in np.concatenate([base[rng.integers(0, 30):][:rng.integers(8, 30)],
+                                              rng.integers(0, 6, 10)])]) for _ in range(12)]
+
+
 def _scenarios(pool):
     rng = np.random.default_rng(34)
     scenarios, conts = [], []
-    for depth, corpus_tokens in SETTINGS:
+    for depth, corpus_tokens in SETTINGS + (SMALL_VOCAB,):
+        if (depth, corpus_tokens) == SMALL_VOCAB:
+            pool = _small_vocab_pool(rng)
         for k in KS:
             events, cont, served = [], [], []
             order = rng.permutation(len(pool))
@@ -155,7 +168,7 @@ def test_drafts_equal_vllm034_kernels(runs):
             assert _sha(corpus.table) == res["table_sha256"], "index table"
             assert (corpus.head, corpus.docs) == (res["head"], res["docs"])
     # the sample exercises what it claims: corpus drafts chosen, fillers present
-    assert checked == len(SETTINGS) * len(KS) * 3 * N_PROPOSE
+    assert checked == (len(SETTINGS) + 1) * len(KS) * 3 * N_PROPOSE
     assert corpus_wins > 0 and fillers > 0
 
 

@@ -180,3 +180,20 @@ def test_hot_table_equals_the_second_pass_of_a_doubled_replay():
     assert np.array_equal(hot.drafted, second.drafted)
     cold = build_table(reqs, drafter="suffix_gpu", kmax=8)
     assert hot.accepted.sum() > cold.accepted.sum()
+
+
+def test_stats_count_every_step_as_k_verified_slots():
+    # fillers are verified like drafts, so vLLM 0.34 reports K drafted slots per step: the rates
+    # are over all steps (a step with no real draft can still accept its fillers)
+    from simkit.acceptance.stats import summarize
+
+    reqs = [_req([9, 8], [5, 5, 5, 5, 5, 5, 7, 5, 5, 5])] + _random_requests(np.random.default_rng(2), 6)
+    table = build_table(reqs, drafter="suffix_gpu", kmax=8)
+    for k in (1, 4, 8):
+        r = summarize(table, k)
+        assert r["num_drafts"] == r["steps"]
+        assert r["draft_acceptance_rate"] == pytest.approx(r["mean_accepted"] / k)
+        assert r["per_position_accept_rate"][0] == pytest.approx(1 - r["accept_hist"][0] / r["steps"])
+        assert all(0 <= x <= 1 for x in r["per_position_accept_rate"])
+    # the filler case of the first request: accepted tokens on steps with no real draft
+    assert (table.accepted[1:6, 3] > table.drafted[1:6, 3]).any()

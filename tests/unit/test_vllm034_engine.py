@@ -62,7 +62,10 @@ def test_every_version_names_parts_that_resolve():
         for method, parts in v.methods.items():
             assert parts.runner in RUNNERS and parts.slots in SLOT_POLICIES, (v.key, method)
             if parts.drafter != "none":                     # the drafter registry knows it
-                assert get_drafter(parts.drafter).name == parts.drafter
+                d = get_drafter(parts.drafter)
+                assert d.name == parts.drafter
+                if not parts.refused:                       # exact-K slots = a K-slot drafter
+                    assert d.fills_k_slots == (parts.slots == "exact-k"), (v.key, method)
         assert v.sources, v.key
     v34 = get_vllm_version("0.34.0")
     assert v34.method("suffix").drafter == "suffix_gpu" and v34.method("suffix").default_k == 8
@@ -236,6 +239,9 @@ def test_034_calibration_is_transferred_and_every_output_says_its_error_is_unmea
     cm = doc["assumptions"]["cost_model"]["value"]
     assert "interval" not in cm and cm["validation"] is None and cm["transferred_from"]
     assert "cannot tell apart" in json.dumps(doc)
+    graphs = doc["assumptions"]["cudagraph"]
+    assert graphs["value"]["decode_request_counts"]["8"][-1] == 56     # the H200 grid at K=8
+    assert "B200" in graphs["text"]                    # whose wider defaults are not modelled
     assert pred.best_k in (4, 8)                      # the suffix rows are the fixed-K rows
 
 

@@ -5,6 +5,13 @@ d(t, K) = the real draft slots (vLLM's num_valid, 0..K); vLLM always verifies K 
 holding the last sampled token ("fillers"). a(t, K) = the leading slots, real or filler, equal to
 the trace's next tokens (fillers are verified like drafts), so a(t, K) may exceed d(t, K).
 
+All K from one pass where the algorithm allows: own-history drafts at K are prefixes of the kmax
+draft, but the corpus vote scores a chain by the sum of its vote counts over K positions, so the
+match length it picks (hence the chain) can change with K. The compiled replay votes each match
+length's chain once to kmax (candidates, match lengths and continuations do not depend on K) and
+picks the winner again for every K from the chain's running count sum (kernels.py); the reference
+proposes each K on its own, as vLLM does at its configured K.
+
 Corpus ingestion with the async lag (facts 2.4: finished at step s, drafts from step s+2 read it):
 - "sequential": requests one after another; a request's document (its last 3 prompt tokens and its
   output) enters the corpus when it finishes, so it feeds every later request and never itself.
@@ -51,6 +58,7 @@ class SuffixGpuDrafter(Drafter):
     default_k = 8              # vLLM 0.34: num_speculative_tokens defaults to min(8, depth)
     kpad_label = "suffix_gpu-kpad"
     remembers_history = True
+    fills_k_slots = True
 
     def default_params(self) -> SuffixGpuParams:
         """vLLM 0.34's defaults: depth 24, a 2^20-token corpus, async scheduling's lag of 2."""
