@@ -65,3 +65,27 @@ def test_version_whatif_pairs_each_config_with_its_meaning_after_the_upgrade():
     assert van["from_interval_pct"] < suf["from_interval_pct"]     # async band < synchronous
     assert res.extra["error"]["to"]["measured"] is False
     assert any(n.startswith("best after the upgrade (vLLM 0.34)") for n in res.notes)
+
+
+def test_predict_on_034_prints_the_settings_of_its_recommendation():
+    """End to end: predict fills Prediction.specs, so its report carries the settings line of
+    the configuration it recommends, with the load it holds for."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+
+    argv = ["predict", "--model", "llama-3.1-8b", "--corpus", "chat", "--source", "shipped",
+            "--vllm-version", "0.34", "--configs", "vanilla,suffix:4", "--seeds", "1",
+            "--num-requests", "160", "--format", "json"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    rec = json.loads(result.stdout)["recommendation"]
+    settings = rec["settings"]
+    assert settings["config"] == rec["config"] and settings["vllm_version"] == "0.34"
+    if rec["config"] == "vanilla":
+        assert settings["line"] == "run without --speculative-config"
+    else:
+        assert settings["speculative_config"] == {"method": "suffix", "num_speculative_tokens": 4}
+    assert settings["holds_for"].startswith("this recommendation holds for concurrency 32")
