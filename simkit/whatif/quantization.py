@@ -94,14 +94,19 @@ def quantized_cost_model(cost: CostModel, weight_bytes_factor: float | None = No
 
 def scale_acceptance(workload: Workload, scale: float, seed: int = 0) -> Workload:
     """The workload with every accepted length scaled by `scale` (stochastic rounding, one seeded
-    uniform per row, capped at the drafted length)."""
+    uniform per row, capped at the drafted length, or at K for a drafter whose filler slots are
+    verified too: vLLM 0.34's suffix_gpu)."""
+    from simkit.drafters.base import drafter_names, get_drafter
+
     if not scale >= 0:
         raise InputError(f"acceptance scale must be >= 0, got {scale}", field="acceptance_scale")
     tables = {}
     for name, tab in workload.tables.items():
         u = np.random.default_rng([seed, 11]).random(tab.accepted.shape[0])[:, None]
         acc = np.floor(tab.accepted.astype(np.float64) * scale + u)
-        acc = np.minimum(acc, tab.drafted).astype(np.uint8)
+        fills = name in drafter_names() and get_drafter(name).fills_k_slots
+        cap = np.arange(1, tab.accepted.shape[1] + 1) if fills else tab.drafted
+        acc = np.minimum(acc, cap).astype(np.uint8)
         tables[name] = replace(tab, accepted=acc,
                                provenance={**tab.provenance, "acceptance_scale": scale})
     return Workload(workload.prompt_len, workload.output_len, tables,
