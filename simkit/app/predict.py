@@ -51,6 +51,7 @@ class Prediction:
     capped_note: str = ""               # the capped-outputs mode in one sentence (assumptions)
     prefix_note: str = ""               # why caching was not modelled, when it was not
     adaptive_verdict: str = ""          # whether to turn adaptive verification on (suffix-av rows)
+    specs: tuple = ()                   # the SpecConfig of each row (the settings to deploy)
 
     model = property(lambda self: self.run.model, doc="the catalogue model id")
     corpus = property(lambda self: self.run.corpus, doc="the corpus name")
@@ -184,7 +185,8 @@ def predict(run: RunOptions, *, configs: str = DEFAULT_CONFIGS,
                       workload_provenance=dict(workload.provenance), request_rate=request_rate,
                       suggested_num_requests=suggested, prefix_note=_prefix_note(flat),
                       capped_note=capped_describe(run.capped_outputs, workload, max_tokens),
-                      adaptive_verdict=adaptive_verdict(rows, cfg.vllm_version))
+                      adaptive_verdict=adaptive_verdict(rows, cfg.vllm_version),
+                      specs=tuple(specs))
 
 
 def suggest_num_requests(n_req: int, concurrency: int, request_rate: float | None) -> int:

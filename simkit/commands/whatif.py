@@ -1,4 +1,5 @@
-"""`simkit whatif ...`: capacity, hardware, host, concurrency, quantization, reference.
+"""`simkit whatif ...`: capacity, hardware, host, concurrency, ktable, vllm-version,
+quantization, prefix, reference, history.
 
 Every subcommand prints a table (or JSON with --format json) and writes a PNG with --plot PATH.
 Heavy imports stay inside the command bodies."""
@@ -30,6 +31,10 @@ Targets = comma_list("--targets", "hardware names or JSON paths")
 Tps = comma_list("--tps", "TP degrees to try (default: each hardware's smallest TP that fits)")
 Factors = comma_list("--factors", "host speed factors (1 and 2 are always added)")
 Levels = comma_list("--levels", "concurrency levels (closed-loop clients)")
+Ks = comma_list("--ks", "the K set to choose from at each level, each run as suffix:K (0 = no "
+                "speculation)")
+LevelKs = comma_list("--ks", "vLLM 0.34: the K set whose best K per level is named, each run as "
+                     "suffix:K, 0 = vanilla (default there: 0,2,4,8,12,16; refused on 0.26/0.33)")
 Preamble = comma_list("--preamble", "shared preamble lengths (tokens) put in front of every "
                       "prompt")
 Shares = comma_list("--shares", "shares P in [0, 1] of requests already served (repeat:P)")
@@ -53,10 +58,12 @@ def whatif_command(name: str, *, without: tuple[str, ...] = (), **defaults):
     return wrap
 
 
-PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor")
+PERCENT_COLUMNS = ("_err", "gain", "vs_best_k", "host_frac", "vs_first", "vs_factor", "vs_from")
 
 
 def _fmt(v, col: str = "") -> str:
+    if isinstance(v, float) and v == v and col.startswith("table_vs_"):   # ratios: +x.x %
+        return f"{v - 1:+.1%}"
     if isinstance(v, float) and v == v and any(p in col for p in PERCENT_COLUMNS):
         return f"{v - 1:+.1%}" if col.startswith("vs_") else (
             f"{v:.0%}" if col.startswith("host_frac") else f"{v:+.1%}")
@@ -78,7 +85,7 @@ def _fmt(v, col: str = "") -> str:
     return str(v)
 
 
-LEFT_COLUMNS = ("config", "hardware", "binding", "model", "lever")
+LEFT_COLUMNS = ("config", "hardware", "binding", "model", "lever", "to_config")
 
 
 def render(result, wide: bool = False) -> str:
@@ -238,9 +245,11 @@ def concurrency_cmd(
     min_requests: int = typer.Option(32, "--min-requests",
                                      help="requests per run at least (each level runs what "
                                           "simkit predict runs there when that is more)"),
+    ks: LevelKs = None,
     **run,
 ) -> None:
-    """Throughput and latency vs concurrency; where speculative decoding stops paying."""
+    """Throughput and latency vs concurrency; where speculative decoding stops paying (vLLM
+    0.34: the best K of a K set at each level)."""
     run, kwargs, out = whatif_options(locals())
     from simkit.whatif import concurrency as C
 
@@ -380,6 +389,41 @@ def history_cmd(
     from simkit.whatif import history as Hi
 
     emit(Hi.history(run, **kwargs), out, Hi.plot)
+
+
+@whatif_command("ktable", without=("concurrency", "configs", "vllm_version"))
+def ktable_cmd(
+    levels: Levels = "8,32,64,128",
+    ks: Ks = "0,2,4,8,12,16",
+    min_requests: int = typer.Option(128, "--min-requests",
+                                     help="requests per run at least (4 x the level when that "
+                                          "is more; --num-requests sets it for every level)"),
+    **run,
+) -> None:
+    """vLLM 0.34's K per batch-size range derived from your traffic, against the best static K.
+
+    The best K at each level, the table, and the table simulated at every level (few requests
+    per level by default, for run time: --min-requests, --seeds)."""
+    run, kwargs, out = whatif_options(locals())
+    from simkit.whatif import batch_size_table as B
+
+    emit(B.batch_size_table(run.but(vllm_version=B.TABLE_VERSION), **kwargs), out, B.plot)
+
+
+@whatif_command("vllm-version", without=("vllm_version", "calibration", "cost_profile"))
+def vllm_version_cmd(
+    from_version: str = typer.Option("0.33", "--from", help="the vLLM version you run now"),
+    to_version: str = typer.Option("0.34", "--to", help="the vLLM version you upgrade to"),
+    **run,
+) -> None:
+    """What a vLLM upgrade does to each configuration, and the settings to change.
+
+    Throughput and latency per configuration on both versions, the best on each, each version
+    with its own calibration and its measured error (or none where it is unmeasured)."""
+    run, kwargs, out = whatif_options(locals())
+    from simkit.whatif import vllm_version as V
+
+    emit(V.vllm_version(run, **kwargs), out, V.plot)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 
 from simkit.report.assumptions import build_assumptions
 from simkit.report.legend import columns
-from simkit.report.recommend import recommendation
-from simkit.report.render import (cell, interval_pct, model_error_pct, note_lines, title,
-                                  unmeasured_note)
+from simkit.report.render import cell, full_recommendation, note_lines, title
+from simkit.report.settings import settings_lines
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -40,14 +39,13 @@ def render_html(pred: Prediction) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("simkit.report", "templates"),
                              autoescape=True, keep_trailing_newline=True)
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
-                         unmeasured_note(assumptions))
+    rec = full_recommendation(pred, assumptions)
     cols = columns(bool(getattr(pred, "prefix_caching", False)))
     rows = [{"cells": [cell(r, c.key) for c in cols], "best": r.config == rec["config"]}
             for r in pred.rows]
     notes = note_lines(pred)
     return env.get_template("predict.html.j2").render(
-        title=title(pred), rec=rec, columns=cols, rows=rows, notes=notes,
+        title=title(pred), rec=rec, settings=settings_lines(rec.get("settings")), columns=cols, rows=rows, notes=notes,
         assumptions=assumptions, plot_b64=base64.b64encode(plot_png(pred)).decode("ascii"),
         version=__version__)
 

@@ -13,6 +13,7 @@ from simkit.report.assumptions import build_assumptions
 from simkit.report.fit import WIDE, WIDTH, fit_columns, more_columns_line, render_text_table
 from simkit.report.legend import Column, columns, key_meanings, legend_lines
 from simkit.report.recommend import exact_k_slots, recommendation
+from simkit.report.settings import deploy_settings, settings_lines
 
 if TYPE_CHECKING:                    # type hints only (no import cycle at run time)
     from simkit.app.predict import Prediction
@@ -101,6 +102,15 @@ def note_lines(pred: Prediction) -> list[str]:
     return out
 
 
+def full_recommendation(pred: Prediction, assumptions: dict[str, Any]) -> dict[str, Any]:
+    """The recommendation (simkit.report.recommend) with, under 'settings', what to add to
+    `vllm serve` for it and the load it holds for (simkit.report.settings)."""
+    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
+                         unmeasured_note(assumptions))
+    rec["settings"] = deploy_settings(pred, rec["config"])
+    return rec
+
+
 def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
     """Unavailable configs, skipped requests, then the recommendation and its reasons (wrapped)."""
     out = [ln for note in note_lines(pred)
@@ -110,6 +120,9 @@ def verdict_lines(pred: Prediction, rec: dict[str, Any]) -> list[str]:
     for reason in rec["reasons"]:
         out.extend(textwrap.wrap(f"because {reason}", WRAP, initial_indent="  ",
                                  subsequent_indent="    ", break_on_hyphens=False))
+    for line in settings_lines(rec.get("settings"), breakable=True):
+        out.extend(textwrap.wrap(line, WRAP, subsequent_indent="  ", break_on_hyphens=False,
+                                 break_long_words=False))
     return out
 
 
@@ -141,8 +154,7 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
     100 characters, and a line naming the others; `wide`: every column), legend of the printed
     columns (optional), then every assumption."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
-                         unmeasured_note(assumptions))
+    rec = full_recommendation(pred, assumptions)
     shown, left_out = table_columns(pred, wide)
     table = render_text_table([c.header for c in shown],
                               [[cell(r, c.key) for c in shown] for r in pred.rows],
@@ -162,8 +174,7 @@ def render_table(pred: Prediction, legend: bool = True, wide: bool = False) -> s
 def document(pred: Prediction) -> dict[str, Any]:
     """The JSON document: identity, assumptions, column meanings, rows, verdict."""
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
-                         unmeasured_note(assumptions))
+    rec = full_recommendation(pred, assumptions)
     return {"model": pred.model, "corpus": pred.corpus, "hardware": pred.hardware, "tp": pred.tp,
             "vllm_version": pred.vllm_version or None,
             "history": pred.history.label if pred.history else None, "assumptions": assumptions,
@@ -183,8 +194,7 @@ def render_csv(pred: Prediction) -> str:
     from simkit.engine.summary import DETAIL_KEYS, PREFIX_KEY, RESULT_KEYS
 
     assumptions = build_assumptions(pred)
-    rec = recommendation(pred, model_error_pct(assumptions), interval_pct(assumptions),
-                         unmeasured_note(assumptions))
+    rec = full_recommendation(pred, assumptions)
     buf = io.StringIO()
     buf.write(f"# {title(pred)}\n")
     for key, entry in assumptions.items():
@@ -192,6 +202,8 @@ def render_csv(pred: Prediction) -> str:
     buf.write(f"# recommendation: {rec['line']}\n")
     for reason in rec["reasons"]:
         buf.write(f"# because {reason}\n")
+    for line in settings_lines(rec.get("settings")):
+        buf.write(f"# {line}\n")
     writer = csv.writer(buf, lineterminator="\n")
     keys = [*RESULT_KEYS, *DETAIL_KEYS]
     if _prefix_on(pred):
@@ -209,6 +221,6 @@ def _prefix_on(pred: Prediction) -> bool:
     return bool(getattr(pred, "prefix_caching", False))
 
 
-__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "interval_pct", "model_error_pct",
+__all__ = ["PLANNER_ORDER", "assumption_lines", "cell", "document", "full_recommendation", "interval_pct", "model_error_pct",
            "unmeasured_note", "note_lines", "render_csv",
            "render_table", "table_columns", "title", "verdict_lines"]

@@ -32,8 +32,58 @@ def stops_paying(rows: list[dict], name: str) -> int | None:
     return first
 
 
+EXACT_K_SET = "0,2,4,8,12,16"      # the K set of a vLLM whose suffix rows verify exactly K slots
+
+
+def k_set_configs(configs: str, ks: str | None, version_key: str | None) -> tuple[str, list[int]]:
+    """(configs plus suffix:K for each K of the set, the set) on a vLLM whose decode requests
+    verify exactly K slots (0.34: the fixed-K rows are suffix:K, K 0 = vanilla); elsewhere
+    (configs, []), and a K set given there is refused (K-pad rows are kpad:K in --configs)."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    version = get_vllm_version(version_key)
+    if version.method("suffix").slots != "exact-k":
+        if ks:
+            raise InputError(f"a K set per level is for a vLLM where every request verifies "
+                             f"exactly K slots (0.34); on {version.label} give kpad:K in "
+                             "--configs", field="ks")
+        return configs, []
+    try:
+        kset = sorted({int(k) for k in (ks or EXACT_K_SET).split(",") if k.strip()})
+    except ValueError:
+        raise InputError(f"K values must be integers, got {ks!r}", field="ks") from None
+    if not kset or kset[0] < 0 or kset[-1] > 64:
+        raise InputError("K values must be in 0..64", field="ks")
+    extra = (["vanilla"] if 0 in kset else []) + [f"suffix:{k}" for k in kset if k > 0]
+    return ",".join([configs, *extra]), kset
+
+
+def best_k_lines(rows: list[dict], specs, kset: list[int], cs: list[int]) -> tuple[list[str], dict]:
+    """The note on the best K of the set at each level (ties to the smaller K) and where no K
+    beats vanilla, and {level: K} (simkit.whatif.ktable.best_k_per_level)."""
+    from simkit.whatif.ktable import best_k_per_level
+
+    name = {}
+    for s in specs:
+        k = s.k if s.speculative else 0
+        if (not s.speculative or (not s.ks and not s.policy)) and k in kset:
+            name.setdefault(k, s.name)
+    tok = {k: [next(r["output_tok_s"] for r in rows if r["concurrency"] == c and
+                    r["config"] == n) for c in cs] for k, n in name.items()}
+    if len(tok) < 2 or any(v != v for row in tok.values() for v in row):
+        return [], {}
+    choices = best_k_per_level(cs, tok)
+    text = ("best K of the set " + ",".join(map(str, sorted(tok))) + " (0 = vanilla) per "
+            "concurrency: " + ", ".join(f"{ch.level}: K {ch.k}" for ch in choices))
+    stop = [ch.level for ch in choices if ch.k == 0]
+    text += ("; no K beats vanilla at " + ", ".join(map(str, stop)) if stop else
+             "; some K beats vanilla at every level") + " (a K per batch-size range across " \
+        "them: simkit whatif ktable)"
+    return [text], {str(ch.level): ch.k for ch in choices}
+
+
 def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,64,128,256",
-                configs: str = WHATIF_CONFIGS, min_requests: int = 32,
+                configs: str = WHATIF_CONFIGS, min_requests: int = 32, ks: str | None = None,
                 workload: Workload | None = None) -> WhatIfResult:
     """Ladder at each concurrency under the settings `run` (its concurrency and requests per
     run are the ones varied). Each level runs as many requests as `simkit predict` does at
@@ -57,6 +107,7 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
                          f"{cs[-1]:,}: vLLM runs at most max_num_seqs sequences a step, so more "
                          "clients only wait in its queue (raise --max-num-seqs to try more)",
                          field="levels")
+    configs, kset = k_set_configs(configs, ks, run.vllm_version)
     specs = parse_configs(configs, run.vllm_version)
     if all(s.speculative for s in specs):
         raise InputError("the concurrency what-if compares against vanilla: include it",
@@ -104,6 +155,11 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
         notes.append("best speculative config: " + (
             f"no longer beats vanilla from concurrency {overall}" if overall else
             f"beats vanilla at every concurrency measured (up to {cs[-1]})"))
+    best_k: dict = {}
+    if kset:
+        lines, best_k = best_k_lines(rows, [s for s in specs if s.name not in unavailable],
+                                     kset, cs)
+        notes.extend(lines)
     for name, why in sorted(unavailable.items()):
         notes.append(f"not run: {why}")
     if workload.proxy_note:
@@ -116,7 +172,8 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
                          "levels": cs, "configs": configs, "seeds": seeds,
                          "min_requests": min_requests}, notes,
                         {"stops_paying": verdicts, "best_stops_paying": overall,
-                         "best_per_concurrency": {str(c): list(v) for c, v in best_per_c.items()}})
+                         "best_per_concurrency": {str(c): list(v) for c, v in best_per_c.items()},
+                         **({"best_k_per_concurrency": best_k} if kset else {})})
 
 
 def plot(result: WhatIfResult, path: str | Path) -> None:

@@ -18,7 +18,8 @@ def main() -> None:
     ap.add_argument("--skip-reference", action="store_true")
     args = ap.parse_args()
 
-    from simkit.whatif import capacity, concurrency, hardware, host, quantization
+    from simkit.whatif import (batch_size_table, capacity, concurrency, hardware, host,
+                               quantization, vllm_version)
 
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
     from simkit.app.options import RunOptions
@@ -29,7 +30,11 @@ def main() -> None:
              ("host", lambda: host.host(RunOptions(hardware="b200", workers=w))),
              ("concurrency", lambda: concurrency.concurrency(RunOptions(workers=w))),
              ("quantization", lambda: quantization.quantization(
-                 RunOptions("llama-3.1-70b", hardware="b200", workers=w)))]
+                 RunOptions("llama-3.1-70b", hardware="b200", workers=w))),
+             ("ktable (vLLM 0.34)", lambda: batch_size_table.batch_size_table(
+                 RunOptions(workers=w))),
+             ("vllm-version (0.33 -> 0.34)", lambda: vllm_version.vllm_version(
+                 RunOptions(workers=w)))]
     if not args.skip_reference:
         from simkit.reference.reproduce import STUDY, reproduce
 

@@ -119,6 +119,12 @@ CASES: tuple[Case, ...] = (
                                       "--history", "cold,warm", "--format", "json", *SMALL,
                                       *ONE_SEED)),
     Case("validate", _validate_args()),
+    # vLLM 0.34's batch-size K table derived from the traffic (two levels, three K, small runs)
+    Case("whatif-ktable", ("whatif", "ktable", "--levels", "8,64", "--ks", "0,4,8",
+                           "--min-requests", "64", *ONE_SEED), version=()),
+    # the upgrade what-if names both versions itself (--from 0.33 --to 0.34 by default)
+    Case("whatif-vllm-version", ("whatif", "vllm-version", "--num-requests", "160", *ONE_SEED),
+         version=()),
 )
 
 

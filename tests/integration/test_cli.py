@@ -133,7 +133,7 @@ def test_predict_json_keys(capsys):
     assert list(doc) == PREDICT_KEYS
     for row in doc["results"]:
         assert list(row) == ROW_KEYS + ["prefix_hit_rate"]
-    assert set(doc["recommendation"]) == {"config", "line", "reasons"}
+    assert set(doc["recommendation"]) == {"config", "line", "reasons", "settings"}
     code, out, _ = _run(["predict", "--model", "llama-3.1-8b", "--corpus", "chat", "--source",
                          "shipped", "--configs", "vanilla", "--format", "json",
                          "--no-prefix-caching", *SMALL], capsys)

@@ -468,3 +468,32 @@ def test_a_transferred_calibration_says_its_error_was_measured_elsewhere_and_non
     graphs = build_assumptions(pred)["cudagraph"]
     assert graphs["value"]["capture_sizes"]["4"] == []
     assert graphs["text"] == "NONE: no CUDA graph is captured, every step runs eagerly"
+
+
+def test_every_format_carries_the_settings_to_paste():
+    """predict's settings line (simkit.report.settings) in the text, JSON, CSV and HTML reports:
+    the exact --speculative-config of the recommended config on its vLLM and the load it holds
+    for; the text wraps the JSON so that the pasted lines parse to the same object."""
+    import dataclasses
+    import shlex
+
+    from simkit.engine.config import parse_configs
+    from simkit.report.html import render_html
+
+    pred = _pred([_row("vanilla", 0, 4000, 20), _row("suffix", 8, 4300, 20, acc=0.9),
+                  _row("suffix-4", 4, 4700, 20, acc=0.8)])
+    pred = dataclasses.replace(pred, run=pred.run.but(vllm_version="0.34"),
+                               specs=tuple(parse_configs("vanilla,suffix,suffix:4", "0.34")))
+    want = {"method": "suffix", "num_speculative_tokens": 4}
+    settings = document(pred)["recommendation"]["settings"]
+    assert settings["config"] == "suffix-4" and settings["speculative_config"] == want
+    assert "concurrency 32" in settings["holds_for"]
+    text = render_table(pred, legend=False)
+    block = text[text.index("settings on vLLM 0.34 for suffix-4"):]
+    pasted = block[block.index("'"):block.index("'", block.index("'") + 1) + 1]
+    assert json.loads(shlex.split(pasted)[0]) == want
+    assert f"# settings on vLLM 0.34 for suffix-4: add to vllm serve: {settings['serve_args']}" \
+        in render_csv(pred)
+    p = _Page()
+    p.feed(render_html(pred))
+    assert "settings" in p.ids and any(settings["serve_args"] in t for t in p.text)

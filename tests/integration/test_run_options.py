@@ -33,6 +33,12 @@ WITHOUT = {
     ("whatif", "quantization"): {},
     ("whatif", "prefix"): {"prefix_caching": "varied: on and off"},
     ("whatif", "history"): {"history": "varied: --shares, --no-warm"},
+    ("whatif", "ktable"): {"concurrency": "varied: --levels",
+                           "configs": "the K set: --ks (each suffix:K, 0 = vanilla)",
+                           "vllm_version": "vLLM 0.34's setting: no other version has it"},
+    ("whatif", "vllm-version"): {"vllm_version": "varied: --from and --to",
+                                 "calibration": "each version's own default calibration",
+                                 "cost_profile": "each version's own default calibration"},
     ("whatif", "reference"): {n: "the study's own conditions" for n in
                               ("corpus", "tp", "configs", "concurrency", "max_tokens",
                                "capped_outputs", "prefix_caching", "max_num_seqs",
