@@ -24,7 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # the phrases that quote a figure; each is checked by the test named beside it
 QUOTED = {
     "ladder": r"K-pad at K in \{([\d, ]+)\}",
-    "versions": r"your vLLM version \((\d+\.\d+) or (\d+\.\d+)\)",
+    "versions": r"your vLLM version \((\d+\.\d+), (\d+\.\d+) or (\d+\.\d+);",
+    "carried": (r"; (\d+\.\d+)'s cost model is carried over from (\d+\.\d+) until runs on "
+                r"(\d+\.\d+) measure it\)"),
+    "oracle": r"puts vLLM (\d+\.\d+\.\d+)'s own suffix-drafter kernels",
     "fleet": (r"recorded vLLM (\d+\.\d+) fleet runs: each replica's accepted tokens per step "
               r"within (\d+) % of vLLM's on all (\d+) speculative runs"),
     "arctic": r"builds arctic-inference (\d+\.\d+\.\d+)",
@@ -123,18 +126,41 @@ def test_ladder_k_set_is_the_default_ladder_predict_prints():
     assert sorted(int(c.split("-")[1]) for c in configs if c.startswith("kpad-")) == ks
 
 
+def known_versions(capsys) -> list[str]:
+    """The versions predict names when it refuses a release older than all it knows (a newer
+    one is predicted with the newest rules and a warning)."""
+    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
+                        "--vllm-version", "0.20")
+    assert code == 2 and len(err) == 1
+    return err[0].split("known: ", 1)[1].split(";", 1)[0].split(", ")
+
+
 def test_versions_are_the_ones_predict_knows_and_the_shipped_calibrations(capsys):
     versions = quoted("versions")
-    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
-                        "--vllm-version", "9.99")
-    assert code == 2 and len(err) == 1
-    assert err[0].endswith("known: " + ", ".join(versions))
+    assert known_versions(capsys) == list(versions)
     hardware, *full = quoted("shipped")
-    for short, version in zip(versions, full):
+    for short, version in zip(versions, full):      # the measured ones (0.34's is carried over)
         doc = _predict_json(short)
         assert doc["assumptions"]["vllm"]["value"]["version"] == version
         cost = doc["assumptions"]["cost_model"]["value"]
         assert cost["hardware"] == hardware.lower() and cost["label"].startswith("calibrated")
+
+
+def test_the_carried_over_calibration_is_the_one_shipped():
+    """The newest version's calibration is the earlier one's coefficients, said so in its file
+    and in every prediction that uses it, with no measured error."""
+    from simkit.costmodel.calibrations import read_calibration
+
+    to, source, again = quoted("carried")
+    assert to == again == quoted("versions")[-1]
+    doc = read_calibration(f"h200-vllm{to.replace('.', '')}")
+    assert doc["transferred_from"]["vllm_version"] == source
+    assert "validation" not in doc and "interval" not in doc
+
+
+def test_oracle_version_is_the_one_the_install_script_takes():
+    (version,) = quoted("oracle")
+    assert f"vllm=={version}" in (ROOT / "tests" / "install_vllm034_oracle.sh").read_text()
 
 
 def test_tour_defaults_are_what_predict_runs_without_options():
@@ -144,10 +170,7 @@ def test_tour_defaults_are_what_predict_runs_without_options():
 
 
 def test_gpu_host_version_range_is_the_known_versions(capsys):
-    code, err = refused(capsys, "predict", "--model", "llama-3.1-8b", "--corpus", "mix",
-                        "--vllm-version", "9.99")
-    assert code == 2
-    known = err[0].rsplit("known: ", 1)[1].split(", ")
+    known = known_versions(capsys)
     assert quoted("gpu_host") == (known[0], known[-1])
 
 
