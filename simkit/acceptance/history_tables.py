@@ -24,8 +24,18 @@ from simkit.history import History, repeat_indices
 PRELUDE_VERSION = 2     # bump when the prelude rule (which responses, in what order) changes
 
 
-def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
-    """The responses a repeat history `h` served before `requests` (empty for cold)."""
+@dataclass(frozen=True)
+class Served:
+    """A request a history served before (prompt and, cut as the history says, its response)."""
+
+    prompt_ids: np.ndarray
+    output_ids: np.ndarray
+
+
+def prelude_requests(requests: Sequence, h: History) -> list[Served]:
+    """The requests a repeat history `h` served before `requests` (empty for cold), each with its
+    response cut as the history says; drafters whose memory also keeps prompt tokens use the
+    prompts (suffix_gpu's corpus stores the last 3 ahead of each response)."""
     if h.kind == "warm":
         raise ValueError("warm history needs the whole corpus (simkit.profiles.corpus_profile builds it)")
     if h.kind == "cold" or h.share == 0:
@@ -37,32 +47,14 @@ def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
     out = []
     for i in order:
         o = np.asarray(requests[int(i)].output_ids, dtype=np.int32)
-        out.append(o if h.diverge is None else o[:h.diverge])
-    return out
-
-
-@dataclass(frozen=True)
-class Served:
-    """A request a history served before (prompt and, cut as the history says, its response)."""
-
-    prompt_ids: np.ndarray
-    output_ids: np.ndarray
-
-
-def prelude_requests(requests: Sequence, h: History) -> list[Served]:
-    """prelude_outputs with each response's prompt: for drafters whose memory also keeps prompt
-    tokens (suffix_gpu's corpus stores the last 3 ahead of each response)."""
-    if h.kind == "warm":
-        raise ValueError("warm history needs the whole corpus (simkit.profiles.corpus_profile builds it)")
-    if h.kind == "cold" or h.share == 0:
-        return []
-    order = range(len(requests)) if h.share == 1.0 else repeat_indices(len(requests), h.share)
-    out = []
-    for i in order:
-        o = np.asarray(requests[int(i)].output_ids, dtype=np.int32)
         out.append(Served(np.asarray(requests[int(i)].prompt_ids, dtype=np.int32),
                           o if h.diverge is None else o[:h.diverge]))
     return out
+
+
+def prelude_outputs(requests: Sequence, h: History) -> list[np.ndarray]:
+    """The responses a repeat history `h` served before `requests` (prelude_requests' outputs)."""
+    return [s.output_ids for s in prelude_requests(requests, h)]
 
 
 def cached_history_table(requests: Sequence, h: History, *, params=None,
