@@ -77,19 +77,27 @@ def _sources(acc: np.ndarray, sources) -> tuple[np.ndarray, np.ndarray]:
 CHUNK_TOKENS = 100_000       # output tokens per kernel call between progress callbacks
 
 
+def _after_prelude(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
+                   acc: np.ndarray, dr: np.ndarray, prelude: Sequence, sources):
+    """The layout of prelude + requests with the prelude already served into the corpus: (layout,
+    row bases with -1 for the prelude, the prelude's length, source and match arrays)."""
+    src, ml = _sources(acc, sources)
+    pre = [as_served(p) for p in prelude]
+    rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
+    lay = Layout(pre + list(requests), params, kmax)
+    lay.sequential(rb, 0, len(pre), acc, dr, src, ml)
+    return lay, rb, len(pre), src, ml
+
+
 def replay_sequential(requests: Sequence, params: SuffixGpuParams, kmax: int, rowbase: np.ndarray,
                       acc: np.ndarray, dr: np.ndarray, progress: Callable[[int], None] | None,
                       prelude: Sequence = (), sources=None) -> None:
     """Sequential replay into acc/dr; rowbase[r] = first row of request r, -1 = only served
     (it enters the corpus, undrafted). `prelude`: served first, in order. `sources`: optional
     (source, match_len) arrays shaped like acc, filled with each K's draft source and match."""
-    src, ml = _sources(acc, sources)
-    pre = [as_served(p) for p in prelude]
-    reqs = pre + list(requests)
-    rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
-    lay = Layout(reqs, params, kmax)
-    lay.sequential(rb, 0, len(pre), acc, dr, src, ml)
-    lo, n = len(pre), len(reqs)
+    lay, rb, lo, src, ml = _after_prelude(requests, params, kmax, rowbase, acc, dr, prelude,
+                                          sources)
+    n = len(rb)
     while lo < n:
         hi, tok = lo, 0
         while hi < n and (tok < CHUNK_TOKENS or hi == lo):
@@ -109,15 +117,11 @@ def replay_concurrent(requests: Sequence, params: SuffixGpuParams, kmax: int, ro
                       sources=None) -> None:
     """Round-robin replay at `concurrency` with the ingestion lag (kernels.concurrent), after the
     prelude entered the corpus; `sources` as in replay_sequential."""
-    src, ml = _sources(acc, sources)
-    pre = [as_served(p) for p in prelude]
-    reqs = pre + list(requests)
-    rb = np.concatenate([np.full(len(pre), -1, np.int64), np.asarray(rowbase, np.int64)])
-    lay = Layout(reqs, params, kmax)
-    lay.sequential(rb, 0, len(pre), acc, dr, src, ml)
-    lay.concurrent(rb, len(pre), concurrency, params.ingest_lag, acc, dr, src, ml)
+    lay, rb, npre, src, ml = _after_prelude(requests, params, kmax, rowbase, acc, dr, prelude,
+                                            sources)
+    lay.concurrent(rb, npre, concurrency, params.ingest_lag, acc, dr, src, ml)
     if progress:
-        for n_out in lay.olen[len(pre):]:
+        for n_out in lay.olen[npre:]:
             if n_out:
                 progress(int(n_out))
 
