@@ -185,6 +185,16 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     if isinstance(load, ClosedLoop):
         warm_count = window_start_completion or load.concurrency
         marks = frozenset(other_window_starts)
+        if not keep_steps:                     # the compiled loop, where proven equal
+            from simkit.engine import fast
+
+            done = fast.closed_loop(workload, cost_model, cfg, spec, sched, order=order,
+                                    skipped=skipped, concurrency=load.concurrency,
+                                    warm_count=warm_count, marks=marks, pc=pc, prefix=prefix,
+                                    chains=chains, shared=shared, exact=exact, capture=capture,
+                                    seed=seed, result_type=RunResult)
+            if done is not None:
+                return done
 
     def submit() -> Req | None:
         j = state.next

@@ -1,0 +1,63 @@
+"""The compiled engine loop: the closed-loop runs simulate hands it, float for float the same.
+
+`closed_loop(...)` runs a closed-loop simulation on the numba kernel (kernel.py) and prices its
+steps (run.py); it returns None for every run it was not proven equal on, and simulate then runs
+the SimPy loop over simkit.engine.scheduler, which stays the reference implementation
+(tests/unit/test_fast_engine.py compares the two). What it takes is an explicit allow-list
+(`refusal` says why a run falls back): the vLLM versions, engine settings and configuration
+fields it was checked on, the fixed, batch-size-table and feedback K policies, table-replayed
+drafts. A new version, setting or policy falls back until it is added here and to the test.
+SIMKIT_ENGINE_LOOP=reference forces the reference loop (benchmarks, bisecting a difference).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from simkit.engine.policies import KPolicyName
+
+ENV = "SIMKIT_ENGINE_LOOP"
+PROVEN_VERSIONS = frozenset({"0.26", "0.33"})
+PROVEN_POLICIES = (None, KPolicyName.TABLE, KPolicyName.FEEDBACK)
+# the fields the kernel reads or was checked against; a new one falls back until proven
+ENGINE_FIELDS = frozenset({"max_num_seqs", "max_num_batched_tokens", "max_model_len",
+                           "max_tokens", "block_size", "kv_capacity_tokens", "cudagraph_mode",
+                           "prefix_caching", "vllm_version"})
+SPEC_FIELDS = frozenset({"name", "drafter", "k", "pad", "ks", "policy", "policy_params",
+                         "graphs"})
+
+
+def enabled() -> bool:
+    """False when SIMKIT_ENGINE_LOOP=reference asks for the SimPy loop everywhere."""
+    return os.environ.get(ENV, "").strip().lower() != "reference"
+
+
+def refusal(cfg, spec, sched) -> str | None:
+    """Why this run cannot take the compiled loop (None: it can)."""
+    if not enabled():
+        return f"{ENV}=reference"
+    if cfg.vllm_version not in PROVEN_VERSIONS:
+        return f"vLLM {cfg.vllm_version} rules not checked against the reference loop"
+    if {f.name for f in dataclasses.fields(cfg)} != ENGINE_FIELDS:
+        return "engine settings the compiled loop does not know"
+    if {f.name for f in dataclasses.fields(spec)} != SPEC_FIELDS:
+        return "configuration fields the compiled loop does not know"
+    if spec.policy not in PROVEN_POLICIES:
+        return f"K policy {spec.policy} prices steps"
+    if sched.in_loop is not None:
+        return "drafts made in the loop"
+    return None
+
+
+def closed_loop(workload, cost_model, cfg, spec, sched, **kw):
+    """simulate's closed-loop RunResult from the compiled loop, or None (run the reference)."""
+    if refusal(cfg, spec, sched) is not None:
+        return None
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    from simkit.engine.fast.run import run_closed
+
+    return run_closed(workload, cost_model, cfg, spec, sched, **kw)

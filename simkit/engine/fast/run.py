@@ -1,0 +1,203 @@
+"""Drive the compiled closed loop (kernel.py) and turn its step counts into simulate's RunResult.
+
+The kernel returns what was scheduled, step by step, and for every time simulate records the
+step whose end it is. Here each step is priced with the run's cost model exactly as the SimPy
+loop prices it (one BatchDescriptor, one step_cost call), the step ends are the same running
+sum SimPy's clock adds, and the Recorder is filled so that metrics.summarize returns the same
+floats. Returns None (the caller runs the reference loop) where the kernel stopped on a state
+the reference loop reports itself (nothing schedulable, an eviction from an empty pool).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import numpy as np
+
+from simkit.costmodel.batch import BatchDescriptor, GraphMode
+from simkit.engine import trajectory
+from simkit.engine.cudagraph import CudagraphMode
+from simkit.engine.fast import kernel as K
+from simkit.engine.metrics import Recorder, summarize
+from simkit.engine.policies import FeedbackK, FixedK, BatchSizeTable
+
+_MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)
+_DMODE = {CudagraphMode.NONE: K.D_NONE, CudagraphMode.FULL: K.D_FULL,
+          CudagraphMode.FULL_AND_PIECEWISE: K.D_FAP, CudagraphMode.PIECEWISE: K.D_PIECEWISE}
+MAX_KEY_SPACE = 1 << 25       # prefix-cache key table entries (3 int32 arrays): ~400 MB at most
+
+
+def _chain_index(workload, chains: list) -> tuple:
+    """(CSR offsets, dense ids, chain lengths, hash -> id) of the workload's prompt chains, kept
+    on the workload beside its other derived columns."""
+    cache = workload._columns
+    if "_fast_chains" not in cache:
+        ids: dict[int, int] = {}
+        flat = []
+        for chain in chains:
+            for h in chain:
+                flat.append(ids.setdefault(h, len(ids)))
+        lens = np.array([len(c) for c in chains], np.int64)
+        off = np.zeros(len(chains) + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        cache["_fast_chains"] = (off, np.array(flat, np.int64), lens, ids)
+    return cache["_fast_chains"]
+
+
+def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(accepted, drafted) as (K index, row) uint8 arrays, and K -> index (-1: none)."""
+    kcol = np.full(max(ks) + 1, -1, np.int64)
+    acc, dr = [], []
+    for i, k in enumerate(ks):
+        key = ("_fast_col", drafter, k)
+        if key not in workload._columns:
+            a, d, _ = workload.columns(drafter, k)
+            workload._columns[key] = (np.asarray(a, np.uint8), np.asarray(d, np.uint8))
+        a, d = workload._columns[key]
+        acc.append(a)
+        dr.append(d)
+        kcol[k] = i
+    return np.stack(acc), np.stack(dr), kcol
+
+
+def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
+               concurrency: int, warm_count: int, marks: Sequence[int], pc, prefix: dict | None,
+               chains: list | None, shared: list | None, exact: frozenset, capture: bool,
+               seed: int, result_type: type):
+    """simulate's closed-loop run on the compiled kernel; None where the reference loop must
+    say what went wrong. `sched`: a reference Scheduler built for the run (its dispatchers,
+    K policy and initial K are the run's); `result_type`: simulate's RunResult."""
+
+    bs = cfg.block_size
+    plen = np.asarray(workload.prompt_len, np.int64)
+    olen = np.minimum(np.minimum(workload.output_len, cfg.max_tokens),
+                      cfg.max_model_len - workload.prompt_len).astype(np.int64)
+    row0 = np.asarray(workload.offsets(), np.int64)[:plen.size]
+    order_a = np.asarray(order, np.int64)
+    n_req = plen.size
+    use_pc = pc is not None
+    if use_pc:
+        off, flat, lens, ids = _chain_index(workload, chains)
+        ids = dict(ids)
+        lru_keys = list(pc.lru)
+        held = [k for k, r in pc.refs.items() if r]
+        if held:                                    # preload leaves every block free
+            return None
+        for h in lru_keys:
+            ids.setdefault(h, len(ids))
+        H = len(ids)
+        B = int(max(lens.max(initial=0), int(((plen + olen) // bs).max(initial=0)) + 1)) + 1
+        space = H + order_a.size * B
+        if space > MAX_KEY_SPACE:
+            return None
+        refs = np.full(space, -1, np.int32)
+        lru_init = np.array([ids[h] for h in lru_keys], np.int64)
+        refs[lru_init] = 0
+        shared_a = np.zeros(n_req, np.int64) if shared is None else np.asarray(shared, np.int64)
+        exact_a = np.zeros(n_req, np.bool_)
+        if exact:
+            exact_a[list(exact)] = True
+        prev_a, next_a = np.empty(space, np.int32), np.empty(space, np.int32)
+        anon0, evicted0 = pc.anon, pc.evicted
+    else:
+        off = flat = lens = shared_a = np.zeros(1, np.int64)
+        exact_a = np.zeros(1, np.bool_)
+        H = B = 1
+        refs = prev_a = next_a = np.zeros(1, np.int32)
+        lru_init = np.zeros(0, np.int64)
+        anon0 = evicted0 = 0
+    policy = sched.policy
+    ks_sorted = np.asarray(sorted(spec.k_values) if spec.speculative else [0], np.int64)
+    if spec.speculative:
+        acc2d, dr2d, kcol = _columns(workload, spec.drafter, spec.k_values)
+    else:
+        acc2d = dr2d = np.zeros((1, 1), np.uint8)
+        kcol = np.full(1, -1, np.int64)
+    alpha = threshold = 0.0
+    ktab = np.zeros(1, np.int64)
+    if isinstance(policy, FixedK):
+        pol_mode = 0
+    elif isinstance(policy, BatchSizeTable):
+        pol_mode = 1
+        top = max(cfg.max_num_seqs, order_a.size) + 2
+        ktab = np.array([policy.choose(None, 0, 0, i) for i in range(top)], np.int64)
+    elif isinstance(policy, FeedbackK):
+        pol_mode = 2
+        alpha, threshold = float(policy.ewma.alpha), float(policy.threshold)
+        ks_sorted = np.asarray(policy.ks, np.int64)
+    else:
+        return None
+    disp = sched.dispatchers
+    kmax_d = max(disp)
+    width = max(1, max(len(d.sizes) for d in disp.values()))
+    dsizes = np.zeros((kmax_d + 1, width), np.int64)
+    dcount = np.zeros(kmax_d + 1, np.int64)
+    dq = np.zeros(kmax_d + 1, np.int64)
+    modes = {d.mode for d in disp.values()}
+    if len(modes) != 1 or {d.max_num_seqs for d in disp.values()} != {cfg.max_num_seqs}:
+        return None
+    for k, d in disp.items():
+        dsizes[k, :len(d.sizes)] = d.sizes
+        dcount[k] = len(d.sizes)
+        dq[k] = 1 + d.num_spec_tokens
+    marks_a = np.asarray(sorted(set(marks)), np.int64)
+
+    scalars, steps, fins, gaps, mark_at = K.run_closed(
+        order_a, plen, olen, row0, int(concurrency), int(warm_count), marks_a,
+        use_pc, off, flat, lens, shared_a, exact_a, shared is not None, H, B,
+        refs, prev_a, next_a, lru_init, int(anon0), int(evicted0),
+        acc2d, dr2d, kcol, pol_mode, ks_sorted, ktab, int(sched.k_cur), alpha, threshold,
+        bool(spec.speculative), bool(spec.pad), dsizes, dcount, dq, _DMODE[modes.pop()],
+        bs, cfg.max_num_batched_tokens, cfg.max_model_len, cfg.max_num_seqs, cfg.num_blocks)
+    if scalars[0] != K.ERR_NONE:
+        return None
+    (_, n_steps, _, _, preemptions, hit_tokens, query_tokens, evicted, warm_step,
+     last_arrival) = scalars.tolist()
+
+    # price every step as the SimPy loop does: one descriptor, one step_cost call
+    asy, drafter = spec.async_scheduling, spec.drafter
+    cost = cost_model.step_cost
+    descs, costs = [], []
+    for r in steps[:, :K.S_K].tolist():
+        d = BatchDescriptor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                            _MODES[r[11]], asy, drafter, r[10])
+        descs.append(d)
+        costs.append(cost(d))
+    step_s = [c.step_s for c in costs]
+    ends = list(itertools.accumulate(step_s))          # SimPy's now + delay, step after step
+    at = np.concatenate(([0.0], np.asarray(ends, np.float64)))   # step index + 1 -> time
+    rec = Recorder()
+    rec.step_end, rec.step_s = ends, step_s
+    rec.host_s = [c.host_frac * c.step_s for c in costs]
+    col = steps.T
+    rec.mode = col[K.S_MODE].astype(np.int8)
+    rec.tokens, rec.padded, rec.pad_drafts = col[K.S_TOKENS], col[K.S_PADDED], col[K.S_PAD_DRAFTS]
+    rec.emitted, rec.accepted = col[K.S_EMITTED], col[K.S_ACCEPTED]
+    rec.decodes, rec.decode_tokens = col[K.S_DECODES], col[K.S_DEC_TOKENS]
+    rec.reqs, rec.k = col[K.S_REQS], col[K.S_K].tolist()
+    total = cfg.num_blocks
+    rec.kv_used = ([1.0 - f / total for f in col[K.S_FREE].tolist()] if total
+                   else [0.0] * n_steps)
+    rec.req_arrival = at[fins[:, 0] + 1].tolist()
+    rec.req_first = at[fins[:, 1] + 1].tolist()
+    rec.req_done = at[fins[:, 2] + 1].tolist()
+    rec.req_out, rec.req_preempt = fins[:, 3].tolist(), fins[:, 4].tolist()
+    rec.itl = (at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]).tolist()
+    rec.itl_time = at[gaps[:, 2] + 1].tolist()
+
+    last_t = float(at[last_arrival + 1])
+    window = None if warm_step < 0 else (float(at[warm_step + 1]), last_t)
+    metrics = summarize(rec, window, preemptions)
+    spans = {int(m): None if s < 0 else (float(at[s + 1]), last_t)
+             for m, s in zip(marks_a.tolist(), mark_at.tolist())}
+    others = {m: summarize(rec, w, preemptions) for m, w in spans.items()}
+    if use_pc:
+        prefix.update(hit_rate=hit_tokens / query_tokens if query_tokens else 0.0,
+                      hit_tokens=hit_tokens, prompt_tokens=query_tokens,
+                      prefill_tokens=int(col[K.S_PRE_TOK].sum()), evicted_blocks=evicted)
+    result = result_type(spec.name, spec.k, seed, metrics, len(order), skipped, None, prefix, others)
+    if capture:
+        result.trajectory = trajectory.capture(result, rec, descs, col[K.S_ITL].tolist(),
+                                               window, spans, preemptions)
+    return result

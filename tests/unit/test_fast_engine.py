@@ -1,0 +1,235 @@
+"""The compiled engine loop (simkit.engine.fast) returns, float for float, what the SimPy loop
+over simkit.engine.scheduler (the reference) returns: RunResult, metrics, other windows,
+prefix-cache figures and kept trajectories, on the shipped profiles the goldens run (every
+configuration of the default ladder, vLLM 0.26 and 0.33, prefix caching on and off, the hot
+history, preemption) and on random small workloads. Each case also checks the compiled loop
+really ran (a run it refuses would compare the reference with itself)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine_doubles import LinearCost, patterned_table
+from simkit.block_hash import pack, prompt_block_hashes
+from simkit.engine import fast
+from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
+from simkit.engine.fast import run as fast_run
+from simkit.engine.sim import ClosedLoop, simulate
+from simkit.engine.workload import Workload
+
+
+def _same(a, b, path: str = "result") -> None:
+    """Assert a == b, recursing into dataclasses, dicts and arrays (NaN equals NaN)."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a) is type(b), path
+        for f in dataclasses.fields(a):
+            _same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), path
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), path
+    else:
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.fixture
+def compiled_runs(monkeypatch):
+    """Counts the runs the compiled loop finished (returned a result for)."""
+    done = []
+    real = fast_run.run_closed
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        if out is not None:
+            done.append(out)
+        return out
+
+    monkeypatch.setattr(fast_run, "run_closed", spy)
+    return done
+
+
+def _both(monkeypatch, *args, **kw):
+    """(reference, compiled) results of one simulate call."""
+    monkeypatch.setenv(fast.ENV, "reference")
+    ref = simulate(*args, **kw)
+    monkeypatch.delenv(fast.ENV)
+    return ref, simulate(*args, **kw)
+
+
+def _shipped(corpus: str, version: str, history: str | None = None):
+    from simkit.app.cells import load_cell
+    from simkit.app.options import RunOptions
+    from simkit.choices import ProfileSource
+    from simkit.history import parse_history
+
+    return load_cell(RunOptions("llama-3.1-8b", corpus, source=ProfileSource.SHIPPED,
+                                vllm_version=version,
+                                history=parse_history(history) if history else None))
+
+
+def _cell_run(monkeypatch, workload, cost, cfg, spec, **kw):
+    from simkit.engine.runner import history_cached_prefixes, history_repeated
+
+    kw.setdefault("cached_prefixes", history_cached_prefixes(workload, cfg))
+    kw.setdefault("repeat_prompts", history_repeated(workload, cfg))
+    return _both(monkeypatch, workload, cost, cfg, spec, **kw)
+
+
+@pytest.mark.parametrize("version", ["0.26", "0.33"])
+def test_default_ladder_on_mix_equals_the_reference(monkeypatch, compiled_runs, version):
+    from simkit.engine.runner import engine_config
+
+    workload, cost = _shipped("mix", version)
+    cfg = engine_config(cost)
+    specs = parse_configs(DEFAULT_CONFIGS)
+    for spec in specs:
+        ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec, load=ClosedLoop(32),
+                             seed=1, num_requests=256)
+        _same(ref, new, spec.name)
+        assert ref.prefix["modelled"] and ref.metrics.window_kind == "steady"
+    # every configuration but dynamic-goodput (it prices steps) ran compiled
+    assert len(compiled_runs) == len(specs) - 1
+
+
+def test_no_prefix_caching_short_runs_and_ngram(monkeypatch, compiled_runs):
+    from simkit.engine.runner import engine_config
+
+    workload, cost = _shipped("code", "0.26")
+    cfg = engine_config(cost, prefix_caching=False)
+    specs = parse_configs("vanilla,suffix:8,ngram,ngram-kpad:4,dynamic-feedback:4,8")
+    for seed in (0, 1):
+        for spec in specs:
+            ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec, load=ClosedLoop(32),
+                                 seed=seed, num_requests=40)
+            _same(ref, new, spec.name)
+            assert ref.prefix is None
+    assert len(compiled_runs) == 2 * len(specs)
+
+
+def test_hot_history_and_preemption(monkeypatch, compiled_runs):
+    from simkit.engine.runner import engine_config
+
+    workload, cost = _shipped("mix", "0.26", "hot")
+    specs = parse_configs("vanilla,suffix,kpad:4,dynamic-table")
+    cfg = engine_config(cost)
+    preempted = 0
+    for spec in specs:
+        ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec, load=ClosedLoop(32),
+                             seed=2, num_requests=192)
+        _same(ref, new, spec.name)
+        assert ref.prefix["preloaded_blocks"] > 0
+        # a KV cache a few requests wide: requests are preempted and resume on cached blocks
+        small = dataclasses.replace(cfg, kv_capacity_tokens=16_000)
+        ref, new = _cell_run(monkeypatch, workload, cost, small, spec, load=ClosedLoop(32),
+                             seed=2, num_requests=192)
+        _same(ref, new, spec.name + " small KV")
+        preempted += ref.metrics.preemptions
+    assert preempted > 0
+    assert len(compiled_runs) == 2 * len(specs)
+
+
+def test_other_windows_and_kept_trajectories(monkeypatch, compiled_runs):
+    from simkit.engine.runner import engine_config
+
+    workload, cost = _shipped("mix", "0.33")
+    cfg = engine_config(cost)
+    for conc in (4, 16, 64):
+        for spec in parse_configs("vanilla,kpad:4"):
+            ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec, load=ClosedLoop(conc),
+                                 seed=0, num_requests=160, window_start_completion=1,
+                                 other_window_starts=(conc, 2 * conc), capture=True)
+            assert ref.trajectory is not None and len(ref.other_windows) == 2
+            _same(ref, new, f"{spec.name} c{conc}")
+    assert len(compiled_runs) == 6
+
+
+def test_refused_runs_fall_back(monkeypatch, compiled_runs):
+    """What the compiled loop was not proven on runs the reference loop, unchanged."""
+    w = Workload.from_table(patterned_table([40, 70, 20], [12, 30, 9], 3))
+    cfg = EngineConfig(kv_capacity_tokens=4096)
+    goodput = parse_configs("dynamic-goodput:2,5")[0]
+    ref, new = _both(monkeypatch, w, LinearCost(), cfg, goodput, load=ClosedLoop(2))
+    _same(ref, new)
+    ref, new = _both(monkeypatch, w, LinearCost(), cfg, parse_configs("kpad:4")[0],
+                     load=ClosedLoop(2), keep_steps=True)
+    assert new.step_log is not None
+    _same(ref, new)
+    assert compiled_runs == []
+    assert fast.refusal(dataclasses.replace(cfg), goodput, type("S", (), {"in_loop": None})) \
+        is not None
+
+
+CONFIGS = {c.name: c for c in parse_configs(
+    "vanilla,suffix:4,kpad:3,8,dynamic-feedback:2,5,dynamic-table:2,5,ngram:3")}
+
+
+@st.composite
+def workloads(draw):
+    n = draw(st.integers(1, 10))
+    prompts = draw(st.lists(st.integers(1, 120), min_size=n, max_size=n))
+    outputs = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+    seed = draw(st.integers(0, 2**16))
+    shared = draw(st.integers(0, 64))          # a common prompt header: prefix-cache hits
+    tokens = [np.r_[np.arange(min(shared, p)), 1000 * (r + 1) + np.arange(p - min(shared, p))]
+              for r, p in enumerate(prompts)]
+    return Workload(np.asarray(prompts, np.int32), np.asarray(outputs, np.int32),
+                    {"suffix": patterned_table(prompts, outputs, seed),
+                     "ngram": patterned_table(prompts, outputs, seed + 1)},
+                    name="t", block_hashes=pack(prompt_block_hashes(t) for t in tokens))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(w=workloads(), name=st.sampled_from(sorted(CONFIGS)), conc=st.integers(1, 8),
+       blocks=st.integers(12, 200), budget=st.sampled_from([32, 256, 8192]),
+       seed=st.integers(0, 5), caching=st.booleans(), repeat=st.sampled_from([0, 1, 2]),
+       preload=st.integers(0, 3), cudagraph=st.sampled_from(["FULL_AND_PIECEWISE", "NONE",
+                                                             "PIECEWISE", "FULL"]),
+       version=st.sampled_from(["0.26", "0.33"]), max_len=st.sampled_from([16384, 150]))
+def test_random_workloads_equal_the_reference(w, name, conc, blocks, budget, seed, caching,
+                                              repeat, preload, cudagraph, version, max_len):
+    from simkit.engine.cudagraph import CudagraphMode
+
+    mp = pytest.MonkeyPatch()
+    try:
+        spec = CONFIGS[name]
+        cfg = EngineConfig(kv_capacity_tokens=blocks * 16, max_num_batched_tokens=budget,
+                           max_num_seqs=16, prefix_caching=caching, max_model_len=max_len,
+                           cudagraph_mode=CudagraphMode(cudagraph), vllm_version=version)
+        chains = w.hash_chains()
+        kw = dict(load=ClosedLoop(conc), seed=seed, num_requests=3 * w.num_requests,
+                  window_start_completion=1, other_window_starts=(conc, 2), capture=True)
+        if caching:
+            kw["cached_prefixes"] = chains[:preload] or None
+            kw["repeat_prompts"] = (False, True, frozenset(range(0, w.num_requests, 2)))[repeat]
+        calls = []
+        real = fast_run.run_closed
+        mp.setattr(fast_run, "run_closed", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
+        cost = LinearCost(host_s=2e-4, piecewise_s=1e-4)
+        mp.setenv(fast.ENV, "reference")
+        try:
+            ref = simulate(w, cost, cfg, spec, **kw)
+        except Exception as exc:          # the compiled loop must refuse the same way
+            mp.delenv(fast.ENV)
+            with pytest.raises(type(exc)):
+                simulate(w, cost, cfg, spec, **kw)
+            return
+        mp.delenv(fast.ENV)
+        new = simulate(w, cost, cfg, spec, **kw)
+        _same(ref, new, name)
+        assert calls and calls[-1] is not None
+    finally:
+        mp.undo()
