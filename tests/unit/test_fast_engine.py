@@ -233,3 +233,57 @@ def test_random_workloads_equal_the_reference(w, name, conc, blocks, budget, see
         assert calls and calls[-1] is not None
     finally:
         mp.undo()
+
+
+_PRICED = {}
+
+
+def _cost_models():
+    """Cost models whose constants exercise every branch of the price: dense and MoE (exp),
+    sliding-window attention, analytic and calibrated (dispatch terms), vLLM 0.26 and 0.33."""
+    if not _PRICED:
+        from simkit.costmodel import load_cost_model
+
+        for model, hw, version in (("llama-3.1-8b", "h200", "0.26"), ("llama-3.1-8b", "h200", "0.33"),
+                                   ("qwen2.5-7b", "h200", "0.33"), ("deepseek-r1", "b200", None),
+                                   ("k-exaone-236b", "h100", None)):
+            _PRICED[(model, hw, version)] = load_cost_model(model, hw, vllm_version=version)
+    return list(_PRICED.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(which=st.integers(0, 4), reqs=st.integers(0, 300), spec=st.integers(0, 2000),
+       extra=st.integers(0, 9000), ctx=st.integers(0, 2_000_000), pre=st.integers(0, 8192),
+       pre_reqs=st.integers(0, 50), mode=st.integers(0, 2), acc=st.integers(0, 500),
+       nd=st.integers(0, 300), asy=st.booleans(),
+       drafter=st.sampled_from(["none", "suffix", "ngram"]))
+def test_compiled_price_equals_step_cost(which, reqs, spec, extra, ctx, pre, pre_reqs, mode,
+                                         acc, nd, asy, drafter):
+    from simkit.costmodel.batch import BatchDescriptor, GraphMode
+    from simkit.engine.fast import kernel
+    from simkit.engine.fast.pricing import constants
+
+    cost = _cost_models()[which]
+    consts = constants(cost, drafter)
+    assert consts is not None
+    ntok = reqs + spec + pre
+    padded = ntok + extra
+    gm = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)[mode]
+    ref = cost.step_cost(BatchDescriptor(reqs, ntok, padded, pre, pre_reqs, reqs - pre_reqs, spec,
+                                         0, nd, ctx, gm, asy, drafter, acc))
+    dev, step = kernel.price(consts, padded, reqs, spec, ntok, ctx, pre, pre_reqs, mode, acc, nd,
+                             asy)
+    assert (dev, step) == (ref.device_s, ref.step_s)
+
+
+def test_compiled_price_refuses_other_cost_models():
+    from simkit.engine.fast.pricing import constants
+
+    assert constants(LinearCost(), "suffix") is None
+    cost = _cost_models()[0]
+
+    class Wrapped:
+        def step_cost(self, b):
+            return cost.step_cost(b)
+
+    assert constants(Wrapped(), "suffix") is None and constants(cost, "no-such") is None

@@ -15,6 +15,8 @@ request j's block i (an output block, or a prompt block of a cycled copy past it
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -625,3 +627,99 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
     scalars[8] = warm_step
     scalars[9] = last_arrival
     return scalars, steps[:step], fins[:nfin], gaps[:ngap], mark_at
+
+
+# kernel.price's constants (simkit.engine.fast.pricing.NAMES, then the drafter's three)
+(C_G_DENSE, C_G_ACT, C_G_TOK, C_G_LM, C_G_LM_ROW, C_MOE_E, C_MOE_LOG, C_M_BYTES, C_M_TOK, C_A_BW,
+ C_A_FULL, C_A_LOCAL, C_KV_FULL, C_KV_LOCAL, C_WINDOW, C_C_TOK, C_ROW_S, C_REJ, C_F_FULL, C_F_PW,
+ C_F_NONE, C_PF_TOK, C_A_STEP, C_A_REQ, C_A_PT, C_A_RT, C_A_ACC, C_H_STEP, C_H_REQ, C_H_PT,
+ C_H_RT, C_H_ACC, C_DISPATCH_ON, C_DA_PW, C_DA_NONE, C_DA_TOK, C_D_PW, C_D_NONE, C_D_TOK,
+ C_OVERLAP_OK, C_A_AS, C_H_FR, C_H_FACC, C_F_PRE, C_DS, C_DR, C_DA) = range(47)
+
+
+@njit(cache=True)
+def price(c, n, reqs, spec, ntok, ctx, pre_tok, pre_reqs, gm, acc, nd, asy):
+    """(device s, step s) of one step: CostModel.step_cost's closure (simkit.costmodel.model,
+    `fast`), operation for operation, on constants `c` (pricing.constants)."""
+    rows = reqs + spec
+    x = c[C_G_DENSE] + n * c[C_G_ACT]
+    y = n * c[C_G_TOK]
+    dev = x if x > y else y
+    y = rows * c[C_G_LM_ROW]
+    g_lm = c[C_G_LM]
+    dev += g_lm if g_lm > y else y
+    if c[C_M_TOK]:
+        x = c[C_MOE_E] * (1.0 - math.exp(n * c[C_MOE_LOG])) * c[C_M_BYTES]
+        y = n * c[C_M_TOK]
+        dev += x if x > y else y
+    if reqs:
+        mean = ctx / reqs
+        pairs = (ntok - 0.5 * pre_tok) * mean
+        window = c[C_WINDOW]
+        if window:
+            win = mean if mean < window else window
+            x = (ctx * c[C_KV_FULL] + reqs * win * c[C_KV_LOCAL]) * c[C_A_BW]
+            y = pairs * c[C_A_FULL] + ntok * win * c[C_A_LOCAL]
+        else:
+            x = ctx * c[C_KV_FULL] * c[C_A_BW]
+            y = pairs * c[C_A_FULL]
+        dev += x if x > y else y
+    if gm == G_FULL:
+        dev += c[C_F_FULL]
+    elif gm == G_PIECEWISE:
+        dev += c[C_F_PW]
+    else:
+        dev += c[C_F_NONE]
+    dev += n * c[C_C_TOK] + rows * c[C_ROW_S]
+    if spec:
+        dev += c[C_REJ]
+    if c[C_PF_TOK]:
+        dev += c[C_PF_TOK] * pre_tok
+    if asy:
+        overlap = c[C_A_STEP] + c[C_A_REQ] * reqs + c[C_A_PT] * ntok + c[C_A_RT] * spec + \
+            c[C_A_ACC] * acc
+    else:
+        overlap = c[C_H_STEP] + c[C_H_REQ] * reqs + c[C_H_PT] * ntok + c[C_H_RT] * spec + \
+            c[C_H_ACC] * acc
+    if nd:
+        draft = c[C_DS] + c[C_DR] * nd + c[C_DA] * acc
+    else:
+        draft = 0.0
+    overlap_ok = c[C_OVERLAP_OK] != 0.0
+    if c[C_DISPATCH_ON] != 0.0 and gm != G_FULL:
+        if asy:
+            issue = (c[C_DA_PW] if gm == G_PIECEWISE else c[C_DA_NONE]) + c[C_DA_TOK] * ntok
+        else:
+            issue = (c[C_D_PW] if gm == G_PIECEWISE else c[C_D_NONE]) + c[C_D_TOK] * ntok
+        if asy and overlap_ok:
+            step = (dev if dev > overlap + issue else overlap + issue) + draft + c[C_A_AS]
+        else:
+            step = (dev if dev > issue else issue) + overlap + draft
+    elif asy and overlap_ok:
+        step = (dev if dev > overlap else overlap) + draft + c[C_A_AS]
+    else:
+        step = dev + overlap + draft
+    front = c[C_H_FR] * reqs + c[C_H_FACC] * acc
+    if c[C_F_PRE]:
+        front += c[C_F_PRE] * pre_reqs
+    return dev, (step if step > front else front)
+
+
+@njit(cache=True)
+def price_steps(steps, c, asy):
+    """(step s, host-bound s) per step of a kernel run, and the step ends (SimPy's running sum)."""
+    m = steps.shape[0]
+    step_s = np.empty(m)
+    host_s = np.empty(m)
+    ends = np.empty(m)
+    now = 0.0
+    for i in range(m):
+        r = steps[i]
+        dev, s = price(c, r[S_PADDED], r[S_REQS], r[S_SPEC], r[S_TOKENS], r[S_CTX], r[S_PRE_TOK],
+                       r[S_PRE_REQS], r[S_MODE], r[S_SCHED_ACC], r[S_DRAFTING], asy)
+        step_s[i] = s
+        x = s - dev
+        host_s[i] = ((x if x > 0.0 else 0.0) / s if s > 0 else 0.0) * s
+        now = now + s
+        ends[i] = now
+    return step_s, host_s, ends

@@ -19,6 +19,7 @@ from simkit.costmodel.batch import BatchDescriptor, GraphMode
 from simkit.engine import trajectory
 from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.fast import kernel as K
+from simkit.engine.fast.pricing import constants
 from simkit.engine.metrics import Recorder, summarize
 from simkit.engine.policies import FeedbackK, FixedK, BatchSizeTable
 
@@ -155,21 +156,26 @@ def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skip
     (_, n_steps, _, _, preemptions, hit_tokens, query_tokens, evicted, warm_step,
      last_arrival) = scalars.tolist()
 
-    # price every step as the SimPy loop does: one descriptor, one step_cost call
+    # price every step as the SimPy loop does (the compiled mirror of step_cost where proven)
     asy, drafter = spec.async_scheduling, spec.drafter
-    cost = cost_model.step_cost
-    descs, costs = [], []
-    for r in steps[:, :K.S_K].tolist():
-        d = BatchDescriptor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
-                            _MODES[r[11]], asy, drafter, r[10])
-        descs.append(d)
-        costs.append(cost(d))
-    step_s = [c.step_s for c in costs]
-    ends = list(itertools.accumulate(step_s))          # SimPy's now + delay, step after step
+    consts = constants(cost_model, drafter)
+    descs = None
+    if consts is None or capture:
+        descs = [BatchDescriptor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                                 _MODES[r[11]], asy, drafter, r[10])
+                 for r in steps[:, :K.S_K].tolist()]
+    if consts is None:
+        cost = cost_model.step_cost
+        costs = [cost(d) for d in descs]
+        step_s = [c.step_s for c in costs]
+        host_s = [c.host_frac * c.step_s for c in costs]
+        ends = list(itertools.accumulate(step_s))      # SimPy's now + delay, step after step
+    else:
+        step_a, host_a, ends_a = K.price_steps(steps, consts, asy)
+        step_s, host_s, ends = step_a.tolist(), host_a.tolist(), ends_a.tolist()
     at = np.concatenate(([0.0], np.asarray(ends, np.float64)))   # step index + 1 -> time
     rec = Recorder()
-    rec.step_end, rec.step_s = ends, step_s
-    rec.host_s = [c.host_frac * c.step_s for c in costs]
+    rec.step_end, rec.step_s, rec.host_s = ends, step_s, host_s
     col = steps.T
     rec.mode = col[K.S_MODE].astype(np.int8)
     rec.tokens, rec.padded, rec.pad_drafts = col[K.S_TOKENS], col[K.S_PADDED], col[K.S_PAD_DRAFTS]
