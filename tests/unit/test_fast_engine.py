@@ -19,8 +19,8 @@ from engine_doubles import LinearCost, patterned_table
 from simkit.block_hash import pack, prompt_block_hashes
 from simkit.engine import fast
 from simkit.engine.config import DEFAULT_CONFIGS, EngineConfig, parse_configs
-from simkit.engine.fast import run as fast_run
-from simkit.engine.sim import ClosedLoop, simulate
+from simkit.engine.fast import loop as fast_run
+from simkit.engine.sim import ClosedLoop, OpenLoop, simulate
 from simkit.engine.workload import Workload
 
 
@@ -50,7 +50,7 @@ def _same(a, b, path: str = "result") -> None:
 def compiled_runs(monkeypatch):
     """Counts the runs the compiled loop finished (returned a result for)."""
     done = []
-    real = fast_run.run_closed
+    real = fast_run.run
 
     def spy(*args, **kw):
         out = real(*args, **kw)
@@ -58,7 +58,7 @@ def compiled_runs(monkeypatch):
             done.append(out)
         return out
 
-    monkeypatch.setattr(fast_run, "run_closed", spy)
+    monkeypatch.setattr(fast_run, "run", spy)
     return done
 
 
@@ -157,6 +157,33 @@ def test_other_windows_and_kept_trajectories(monkeypatch, compiled_runs):
     assert len(compiled_runs) == 6
 
 
+def test_open_loop_runs_equal_the_reference(monkeypatch, compiled_runs):
+    """predict --request-rate (capped outputs extended) and the capacity search's rates."""
+    from simkit.app.cells import load_cell
+    from simkit.app.options import RunOptions
+    from simkit.choices import CappedMode, ProfileSource
+    from simkit.engine.runner import engine_config
+
+    workload, cost = load_cell(RunOptions("qwen2.5-7b", "chat", source=ProfileSource.SHIPPED,
+                                          vllm_version="0.26",
+                                          capped_outputs=CappedMode.EXTEND))
+    cfg = engine_config(cost)
+    specs = parse_configs("vanilla,kpad:4,dynamic")
+    for spec in specs:
+        for rate in (6.0, 40.0):
+            ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec,
+                                 load=OpenLoop(rate=rate), seed=1, num_requests=96)
+            _same(ref, new, f"{spec.name} at {rate}")
+    workload, cost = _shipped("chat", "0.33")
+    cfg = engine_config(cost)
+    for spec in parse_configs("vanilla,suffix"):
+        for rate in (10.0, 27.5, 80.0):
+            ref, new = _cell_run(monkeypatch, workload, cost, cfg, spec,
+                                 load=OpenLoop(rate=rate), seed=0, num_requests=300)
+            _same(ref, new, f"{spec.name} at {rate}")
+    assert len(compiled_runs) == 2 * (len(specs) - 1) + 6    # all but dynamic-goodput
+
+
 def test_refused_runs_fall_back(monkeypatch, compiled_runs):
     """What the compiled loop was not proven on runs the reference loop, unchanged."""
     w = Workload.from_table(patterned_table([40, 70, 20], [12, 30, 9], 3))
@@ -198,9 +225,11 @@ def workloads(draw):
        seed=st.integers(0, 5), caching=st.booleans(), repeat=st.sampled_from([0, 1, 2]),
        preload=st.integers(0, 3), cudagraph=st.sampled_from(["FULL_AND_PIECEWISE", "NONE",
                                                              "PIECEWISE", "FULL"]),
-       version=st.sampled_from(["0.26", "0.33"]), max_len=st.sampled_from([16384, 150]))
+       version=st.sampled_from(["0.26", "0.33"]), max_len=st.sampled_from([16384, 150]),
+       arrivals=st.sampled_from([None, "poisson", "stamps"]), rate=st.floats(0.5, 400.0))
 def test_random_workloads_equal_the_reference(w, name, conc, blocks, budget, seed, caching,
-                                              repeat, preload, cudagraph, version, max_len):
+                                              repeat, preload, cudagraph, version, max_len,
+                                              arrivals, rate):
     from simkit.engine.cudagraph import CudagraphMode
 
     mp = pytest.MonkeyPatch()
@@ -212,13 +241,21 @@ def test_random_workloads_equal_the_reference(w, name, conc, blocks, budget, see
         chains = w.hash_chains()
         kw = dict(load=ClosedLoop(conc), seed=seed, num_requests=3 * w.num_requests,
                   window_start_completion=1, other_window_starts=(conc, 2), capture=True)
+        cost = LinearCost(host_s=2e-4, piecewise_s=1e-4)
+        if arrivals is not None:           # arrivals read the clock: priced in the loop
+            cost = _cost_models()[seed % 5]
+            stamps = None
+            if arrivals == "stamps":       # repeated stamps and time 0: requests arrive together
+                stamps = tuple(float(x) for x in
+                               np.round(np.cumsum(np.arange(3 * w.num_requests) % 3) / rate, 2))
+            kw = dict(load=OpenLoop(rate=rate, timestamps=stamps), seed=seed,
+                      num_requests=3 * w.num_requests)
         if caching:
             kw["cached_prefixes"] = chains[:preload] or None
             kw["repeat_prompts"] = (False, True, frozenset(range(0, w.num_requests, 2)))[repeat]
         calls = []
-        real = fast_run.run_closed
-        mp.setattr(fast_run, "run_closed", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
-        cost = LinearCost(host_s=2e-4, piecewise_s=1e-4)
+        real = fast_run.run
+        mp.setattr(fast_run, "run", lambda *a, **k: calls.append(real(*a, **k)) or calls[-1])
         mp.setenv(fast.ENV, "reference")
         try:
             ref = simulate(w, cost, cfg, spec, **kw)

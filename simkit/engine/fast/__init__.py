@@ -1,7 +1,7 @@
-"""The compiled engine loop: the closed-loop runs simulate hands it, float for float the same.
+"""The compiled engine loop: the runs simulate hands it, float for float the same.
 
-`closed_loop(...)` runs a closed-loop simulation on the numba kernel (kernel.py) and prices its
-steps (run.py); it returns None for every run it was not proven equal on, and simulate then runs
+`run(...)` runs a closed-loop or open-loop simulation on the numba kernel (kernel.py) and prices
+its steps (pricing.py, loop.py); it returns None for every run it was not proven equal on, and simulate then runs
 the SimPy loop over simkit.engine.scheduler, which stays the reference implementation
 (tests/unit/test_fast_engine.py compares the two). What it takes is an explicit allow-list
 (`refusal` says why a run falls back): the vLLM versions, engine settings and configuration
@@ -50,14 +50,14 @@ def refusal(cfg, spec, sched) -> str | None:
     return None
 
 
-def closed_loop(workload, cost_model, cfg, spec, sched, **kw):
-    """simulate's closed-loop RunResult from the compiled loop, or None (run the reference)."""
+def run(workload, cost_model, cfg, spec, sched, **kw):
+    """simulate's RunResult from the compiled loop, or None (run the reference)."""
     if refusal(cfg, spec, sched) is not None:
         return None
     try:
         import numba  # noqa: F401
     except ImportError:
         return None
-    from simkit.engine.fast.run import run_closed
+    from simkit.engine.fast import loop as compiled
 
-    return run_closed(workload, cost_model, cfg, spec, sched, **kw)
+    return compiled.run(workload, cost_model, cfg, spec, sched, **kw)

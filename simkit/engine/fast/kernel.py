@@ -1,12 +1,13 @@
-"""The compiled closed-loop engine: simkit.engine.scheduler's schedule/update rules over arrays.
+"""The compiled engine loop: simkit.engine.scheduler's schedule/update rules over arrays.
 
-One numba function runs a whole closed-loop run in step counts, never seconds: in a closed loop
-what is scheduled does not depend on how long a step takes (simkit.engine.trajectory says why),
-so the kernel returns each step's counts and, for every recorded time, the step whose end it is;
-simkit.engine.fast.run prices the steps with the cost model afterwards. Every rule mirrors
+One numba function runs a whole run. A closed loop runs in step counts, never seconds: what it
+schedules does not depend on how long a step takes (simkit.engine.trajectory says why), so the
+kernel returns each step's counts and, for every recorded time, the step whose end it is, and
+simkit.engine.fast.loop prices the steps afterwards. An open loop's arrivals read the clock, so
+it prices each step as it runs (`price`, the cost model's closure mirrored). Every rule mirrors
 scheduler.py line for line (the reference implementation; tests/unit/test_fast_engine.py
-compares both float for float). Kept in one file so that numba's on-disk cache, which is keyed
-on this file, is never stale.
+compares both float for float). Kept in one file so that numba's on-disk cache, keyed on this
+file, is never stale.
 
 Requests are numbered by their position j in the run's order. Prefix-cache keys are ints:
 [0, H) the workload's prompt block hashes (dense ids), H + j * B + i the request-unique key of
@@ -25,14 +26,15 @@ S_REQS, S_TOKENS, S_PADDED, S_PRE_TOK, S_PRE_REQS, S_DEC_REQS, S_SPEC, S_PAD_DRA
     S_DRAFTING, S_CTX, S_SCHED_ACC, S_MODE, S_EMITTED, S_ACCEPTED, S_DECODES, S_DEC_TOKENS, \
     S_K, S_FREE, S_ITL = range(19)
 N_STEP_COLS = 19
-# per finished request: arrival, first token, done (step indices, -1 = time 0), output, preemptions
+# per finished request: the request (position j), first token, done (step indices, -1 = time
+# 0), output, preemptions
 N_FIN_COLS = 5
-# per inter-token gap: the emitting step, the request's previous emission, its arrival
+# per inter-token gap: the emitting step, the request's previous emission, the request
 N_ITL_COLS = 3
 # scalars: error, steps, finished, gaps, preemptions, hit tokens, query tokens, evicted,
 # warm-up end step, last arrival step
 N_SCALARS = 10
-ERR_NONE, ERR_STUCK, ERR_EVICT = 0, 1, 2
+ERR_NONE, ERR_STUCK, ERR_EVICT, ERR_TIE = 0, 1, 2, 3
 # dispatcher modes (cudagraph.CudagraphMode) and step graph modes (trajectory._MODES order)
 D_NONE, D_FULL, D_FAP, D_PIECEWISE = 0, 1, 2, 3
 G_FULL, G_PIECEWISE, G_NONE = 0, 1, 2
@@ -56,13 +58,27 @@ def _key(j, i, idx, modified, nkeys, ch_off, ch_ids, shared, H, B):
 
 
 @njit(cache=True)
-def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
+def _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, at):
+    """sim.submit's bookkeeping for request j: its copy number (prefix caching), the queue."""
+    if use_pc:
+        idx = order[j]
+        c = seen[idx]
+        seen[idx] = c + 1
+        modified[j] = c > 0 and modify_ok and not exact[idx]
+    wq[at] = j
+
+
+@njit(cache=True)
+def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count, marks,
                use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
                refs, lru_prev, lru_next, lru_init, anon0, evicted0,
                acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
                speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
                max_model_len, max_num_seqs, num_blocks):
-    """Run the closed loop; returns (scalars, steps, finishes, gaps, mark steps)."""
+    """Run a closed loop (`concurrency` clients) or, with `open_loop`, arrivals at `arr_t`
+    (priced as they run with `consts`: arrivals read the clock). Returns (scalars, steps,
+    finishes, gaps, mark steps, arrival step per request, arrival time per request, per-step
+    (step s, host-bound s, end) when priced here)."""
     n = order.shape[0]
     bs = block_size
     max_len_1 = max_model_len - 1
@@ -74,7 +90,11 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
     spec = np.zeros(n, np.int64)
     first = np.full(n, -2, np.int64)      # step of the first token (-2: none yet)
     last = np.full(n, -2, np.int64)
-    arrival = np.zeros(n, np.int64)
+    arrival = np.zeros(n, np.int64)       # closed loop: the step whose end it is (-1: 0)
+    arrival_f = np.zeros(n)                 # open loop: the time
+    priced = np.zeros((1024 if open_loop else 1, 3))
+    now = 0.0
+    a_now = 0.0                             # the arrivals process's clock
     preempts = np.zeros(n, np.int64)
     reg_at = np.full(n, 16, np.int64)
     modified = np.zeros(n, np.bool_)
@@ -137,21 +157,35 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
     reach = np.zeros(kmax + 2, np.int64)
     accn = np.zeros(kmax + 2, np.int64)
 
-    # the first clients submit at time 0 (before the engine's first step)
-    for _ in range(min(concurrency, n)):
+    # the first clients (or arrivals at time 0) submit before the engine's first step
+    first_n = min(concurrency, n)
+    if open_loop:
+        first_n = 0
+        while first_n < n and not arr_t[first_n] > 0.0:
+            first_n += 1
+    for _ in range(first_n):
         j = nxt
         nxt += 1
         arrival[j] = -1
         last_arrival = -1
-        idx = order[j]
-        if use_pc:
-            c = seen[idx]
-            seen[idx] = c + 1
-            modified[j] = c > 0 and modify_ok and not exact[idx]
-        wq[(whead + wcount) % wcap] = j
+        _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, (whead + wcount) % wcap)
         wcount += 1
     step = 0
     while True:
+        if nrun == 0 and wcount == 0 and open_loop:
+            if nxt >= n:
+                break
+            a_now = a_now + (arr_t[nxt] - a_now)       # the next arrival wakes the engine
+            now = a_now
+            while True:
+                arrival_f[nxt] = a_now
+                _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                         (whead + wcount) % wcap)
+                wcount += 1
+                nxt += 1
+                if nxt >= n or arr_t[nxt] > a_now:
+                    break
+            continue
         if nrun == 0 and wcount == 0:
             if nxt >= n or pending == 0:
                 break
@@ -162,12 +196,8 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
                 nxt += 1
                 arrival[j] = step - 1
                 last_arrival = step - 1
-                idx = order[j]
-                if use_pc:
-                    c = seen[idx]
-                    seen[idx] = c + 1
-                    modified[j] = c > 0 and modify_ok and not exact[idx]
-                wq[(whead + wcount) % wcap] = j
+                _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq,
+                         (whead + wcount) % wcap)
                 wcount += 1
             pending = 0
             continue
@@ -463,14 +493,41 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
             nxt += 1
             arrival[j] = step - 1
             last_arrival = step - 1
-            idx = order[j]
-            if use_pc:
-                c = seen[idx]
-                seen[idx] = c + 1
-                modified[j] = c > 0 and modify_ok and not exact[idx]
-            wq[(whead + wcount) % wcap] = j
+            _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq,
+                     (whead + wcount) % wcap)
             wcount += 1
         pending = 0
+        if open_loop:
+            # the step runs; arrivals before its end join the queue (a tie: the reference's
+            # event order decides, so the reference runs it)
+            dev, s_step = price(consts, padded, ne, spec_tokens, num_tokens, ctx,
+                                prefill_tokens, prefill_reqs, mode, sched_acc,
+                                drafting if speculative else 0, asy)
+            end = now + s_step
+            priced = _grow(priced, step)
+            x = s_step - dev
+            priced[step, 0] = s_step
+            priced[step, 1] = ((x if x > 0.0 else 0.0) / s_step if s_step > 0 else 0.0) * s_step
+            priced[step, 2] = end
+            while nxt < n:
+                t_next = a_now + (arr_t[nxt] - a_now)
+                if t_next == end:
+                    err = ERR_TIE
+                    break
+                if t_next > end:
+                    break
+                a_now = t_next
+                while True:
+                    arrival_f[nxt] = a_now
+                    _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                             (whead + wcount) % wcap)
+                    wcount += 1
+                    nxt += 1
+                    if nxt >= n or arr_t[nxt] > a_now:
+                        break
+            if err != ERR_NONE:
+                break
+            now = end
         # ---- update (Scheduler.update) ----
         emitted = accepted = decodes = decode_tokens = longest = 0
         npairs = 0
@@ -513,7 +570,7 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
                 gaps = _grow(gaps, ngap)
                 gaps[ngap, 0] = step
                 gaps[ngap, 1] = last[j]
-                gaps[ngap, 2] = arrival[j]
+                gaps[ngap, 2] = j
                 ngap += 1
             last[j] = step
             if t >= olen[idx]:
@@ -540,7 +597,7 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
                     chain_len[j] = 0
                 blocks[j] = 0
                 finished = True
-                fins[nfin, 0] = arrival[j]
+                fins[nfin, 0] = j
                 fins[nfin, 1] = first[j]
                 fins[nfin, 2] = step
                 fins[nfin, 3] = olen[idx]
@@ -552,7 +609,8 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
                 for m in range(marks.shape[0]):
                     if marks[m] == done:
                         mark_at[m] = step
-                pending += 1
+                if not open_loop:
+                    pending += 1
                 spec[j] = -1                                 # finished marker for the filter
             else:
                 cand[ncand] = j
@@ -626,7 +684,8 @@ def run_closed(order, plen, olen, row0, concurrency, warm_count, marks,
     scalars[7] = evicted
     scalars[8] = warm_step
     scalars[9] = last_arrival
-    return scalars, steps[:step], fins[:nfin], gaps[:ngap], mark_at
+    return (scalars, steps[:step], fins[:nfin], gaps[:ngap], mark_at, arrival, arrival_f,
+            priced[:step] if open_loop else priced[:0])
 
 
 # kernel.price's constants (simkit.engine.fast.pricing.NAMES, then the drafter's three)

@@ -62,13 +62,20 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
     return np.stack(acc), np.stack(dr), kcol
 
 
-def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
-               concurrency: int, warm_count: int, marks: Sequence[int], pc, prefix: dict | None,
-               chains: list | None, shared: list | None, exact: frozenset, capture: bool,
-               seed: int, result_type: type):
-    """simulate's closed-loop run on the compiled kernel; None where the reference loop must
-    say what went wrong. `sched`: a reference Scheduler built for the run (its dispatchers,
-    K policy and initial K are the run's); `result_type`: simulate's RunResult."""
+def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
+        concurrency: int, times: list[float] | None, warm_count: int | None,
+        marks: Sequence[int], pc, prefix: dict | None, chains: list | None,
+        shared: list | None, exact: frozenset, capture: bool, seed: int, result_type: type):
+    """simulate's run on the compiled kernel: a closed loop of `concurrency` clients, or open-
+    loop arrivals at `times`; None where the reference loop must run it (an open loop under a
+    cost model the kernel cannot price, a tie between an arrival and a step's end) or say what
+    went wrong. `sched`: a reference Scheduler built for the run (its dispatchers, K policy and
+    initial K are the run's); `result_type`: simulate's RunResult."""
+    open_loop = times is not None
+    asy, drafter = spec.async_scheduling, spec.drafter
+    consts = constants(cost_model, drafter)
+    if open_loop and consts is None:
+        return None
 
     bs = cfg.block_size
     plen = np.asarray(workload.prompt_len, np.int64)
@@ -144,8 +151,9 @@ def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skip
         dq[k] = 1 + d.num_spec_tokens
     marks_a = np.asarray(sorted(set(marks)), np.int64)
 
-    scalars, steps, fins, gaps, mark_at = K.run_closed(
-        order_a, plen, olen, row0, int(concurrency), int(warm_count), marks_a,
+    scalars, steps, fins, gaps, mark_at, arr_step, arr_time, priced = K.run_loop(
+        open_loop, np.asarray(times if open_loop else [], np.float64),
+        consts if consts is not None else np.zeros(0), asy, order_a, plen, olen, row0, int(concurrency), -1 if warm_count is None else int(warm_count), marks_a,
         use_pc, off, flat, lens, shared_a, exact_a, shared is not None, H, B,
         refs, prev_a, next_a, lru_init, int(anon0), int(evicted0),
         acc2d, dr2d, kcol, pol_mode, ks_sorted, ktab, int(sched.k_cur), alpha, threshold,
@@ -157,8 +165,6 @@ def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skip
      last_arrival) = scalars.tolist()
 
     # price every step as the SimPy loop does (the compiled mirror of step_cost where proven)
-    asy, drafter = spec.async_scheduling, spec.drafter
-    consts = constants(cost_model, drafter)
     descs = None
     if consts is None or capture:
         descs = [BatchDescriptor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
@@ -170,6 +176,8 @@ def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skip
         step_s = [c.step_s for c in costs]
         host_s = [c.host_frac * c.step_s for c in costs]
         ends = list(itertools.accumulate(step_s))      # SimPy's now + delay, step after step
+    elif open_loop:                                    # priced as the kernel ran
+        step_s, host_s, ends = priced.T.tolist()
     else:
         step_a, host_a, ends_a = K.price_steps(steps, consts, asy)
         step_s, host_s, ends = step_a.tolist(), host_a.tolist(), ends_a.tolist()
@@ -185,15 +193,19 @@ def run_closed(workload, cost_model, cfg, spec, sched, *, order: list[int], skip
     total = cfg.num_blocks
     rec.kv_used = ([1.0 - f / total for f in col[K.S_FREE].tolist()] if total
                    else [0.0] * n_steps)
-    rec.req_arrival = at[fins[:, 0] + 1].tolist()
+    arrived = arr_time if open_loop else at[arr_step + 1]
+    rec.req_arrival = arrived[fins[:, 0]].tolist()
     rec.req_first = at[fins[:, 1] + 1].tolist()
     rec.req_done = at[fins[:, 2] + 1].tolist()
     rec.req_out, rec.req_preempt = fins[:, 3].tolist(), fins[:, 4].tolist()
     rec.itl = (at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]).tolist()
-    rec.itl_time = at[gaps[:, 2] + 1].tolist()
+    rec.itl_time = arrived[gaps[:, 2]].tolist()
 
     last_t = float(at[last_arrival + 1])
-    window = None if warm_step < 0 else (float(at[warm_step + 1]), last_t)
+    if open_loop:
+        window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
+    else:
+        window = None if warm_step < 0 else (float(at[warm_step + 1]), last_t)
     metrics = summarize(rec, window, preemptions)
     spans = {int(m): None if s < 0 else (float(at[s + 1]), last_t)
              for m, s in zip(marks_a.tolist(), mark_at.tolist())}
