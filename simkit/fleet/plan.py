@@ -124,8 +124,12 @@ class Fleet:
             if policy == LEAST_OUTSTANDING:
                 self.memo[key] = {s.name: self._least_outstanding(s, n) for s in self.specs}
             else:
+                from simkit.progress import phase
+
                 rep = assign(self.traffic, policy, n)
-                res = self.run_jobs(self.jobs(rep, n, self.specs))
+                with phase(f"fleet plan: {n} replica(s) under {policy} routing "
+                           f"(evaluation {self.evaluations})", n):
+                    res = self.run_jobs(self.jobs(rep, n, self.specs))
                 self.cpu_s.extend(r["cpu_s"] for r in res)
                 self.memo[key] = {s.name: fleet_point(
                     policy, n, s.name, [(r["history"], r["runs"][s.name]) for r in res],

@@ -60,8 +60,12 @@ def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: flo
 def pilot_rates(cell: Cell, specs: list[SpecConfig], *, workers: int | None,
                 concurrency: int = 32) -> list[float]:
     """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
+    from simkit.progress import phase
+
     jobs = [Job(s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
-    flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
+    with phase(f"capacity search: closed-loop pilot (C={concurrency}) of {len(specs)} "
+               "configuration(s)", len(jobs)):
+        flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
     return [t if t > 0 else 1.0 for t in flat]
 
 
@@ -72,6 +76,8 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
                           start_rates: list[float] | None = None) -> list[dict[str, Any]]:
     """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
     advance together so that every iteration fills the worker pool)."""
+    from simkit.progress import phase
+
     if rel_tol <= 0 or span_factor <= 0 or min_requests < 1 or max_requests < min_requests:
         raise InputError("need rel_tol > 0, span_factor > 0, 1 <= min_requests <= max_requests",
                          field="search")
@@ -81,7 +87,7 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
     starts = start_rates or pilot_rates(cell, specs, workers=workers)
     state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
               "hi_bind": "", "it": 0, "done": False} for s, r0 in zip(specs, starts)]
-    for _ in range(max_iter):
+    for st_round in range(1, max_iter + 1):
         live = [st for st in state if not st["done"]]
         if not live:
             break
@@ -94,7 +100,9 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
                 sims.append(st)
                 jobs += [Job(st["spec"], seed, OpenLoop(rate=st["next"]), n)
                          for seed in range(seeds)]
-        flat = run_jobs(cell, jobs, workers) if jobs else []
+        with phase(f"capacity search: round {st_round} (at most {max_iter}) of "
+                   f"{len(sims)} configuration(s) still searching x {seeds} seed(s)", len(jobs)):
+            flat = run_jobs(cell, jobs, workers) if jobs else []
         for st in live:
             if st in sims:
                 i = sims.index(st)
