@@ -5,8 +5,8 @@ its steps (pricing.py, loop.py); it returns None for every run it was not proven
 the SimPy loop over simkit.engine.scheduler, which stays the reference implementation
 (tests/unit/test_fast_engine.py compares the two). What it takes is an explicit allow-list
 (`refusal` says why a run falls back): the vLLM versions, engine settings and configuration
-fields it was checked on, the fixed, batch-size-table and feedback K policies, table-replayed
-drafts. A new version, setting or policy falls back until it is added here and to the test.
+fields it was checked on, the four K policies (goodput only under the cost model it mirrors),
+table-replayed drafts. A new version, setting or policy falls back until it is added here and to the test.
 SIMKIT_ENGINE_LOOP=reference forces the reference loop (benchmarks, bisecting a difference).
 """
 
@@ -19,7 +19,7 @@ from simkit.engine.policies import KPolicyName
 
 ENV = "SIMKIT_ENGINE_LOOP"
 PROVEN_VERSIONS = frozenset({"0.26", "0.33"})
-PROVEN_POLICIES = (None, KPolicyName.TABLE, KPolicyName.FEEDBACK)
+PROVEN_POLICIES = (None, KPolicyName.TABLE, KPolicyName.FEEDBACK, KPolicyName.GOODPUT)
 # the fields the kernel reads or was checked against; a new one falls back until proven
 ENGINE_FIELDS = frozenset({"max_num_seqs", "max_num_batched_tokens", "max_model_len",
                            "max_tokens", "block_size", "kv_capacity_tokens", "cudagraph_mode",

@@ -58,6 +58,30 @@ def _key(j, i, idx, modified, nkeys, ch_off, ch_ids, shared, H, B):
 
 
 @njit(cache=True)
+def _dispatch(dsizes, dcount, dq, dmode, max_num_seqs, k, num_tokens, num_reqs, max_q):
+    """(graph mode, padded tokens) of a batch under K's capture list
+    (cudagraph.Dispatcher.dispatch)."""
+    nsz = dcount[k]
+    if dmode == D_NONE or nsz == 0 or num_tokens > dsizes[k, nsz - 1] or num_tokens <= 0:
+        return G_NONE, num_tokens
+    lo, hi = 0, nsz
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if dsizes[k, mid] < num_tokens:
+            lo = mid + 1
+        else:
+            hi = mid
+    padded = dsizes[k, lo]
+    if dmode == D_FULL:
+        return G_FULL, padded
+    if dmode == D_FAP:
+        q = dq[k]
+        if max_q == q and num_tokens == q * num_reqs and q <= padded and padded <= q * max_num_seqs:
+            return G_FULL, padded
+    return G_PIECEWISE, padded
+
+
+@njit(cache=True)
 def _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, at):
     """sim.submit's bookkeeping for request j: its copy number (prefix caching), the queue."""
     if use_pc:
@@ -155,6 +179,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     p_d = np.empty(n + 1, np.int64)
     cand = np.empty(n + 1, np.int64)
     reach = np.zeros(kmax + 2, np.int64)
+    cumv = np.zeros(kmax + 1)
     accn = np.zeros(kmax + 2, np.int64)
 
     # the first clients (or arrivals at time 0) submit before the engine's first step
@@ -450,26 +475,8 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
         if ne == 0 and (nrun > 0 or wcount > 0):
             err = ERR_STUCK
             break
-        # CUDA-graph dispatch (cudagraph.Dispatcher.dispatch) of this K's capture list
-        nsz = dcount[k]
-        mode = G_NONE
-        padded = num_tokens
-        if not (dmode == D_NONE or nsz == 0 or num_tokens > dsizes[k, nsz - 1] or num_tokens <= 0):
-            lo, hi = 0, nsz
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if dsizes[k, mid] < num_tokens:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            padded = dsizes[k, lo]
-            mode = G_PIECEWISE
-            if dmode == D_FULL:
-                mode = G_FULL
-            elif dmode == D_FAP:
-                q = dq[k]
-                if max_q == q and num_tokens == q * ne and q <= padded and padded <= q * max_num_seqs:
-                    mode = G_FULL
+        mode, padded = _dispatch(dsizes, dcount, dq, dmode, max_num_seqs, k, num_tokens, ne,
+                                 max_q)
         steps = _grow(steps, step)
         row = steps[step]
         row[S_REQS] = ne
@@ -556,7 +563,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                 decodes += 1
                 accepted += a
                 decode_tokens += e
-                if pol_mode == 2 and e_spec[x] > 0:
+                if pol_mode >= 2 and e_spec[x] > 0:
                     p_a[npairs] = a
                     p_d[npairs] = real
                     npairs += 1
@@ -627,7 +634,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
             nrun = w
         # Scheduler._propose
         if speculative:
-            if pol_mode == 2 and npairs > 0:                 # FeedbackK.observe (AcceptanceEWMA)
+            if pol_mode >= 2 and npairs > 0:                 # K policy's observe (AcceptanceEWMA)
                 kk = k if k < kmax else kmax
                 for y in range(kk + 2):
                     reach[y] = 0
@@ -649,11 +656,46 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                 knew = k_init
             elif pol_mode == 1:                              # BatchSizeTable
                 knew = ktab[ne]
-            else:                                            # FeedbackK.choose
+            elif pol_mode == 2:                              # FeedbackK.choose
                 knew = ks[0]
                 for y in range(ks.shape[0]):
                     if uncond[ks[y]] >= threshold:
                         knew = ks[y]
+            elif ncand == 0:                                 # GoodputK.choose
+                knew = ks[ks.shape[0] - 1]
+            else:
+                cumv[0] = 0.0                                # AcceptanceEWMA.cumulative
+                prod = 1.0
+                total = 0.0
+                for y in range(1, kmax + 1):
+                    prod *= cond[y]
+                    total += prod
+                    cumv[y] = total
+                context = 0
+                for x in range(nrun):
+                    context += computed[running[x]]
+                knew = ks[0]
+                best_rate = -1.0
+                for y in range(ks.shape[0]):
+                    kk = ks[y]
+                    kc2 = kcol[kk]
+                    got = 0.0
+                    real = 0
+                    for x in range(ncand):
+                        j = cand[x]
+                        d = np.int64(dr2d[kc2, row0[order[j]] + tt[j]])
+                        got += cumv[d]
+                        real += d
+                    expected = ncand + got
+                    ntu = ncand * (1 + kk)                   # pricing.uniform_decode_price
+                    gm2, pad2 = _dispatch(dsizes, dcount, dq, dmode, max_num_seqs, kk, ntu, ncand,
+                                          1 + kk)
+                    _, s_u = price(consts, pad2, ncand, ncand * kk, ntu, context + ntu, 0, 0, gm2,
+                                   0, ncand, False)
+                    rate = expected / s_u
+                    if rate > best_rate:
+                        knew = kk
+                        best_rate = rate
             k_cur = knew
             no_draft = longest > max_model_len - knew
             kn = kcol[knew]

@@ -11,6 +11,7 @@ the reference loop reports itself (nothing schedulable, an eviction from an empt
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from simkit.engine.cudagraph import CudagraphMode
 from simkit.engine.fast import kernel as K
 from simkit.engine.fast.pricing import constants
 from simkit.engine.metrics import Recorder, summarize
-from simkit.engine.policies import FeedbackK, FixedK, BatchSizeTable
+from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK
 
 _MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)
 _DMODE = {CudagraphMode.NONE: K.D_NONE, CudagraphMode.FULL: K.D_FULL,
@@ -133,6 +134,11 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     elif isinstance(policy, FeedbackK):
         pol_mode = 2
         alpha, threshold = float(policy.ewma.alpha), float(policy.threshold)
+        ks_sorted = np.asarray(policy.ks, np.int64)
+    elif isinstance(policy, GoodputK) and consts is not None and sys.version_info < (3, 12):
+        # prices its candidates in the loop; Python 3.12's sum() of floats compensates
+        pol_mode = 3
+        alpha = float(policy.ewma.alpha)
         ks_sorted = np.asarray(policy.ks, np.int64)
     else:
         return None
