@@ -10,8 +10,9 @@ compares both float for float). Kept in one file so that numba's on-disk cache, 
 file, is never stale.
 
 Requests are numbered by their position j in the run's order. Prefix-cache keys are ints:
-[0, H) the workload's prompt block hashes (dense ids), H + j * B + i the request-unique key of
-request j's block i (an output block, or a prompt block of a cycled copy past its shared prefix).
+[0, H) the workload's prompt block hashes (dense ids), B[j] + i the request-unique key of
+request j's block i (an output block, or a prompt block of a cycled copy past its shared prefix);
+B[j] >= H leaves room for every block request j can fill.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _grow(a, n):
 def _key(j, i, idx, modified, nkeys, ch_off, ch_ids, shared, H, B):
     if i < nkeys[idx] and not (modified[j] and i >= shared[idx]):
         return ch_ids[ch_off[idx] + i]
-    return H + j * B + i
+    return B[j] + i
 
 
 @njit(cache=True)
@@ -123,7 +124,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     reg_at = np.full(n, 16, np.int64)
     modified = np.zeros(n, np.bool_)
     chain_len = np.zeros(n, np.int64)
-    chain_ok = np.zeros((n if use_pc else 1, B if use_pc else 1), np.bool_)
+    chain_ok = np.zeros(refs.shape[0] - H if use_pc else 1, np.bool_)  # chain[i] not None
     seen = np.zeros(plen.shape[0], np.int64)
     running = np.empty(n + 1, np.int64)
     nrun = 0
@@ -262,7 +263,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                         vi = order[v]
                         anon += blocks[v] - chain_len[v]
                         for ci in range(chain_len[v] - 1, -1, -1):
-                            if not chain_ok[v, ci]:
+                            if not chain_ok[B[v] - H + ci]:
                                 anon += 1
                                 continue
                             key = _key(v, ci, vi, modified, nkeys, ch_off, ch_ids, shared, H, B)
@@ -322,10 +323,10 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                 for ci in range(chain_len[j], full):
                     key = _key(j, ci, idx, modified, nkeys, ch_off, ch_ids, shared, H, B)
                     if refs[key] >= 0:
-                        chain_ok[j, ci] = False
+                        chain_ok[B[j] - H + ci] = False
                     else:
                         refs[key] = 1
-                        chain_ok[j, ci] = True
+                        chain_ok[B[j] - H + ci] = True
                 if full > chain_len[j]:
                     chain_len[j] = full
                 reg_at[j] = (chain_len[j] + 1) * bs
@@ -413,7 +414,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                                     lru_tail = p
                                 lru_len -= 1
                             refs[key] = r + 1
-                            chain_ok[j, ci] = True
+                            chain_ok[B[j] - H + ci] = True
                         chain_len[j] = hit
                         blocks[j] += hit
                         computed[j] += hit * bs
@@ -443,10 +444,10 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                         for ci in range(chain_len[j], full):
                             key = _key(j, ci, idx, modified, nkeys, ch_off, ch_ids, shared, H, B)
                             if refs[key] >= 0:
-                                chain_ok[j, ci] = False
+                                chain_ok[B[j] - H + ci] = False
                             else:
                                 refs[key] = 1
-                                chain_ok[j, ci] = True
+                                chain_ok[B[j] - H + ci] = True
                         if full > chain_len[j]:
                             chain_len[j] = full
                         reg_at[j] = (chain_len[j] + 1) * bs
@@ -585,7 +586,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                 if use_pc:                                   # PrefixCache.release
                     anon += blocks[j] - chain_len[j]
                     for ci in range(chain_len[j] - 1, -1, -1):
-                        if not chain_ok[j, ci]:
+                        if not chain_ok[B[j] - H + ci]:
                             anon += 1
                             continue
                         key = _key(j, ci, idx, modified, nkeys, ch_off, ch_ids, shared, H, B)

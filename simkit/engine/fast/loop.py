@@ -27,7 +27,7 @@ from simkit.engine.policies import BatchSizeTable, FeedbackK, FixedK, GoodputK
 _MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)
 _DMODE = {CudagraphMode.NONE: K.D_NONE, CudagraphMode.FULL: K.D_FULL,
           CudagraphMode.FULL_AND_PIECEWISE: K.D_FAP, CudagraphMode.PIECEWISE: K.D_PIECEWISE}
-MAX_KEY_SPACE = 1 << 25       # prefix-cache key table entries (3 int32 arrays): ~400 MB at most
+MAX_KEY_SPACE = 1 << 26       # prefix-cache key table entries (3 int32 arrays, 1 bool)
 
 
 def _chain_index(workload, chains: list) -> tuple:
@@ -96,8 +96,12 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
         for h in lru_keys:
             ids.setdefault(h, len(ids))
         H = len(ids)
-        B = int(max(lens.max(initial=0), int(((plen + olen) // bs).max(initial=0)) + 1)) + 1
-        space = H + order_a.size * B
+        per = np.maximum(lens, (plen + olen) // bs + 1)[order_a] + 1   # blocks request j can key
+        B = np.empty(order_a.size, np.int64)
+        B[:1] = H
+        np.cumsum(per[:-1], out=B[1:])
+        B[1:] += H
+        space = H + int(per.sum())
         if space > MAX_KEY_SPACE:
             return None
         refs = np.full(space, -1, np.int32)
@@ -112,7 +116,8 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     else:
         off = flat = lens = shared_a = np.zeros(1, np.int64)
         exact_a = np.zeros(1, np.bool_)
-        H = B = 1
+        H = 1
+        B = np.zeros(1, np.int64)
         refs = prev_a = next_a = np.zeros(1, np.int32)
         lru_init = np.zeros(0, np.int64)
         anon0 = evicted0 = 0
