@@ -329,3 +329,25 @@ def test_compiled_price_refuses_other_cost_models():
             return cost.step_cost(b)
 
     assert constants(Wrapped(), "suffix") is None and constants(cost, "no-such") is None
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_fleet_replica_equals_its_simpy_loop(monkeypatch, caching):
+    """simkit.fleet.sim.run_replica takes the compiled loop: the same ReplicaRun."""
+    from simkit.engine.runner import engine_config
+    from simkit.fleet.sim import run_replica
+
+    workload, cost = _shipped("chat", "0.33")
+    cfg = engine_config(cost, prefix_caching=caching)
+    times = np.cumsum(np.random.default_rng(3).exponential(1 / 12.0, workload.num_requests))
+    calls: list = []
+    real = fast.replica
+    monkeypatch.setattr(fast, "replica", lambda *a: calls.append(real(*a)) or calls[-1])
+    for spec in parse_configs("vanilla,suffix,dynamic-goodput"):
+        calls.clear()
+        monkeypatch.setenv(fast.ENV, "reference")
+        ref = run_replica(workload, cost, cfg, spec, times)
+        monkeypatch.delenv(fast.ENV)
+        new = run_replica(workload, cost, cfg, spec, times)
+        assert calls[0] is None and calls[1] is not None
+        _same(ref, new, spec.name)

@@ -66,12 +66,14 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
 def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
         concurrency: int, times: list[float] | None, warm_count: int | None,
         marks: Sequence[int], pc, prefix: dict | None, chains: list | None,
-        shared: list | None, exact: frozenset, capture: bool, seed: int, result_type: type):
+        shared: list | None, exact: frozenset, capture: bool, seed: int, result_type: type,
+        recorder: list | None = None):
     """simulate's run on the compiled kernel: a closed loop of `concurrency` clients, or open-
     loop arrivals at `times`; None where the reference loop must run it (an open loop under a
     cost model the kernel cannot price, a tie between an arrival and a step's end) or say what
     went wrong. `sched`: a reference Scheduler built for the run (its dispatchers, K policy and
-    initial K are the run's); `result_type`: simulate's RunResult."""
+    initial K are the run's); `result_type`: simulate's RunResult; `recorder`: a list the run's
+    Recorder is appended to (the fleet's replicas read every request's latencies)."""
     open_loop = times is not None
     asy, drafter = spec.async_scheduling, spec.drafter
     consts = constants(cost_model, drafter)
@@ -218,6 +220,8 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     else:
         window = None if warm_step < 0 else (float(at[warm_step + 1]), last_t)
     metrics = summarize(rec, window, preemptions)
+    if recorder is not None:
+        recorder.append(rec)
     spans = {int(m): None if s < 0 else (float(at[s + 1]), last_t)
              for m, s in zip(marks_a.tolist(), mark_at.tolist())}
     others = {m: summarize(rec, w, preemptions) for m, w in spans.items()}
