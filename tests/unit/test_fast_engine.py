@@ -335,14 +335,16 @@ def test_compiled_price_refuses_other_cost_models():
 def test_fleet_replica_equals_its_simpy_loop(monkeypatch, caching):
     """simkit.fleet.sim.run_replica takes the compiled loop: the same ReplicaRun."""
     from simkit.engine.runner import engine_config
+    from simkit.fleet import sim as fleet_sim
     from simkit.fleet.sim import run_replica
 
     workload, cost = _shipped("chat", "0.33")
     cfg = engine_config(cost, prefix_caching=caching)
     times = np.cumsum(np.random.default_rng(3).exponential(1 / 12.0, workload.num_requests))
     calls: list = []
-    real = fast.replica
-    monkeypatch.setattr(fast, "replica", lambda *a: calls.append(real(*a)) or calls[-1])
+    real = fleet_sim.compiled_replica
+    monkeypatch.setattr(fleet_sim, "compiled_replica",
+                        lambda *a: calls.append(real(*a)) or calls[-1])
     for spec in parse_configs("vanilla,suffix,dynamic-goodput"):
         calls.clear()
         monkeypatch.setenv(fast.ENV, "reference")

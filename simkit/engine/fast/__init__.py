@@ -62,30 +62,3 @@ def run(workload, cost_model, cfg, spec, sched, **kw):
 
     return compiled.run(workload, cost_model, cfg, spec, sched, **kw)
 
-
-def replica(workload, cost_model, cfg, spec, times):
-    """simkit.fleet.sim.run_replica's run (every request of `workload` in order, request i
-    arriving at times[i]) on the compiled loop: (RunResult, its Recorder), or None
-    (run the fleet's own SimPy loop). It is simulate's open loop on that order, so it refuses
-    what simulate's compiled loop refuses, and a stream it would reorder or skip."""
-    from simkit.engine.prefix_cache import PrefixCache
-    from simkit.engine.scheduler import Scheduler
-    from simkit.engine.sim import RunResult, request_order
-
-    times = [float(t) for t in times]
-    n = workload.num_requests
-    if len(times) != n or any(b < a for a, b in zip(times, times[1:])):
-        return None
-    order, skipped = request_order(workload, cfg, n, 0, shuffle=False)
-    if order != list(range(n)):
-        return None
-    chains = workload.hash_chains() if cfg.prefix_caching else None
-    pc = PrefixCache(cfg.num_blocks) if chains is not None else None
-    sched = Scheduler(cfg, spec, workload, cost_model, pc)
-    kept: list = []
-    prefix = {"modelled": True, "preloaded_blocks": 0} if pc is not None else None
-    res = run(workload, cost_model, cfg, spec, sched, order=order, skipped=skipped,
-              concurrency=0, times=times, warm_count=None, marks=frozenset(), pc=pc,
-              prefix=prefix, chains=chains, shared=None, exact=frozenset(), capture=False,
-              seed=0, result_type=RunResult, recorder=kept)    # each request once: no copies
-    return None if res is None else (res, kept[0])
