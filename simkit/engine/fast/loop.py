@@ -190,11 +190,12 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
         host_s = [c.host_frac * c.step_s for c in costs]
         ends = list(itertools.accumulate(step_s))      # SimPy's now + delay, step after step
     elif open_loop:                                    # priced as the kernel ran
-        step_s, host_s, ends = priced.T.tolist()
+        step_s, host_s, ends = priced[:, 0].copy(), priced[:, 1].copy(), priced[:, 2].copy()
     else:
-        step_a, host_a, ends_a = K.price_steps(steps, consts, asy)
-        step_s, host_s, ends = step_a.tolist(), host_a.tolist(), ends_a.tolist()
-    at = np.concatenate(([0.0], np.asarray(ends, np.float64)))   # step index + 1 -> time
+        step_s, host_s, ends = K.price_steps(steps, consts, asy)
+    # the Recorder gets arrays of the dtypes its lists become (the same numbers, no round trip)
+    step_s, host_s, ends = (np.asarray(x, np.float64) for x in (step_s, host_s, ends))
+    at = np.concatenate(([0.0], ends))                 # step index + 1 -> time
     rec = Recorder()
     rec.step_end, rec.step_s, rec.host_s = ends, step_s, host_s
     col = steps.T
@@ -202,17 +203,16 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     rec.tokens, rec.padded, rec.pad_drafts = col[K.S_TOKENS], col[K.S_PADDED], col[K.S_PAD_DRAFTS]
     rec.emitted, rec.accepted = col[K.S_EMITTED], col[K.S_ACCEPTED]
     rec.decodes, rec.decode_tokens = col[K.S_DECODES], col[K.S_DEC_TOKENS]
-    rec.reqs, rec.k = col[K.S_REQS], col[K.S_K].tolist()
+    rec.reqs, rec.k = col[K.S_REQS], col[K.S_K].copy()
     total = cfg.num_blocks
-    rec.kv_used = ([1.0 - f / total for f in col[K.S_FREE].tolist()] if total
-                   else [0.0] * n_steps)
+    rec.kv_used = 1.0 - col[K.S_FREE] / total if total else np.zeros(n_steps)
     arrived = arr_time if open_loop else at[arr_step + 1]
-    rec.req_arrival = arrived[fins[:, 0]].tolist()
-    rec.req_first = at[fins[:, 1] + 1].tolist()
-    rec.req_done = at[fins[:, 2] + 1].tolist()
-    rec.req_out, rec.req_preempt = fins[:, 3].tolist(), fins[:, 4].tolist()
-    rec.itl = (at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]).tolist()
-    rec.itl_time = arrived[gaps[:, 2]].tolist()
+    rec.req_arrival = arrived[fins[:, 0]]
+    rec.req_first = at[fins[:, 1] + 1]
+    rec.req_done = at[fins[:, 2] + 1]
+    rec.req_out, rec.req_preempt = fins[:, 3].copy(), fins[:, 4].copy()
+    rec.itl = at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]
+    rec.itl_time = arrived[gaps[:, 2]]
 
     last_t = float(at[last_arrival + 1])
     if open_loop:
