@@ -97,6 +97,6 @@ def test_capacity_search_rounds_are_phases_of_known_size(said):
     assert len(rounds) == max(r["iterations"] for r in rows)
     for i, ln in enumerate(rounds, 1):
         m = re.match(r"capacity search: round (\d+) \(at most 40\) of (\d) configuration\(s\) "
-                     r"still searching x 2 seed\(s\): 0 of (\d+) simulations", ln)
+                     r"still searching x up to 2 seed\(s\): 0 of (\d+) simulations", ln)
         assert m and int(m[1]) == i and int(m[3]) == 2 * int(m[2]), ln
     assert tracker.done == tracker.total
