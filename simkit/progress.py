@@ -8,35 +8,131 @@ command (`tracking()`): on a terminal it draws one rich bar on stderr (transient
 output is printed), unless the command draws its own (`started(n, draw=False)`); anywhere it
 counts, so that an interrupted command can say how far it got (`summary()`). Without an
 installed tracker (the Python API, tests) nothing is drawn or counted.
+
+Phases: a command states what it is doing and how much of it there is (`phase(name, total,
+unit)`: the capacity search's pilot and each of its rounds, a profile build's corpus and
+tables); simulations started outside a stated phase form one "simulations" phase. On a
+terminal each phase is a bar with its own total; elsewhere (a log, a pipe) the tracker writes
+one line per phase on stderr, once the command has run LINE_AFTER_S: the phase, how far it is,
+and the time left at its pace so far, so a command that ends within that time prints nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Iterator
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+LINE_AFTER_S = 2.0          # off a terminal: phases are reported once the command runs this long
+
+
+@dataclass
+class _Phase:
+    """One stated phase: its name, total and unit, how far it is, whether its line was said."""
+
+    name: str
+    total: int
+    unit: str
+    start: float
+    draw: bool = True
+    done: int = 0
+    begun: int = 0                  # simulations started in it
+    said: bool = False
+    task: object = None
 
 
 class Tracker:
     """Counts of simulations started and finished in this command; draws a bar when given
     one (a rich Progress on stderr, started at the first simulation)."""
 
-    def __init__(self, bar=None) -> None:
+    def __init__(self, bar=None, lines=None) -> None:
         self.total = 0
         self.done = 0
         self._bar = bar
-        self._task = None
+        self._started = False
+        self._lines = lines              # a stream for one line per phase (off a terminal)
+        self._t0 = time.monotonic()
+        self._phases: list[_Phase] = []  # stated phases, innermost last
+        self._sims: _Phase | None = None  # simulations started outside a stated phase
 
-    def started(self, n: int, *, draw: bool = True) -> None:
-        """`n` more simulations are under way; draw=False: their caller shows its own bar."""
-        self.total += n
-        if self._bar is None or not draw:
+    # -- phases ------------------------------------------------------------------------------
+    def open_phase(self, name: str, total: int, unit: str) -> _Phase:
+        """Begin a stated phase (see `phase`)."""
+        ph = _Phase(name, int(total), unit, time.monotonic())
+        self._phases.append(ph)
+        self._draw(ph)
+        self._say(ph)
+        return ph
+
+    def close_phase(self, ph: _Phase) -> None:
+        """End a stated phase: its bar goes."""
+        self._phases.remove(ph)
+        if ph.task is not None:
+            self._bar.remove_task(ph.task)
+
+    def advance(self, ph: _Phase, n: int) -> None:
+        """`n` more units of the phase are done."""
+        ph.done += n
+        if ph.task is not None:
+            self._bar.advance(ph.task, n)
+        self._say(ph)
+
+    def _sim_phase(self, n: int, draw: bool) -> _Phase:
+        """The phase simulations count towards: the innermost stated phase of simulations, or
+        the command's own "simulations" phase (grown by `n`)."""
+        for ph in reversed(self._phases):
+            if ph.unit == "simulations":
+                ph.begun += n
+                if ph.begun > ph.total:               # more than stated: the total grows
+                    ph.total = ph.begun
+                    if ph.task is not None:
+                        self._bar.update(ph.task, total=ph.total)
+                return ph
+        if self._sims is None:
+            self._sims = _Phase("simulations", 0, "simulations", time.monotonic(), draw)
+        ph = self._sims
+        ph.total += n
+        if ph.task is None:
+            ph.draw = ph.draw and draw
+            self._draw(ph)
+        elif ph.task is not None:
+            self._bar.update(ph.task, total=ph.total)
+        return ph
+
+    def _draw(self, ph: _Phase) -> None:
+        if self._bar is None or not ph.draw or ph.total <= 0:
             return
-        if self._task is None:
+        if not self._started:
             self._bar.start()
-            self._task = self._bar.add_task("simulations", total=n)
+            self._started = True
+        ph.task = self._bar.add_task(ph.name, total=ph.total)
+
+    def _say(self, ph: _Phase) -> None:
+        """Off a terminal: the phase's one line, once the command has run LINE_AFTER_S."""
+        if self._lines is None or ph.said:
+            return
+        now = time.monotonic()
+        if now - self._t0 < LINE_AFTER_S:
+            return
+        ph.said = True
+        text = f"{ph.name}: {ph.done:,} of {ph.total:,} {ph.unit} done after {now - self._t0:.0f} s"
+        if 0 < ph.done < ph.total:
+            left = (now - ph.start) / ph.done * (ph.total - ph.done)
+            text += f", about {left:.0f} s left at this pace"
+        print(text, file=self._lines, flush=True)
+
+    # -- simulations -------------------------------------------------------------------------
+    def started(self, n: int, *, draw: bool = True, lines: bool = True) -> None:
+        """`n` more simulations are under way; draw=False: their caller shows its own bar;
+        lines=False: its own lines."""
+        self.total += n
+        ph = self._sim_phase(n, draw)
+        if lines:
+            self._say(ph)
         else:
-            self._bar.update(self._task, total=self._bar.tasks[0].total + n)
+            ph.said = True
 
     def finished(self, n: int = 1) -> None:
         """`n` simulations are done; a Ctrl-C lost on the way is raised here
@@ -45,8 +141,8 @@ class Tracker:
 
         self.done += n
         check()
-        if self._task is not None:
-            self._bar.advance(self._task, n)
+        ph = self._sim_phase(0, True)
+        self.advance(ph, n)
 
     def summary(self) -> str | None:
         """'12 of 27 simulations had finished', or None before any started."""
@@ -55,9 +151,10 @@ class Tracker:
         return f"{self.done} of {self.total} simulation(s) had finished"
 
     def close(self) -> None:
-        if self._task is not None:
+        """The command is over (or interrupted): the bars go."""
+        if self._started:
             self._bar.stop()
-            self._task = None
+            self._started = False
 
 
 _CURRENT: list[Tracker | None] = []
@@ -96,13 +193,30 @@ def detached() -> Iterator[None]:
 def tracking(draw: bool | None = None) -> Iterator[Tracker]:
     """Install a tracker for one command; draw None: a bar only when stderr is a terminal."""
     bar = _terminal_bar() if draw is None and sys.stderr is not None else None
-    tracker = Tracker(bar if draw is not False else None)
+    lines = sys.stderr if draw is None and bar is None else None
+    tracker = Tracker(bar if draw is not False else None, lines)
     _CURRENT.append(tracker)
     try:
         yield tracker
     finally:
         tracker.close()
         _CURRENT.remove(tracker)
+
+
+@contextlib.contextmanager
+def phase(name: str, total: int, unit: str = "simulations") -> Iterator[Callable[[int], None]]:
+    """A stated phase of the command: `total` units of `unit` (simulations started inside it
+    count towards it); yields advance(n) for other units (tokens replayed, sources read).
+    Without a tracker, nothing."""
+    tracker = current()
+    if tracker is None:
+        yield lambda n: None
+        return
+    ph = tracker.open_phase(name, total, unit)
+    try:
+        yield lambda n: tracker.advance(ph, n)
+    finally:
+        tracker.close_phase(ph)
 
 
 @contextlib.contextmanager

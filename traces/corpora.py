@@ -117,25 +117,30 @@ def _proxy_note(model: str, sources: dict[str, str]) -> str:
 
 
 def _build(corpus: str, model: str, progress) -> Corpus:
+    from simkit.progress import phase
+
     spec = model_outputs(model)
     order = spec.producer_order()
     requests: list[TraceRequest] = []
     sources: dict[str, str] = {}
     skipped: Counter = Counter()
     notes = {}
-    for source_name in corpus_sources(corpus, model):
-        source = SOURCES[source_name]
-        producer = next(p for p in order if p in source.files)
-        sources[source_name] = producer
-        notes[source_name] = source.note
-        block = _source_block(source_name, producer, spec.family, progress)
-        for reason, n in block.skipped.items():
-            skipped[f"{source_name}: {reason}"] += n
-        for i in range(len(block)):
-            requests.append(TraceRequest(
-                request_id=block.request_ids[i], prompt_ids=block.prompt(i),
-                output_ids=block.output(i), corpus=corpus, source=source_name,
-                model=block.producers[i], greedy=bool(block.greedy[i]), turn=int(block.turn[i])))
+    names = corpus_sources(corpus, model)
+    with phase(f"reading the {corpus} traces for {model}", len(names), "sources") as told:
+        for source_name in names:
+            source = SOURCES[source_name]
+            producer = next(p for p in order if p in source.files)
+            sources[source_name] = producer
+            notes[source_name] = source.note
+            block = _source_block(source_name, producer, spec.family, progress)
+            for reason, n in block.skipped.items():
+                skipped[f"{source_name}: {reason}"] += n
+            for i in range(len(block)):
+                requests.append(TraceRequest(
+                    request_id=block.request_ids[i], prompt_ids=block.prompt(i),
+                    output_ids=block.output(i), corpus=corpus, source=source_name,
+                    model=block.producers[i], greedy=bool(block.greedy[i]), turn=int(block.turn[i])))
+            told(1)
     return Corpus(corpus, model, spec.family, requests, sources, _proxy_note(model, sources),
                   dict(skipped), {}, notes)
 

@@ -144,6 +144,8 @@ def _load_or_build(path: Path, build, *, total: int, label: str, model: str, cor
     table = _load(path, model, corpus) if use_cache else None
     if table is not None:
         return table
+    from simkit.progress import current, phase
+
     bar = _bar(progress)
     step = None
     if bar is not None:
@@ -153,7 +155,15 @@ def _load_or_build(path: Path, build, *, total: int, label: str, model: str, cor
         def step(n: int) -> None:
             bar.advance(task, n)
     try:
-        table = build(step)
+        with phase(label, total, "output tokens") as told:
+            if current() is not None:              # the command's tracker counts them too
+                own = step
+
+                def step(n: int) -> None:
+                    told(n)
+                    if own is not None:
+                        own(n)
+            table = build(step)
     finally:
         if bar is not None:
             bar.stop()

@@ -179,6 +179,8 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
                 progress(1)
         return out
     fork = "fork" in mp.get_all_start_methods()
+    if fork:
+        _load_compiled(cell, history, jobs[0])
     from simkit.interrupt import result
 
     key = next(_KEYS)
@@ -201,6 +203,16 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
             return out
     finally:
         del _CELLS[key]
+
+
+def _load_compiled(cell: Cell, history: tuple, job: Job) -> None:
+    """Load the compiled engine loop (simkit.engine.fast) here, before forking, with a
+    one-request run of the first job's configuration: each forked worker then inherits it
+    instead of reading numba's cache again (about a second of CPU per worker and pool)."""
+    from dataclasses import replace
+
+    _simulate(cell, history, replace(job, load=ClosedLoop(1), num_requests=1, capture=False,
+                                     other_window_starts=()))
 
 
 def ignore_sigint() -> None:

@@ -22,6 +22,8 @@ n: more replicas, less load each; a non-monotone point between two evaluations i
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Sequence
 
 import numpy as np
@@ -104,6 +106,14 @@ class Fleet:
         from simkit.engine.runner import ignore_sigint, stop_pool
         from simkit.interrupt import result
 
+        # the compiled kernels (drafter, engine) loaded here once: the workers inherit them
+        # instead of each reading numba's cache again
+        first = next((j for j in jobs if j.requests), None)
+        if first is not None:
+            run_group([dataclasses.replace(first, requests=first.requests[:1],
+                                           draws=first.draws[:1], times=first.times[:1],
+                                           chains=None if first.chains is None else
+                                           first.chains[:1])])
         groups = [jobs[g::self.workers] for g in range(self.workers)]
         with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
                                  initializer=ignore_sigint) as pool:
@@ -124,8 +134,12 @@ class Fleet:
             if policy == LEAST_OUTSTANDING:
                 self.memo[key] = {s.name: self._least_outstanding(s, n) for s in self.specs}
             else:
+                from simkit.progress import phase
+
                 rep = assign(self.traffic, policy, n)
-                res = self.run_jobs(self.jobs(rep, n, self.specs))
+                with phase(f"fleet plan: {n} replica(s) under {policy} routing "
+                           f"(evaluation {self.evaluations})", n):
+                    res = self.run_jobs(self.jobs(rep, n, self.specs))
                 self.cpu_s.extend(r["cpu_s"] for r in res)
                 self.memo[key] = {s.name: fleet_point(
                     policy, n, s.name, [(r["history"], r["runs"][s.name]) for r in res],

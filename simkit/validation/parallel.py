@@ -83,7 +83,7 @@ def map_runs(fn: Callable[[Any], Any], rows: Sequence[Any],
 
     tracker = current()
     if tracker is not None:
-        tracker.started(len(rows))
+        tracker.started(len(rows), lines=progress is None)   # its own lines: progress
     workers = max(1, min(workers or os.cpu_count() or 1, len(rows)))
     fork = "fork" in mp.get_all_start_methods()
 

@@ -49,6 +49,11 @@ def _check(runs: list[RunResult], goals: Goals) -> tuple[bool, float, float, str
     return not (bad_ttft or bad_tpot), ttft, tpot, binding
 
 
+def _ttft_missed(runs: list[RunResult], goals: Goals) -> bool:
+    """True once a seed so far misses the TTFT goal (NaN: no request in the window, a miss)."""
+    return bool(runs) and _check(runs, goals)[3] == "ttft"
+
+
 def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: float,
                  min_requests: int, max_requests: int) -> tuple[int, bool]:
     """(requests to replay at `rate`, whether that fits under max_requests)."""
@@ -60,8 +65,12 @@ def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: flo
 def pilot_rates(cell: Cell, specs: list[SpecConfig], *, workers: int | None,
                 concurrency: int = 32) -> list[float]:
     """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
+    from simkit.progress import phase
+
     jobs = [Job(s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
-    flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
+    with phase(f"capacity search: closed-loop pilot (C={concurrency}) of {len(specs)} "
+               "configuration(s)", len(jobs)):
+        flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
     return [t if t > 0 else 1.0 for t in flat]
 
 
@@ -69,9 +78,15 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
                           max_requests: int, workers: int | None, span_factor: float = 3.0,
                           rel_tol: float = 0.05, max_iter: int = 40,
                           cfg: EngineConfig | None = None,
-                          start_rates: list[float] | None = None) -> list[dict[str, Any]]:
+                          start_rates: list[float] | None = None,
+                          early_stop: bool = True) -> list[dict[str, Any]]:
     """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
-    advance together so that every iteration fills the worker pool)."""
+    advance together so that every iteration fills the worker pool). `early_stop`: a rate's
+    seeds run one after another and stop once a seed misses the TTFT goal: the rate then fails
+    with TTFT binding whatever the other seeds say (worst p99s over seeds only grow, and only
+    a passing rate's figures are printed), so every printed figure is the one all seeds give."""
+    from simkit.progress import phase
+
     if rel_tol <= 0 or span_factor <= 0 or min_requests < 1 or max_requests < min_requests:
         raise InputError("need rel_tol > 0, span_factor > 0, 1 <= min_requests <= max_requests",
                          field="search")
@@ -81,24 +96,33 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
     starts = start_rates or pilot_rates(cell, specs, workers=workers)
     state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
               "hi_bind": "", "it": 0, "done": False} for s, r0 in zip(specs, starts)]
-    for _ in range(max_iter):
+    for st_round in range(1, max_iter + 1):
         live = [st for st in state if not st["done"]]
         if not live:
             break
-        jobs, sims = [], []
+        sims = []
         for st in live:
             n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
                                    min_requests=min_requests, max_requests=max_requests)
             st["n_next"] = n
             if fits:
                 sims.append(st)
-                jobs += [Job(st["spec"], seed, OpenLoop(rate=st["next"]), n)
-                         for seed in range(seeds)]
-        flat = run_jobs(cell, jobs, workers) if jobs else []
+        runs: dict[int, list[RunResult]] = {id(st): [] for st in sims}
+        with phase(f"capacity search: round {st_round} (at most {max_iter}) of "
+                   f"{len(sims)} configuration(s) still searching x "
+                   f"{'up to ' if early_stop and seeds > 1 else ''}{seeds} seed(s)",
+                   len(sims) * seeds):
+            for group in ([list(range(seeds))] if not early_stop else
+                          [[seed] for seed in range(seeds)]):
+                todo = [st for st in sims if not _ttft_missed(runs[id(st)], goals)]
+                jobs = [Job(st["spec"], seed, OpenLoop(rate=st["next"]), st["n_next"])
+                        for st in todo for seed in group]
+                flat = run_jobs(cell, jobs, workers) if jobs else []
+                for i, st in enumerate(todo):
+                    runs[id(st)] += flat[i * len(group):(i + 1) * len(group)]
         for st in live:
             if st in sims:
-                i = sims.index(st)
-                ok, ttft, tpot, bind = _check(flat[i * seeds:(i + 1) * seeds], goals)
+                ok, ttft, tpot, bind = _check(runs[id(st)], goals)
             else:
                 ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
             r = st["next"]

@@ -115,11 +115,15 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
     workload = workload_of(run, workload)
     cost = cost_of(run)
     server = run.server(cost)
+    from simkit.progress import phase
+
     rows, unavailable, skipped = [], {}, {}
-    for c in cs:
+    for i, c in enumerate(cs, 1):
         n = max(min_requests, default_num_requests(workload, c))
-        ladder = ladder_of(run, workload, cost, specs, server=server, num_requests=n,
-                           concurrency=c)
+        with phase(f"concurrency {c} (level {i} of {len(cs)}): {len(specs)} configuration(s) x "
+                   f"{seeds} seed(s) of {n} requests", len(specs) * seeds):
+            ladder = ladder_of(run, workload, cost, specs, server=server, num_requests=n,
+                               concurrency=c)
         unavailable.update(ladder.unavailable)
         skipped = skipped or skipped_of(ladder)      # one workload and server: the same
         for r in ladder.rows:

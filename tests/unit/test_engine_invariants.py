@@ -4,6 +4,7 @@ throughput monotone in host time, determinism."""
 import json
 
 import numpy as np
+import pytest
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -152,8 +153,11 @@ def test_accepted_tokens_priced_at_schedule_are_those_the_step_accepts(w, name, 
         return out
 
     Scheduler.update = spy
-    try:
-        simulate(w, LinearCost(), EngineConfig(), CONFIGS[name], load=ClosedLoop(conc), seed=seed)
+    try:        # the reference loop (the compiled one is compared with it in test_fast_engine)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SIMKIT_ENGINE_LOOP", "reference")
+            simulate(w, LinearCost(), EngineConfig(), CONFIGS[name], load=ClosedLoop(conc),
+                     seed=seed)
     finally:
         Scheduler.update = real_update
     assert seen and all(planned == applied for planned, applied in seen)

@@ -1,0 +1,102 @@
+"""Progress that tells the truth (simkit.progress): stated phases with their own totals, one
+line per phase on stderr off a terminal once the command has run a while, simulations counted
+towards the phase they run in, and the capacity search's rounds each a phase of known size."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from simkit import progress
+from simkit.progress import Tracker, phase
+
+
+@pytest.fixture
+def said(monkeypatch):
+    """A tracker writing its phase lines to a buffer, installed as the command's, with lines
+    due at once (LINE_AFTER_S = 0)."""
+    out = io.StringIO()
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 0.0)
+    tracker = Tracker(None, out)
+    progress._CURRENT.append(tracker)
+    yield tracker, out
+    progress._CURRENT.remove(tracker)
+
+
+def test_one_line_per_phase_with_its_total_and_time_left(said):
+    tracker, out = said
+    with phase("replaying the table", 1000, "output tokens") as told:
+        told(250)
+        told(250)
+    with phase("closed-loop pilot", 4):
+        tracker.started(4)
+        tracker.finished(2)
+        tracker.finished(2)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("replaying the table: 0 of 1,000 output tokens done after")
+    assert lines[1].startswith("closed-loop pilot: 0 of 4 simulations done")
+    assert (tracker.done, tracker.total) == (4, 4)
+
+
+def test_the_line_waits_for_progress_and_gives_the_time_left(said, monkeypatch):
+    tracker, out = said
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 3600.0)
+    with phase("building", 10, "output tokens") as told:
+        told(4)
+        assert out.getvalue() == ""                 # a short command prints nothing
+        monkeypatch.setattr(progress, "LINE_AFTER_S", 0.0)
+        told(1)
+        told(1)
+    (line,) = out.getvalue().splitlines()
+    assert re.match(r"building: 5 of 10 output tokens done after \d+ s, about \d+ s left at "
+                    r"this pace$", line), line
+
+
+def test_simulations_outside_a_phase_form_one_and_inside_count_towards_it(said):
+    tracker, out = said
+    tracker.started(3)
+    tracker.finished(3)
+    tracker.started(2)                             # the same "simulations" phase: no new line
+    with phase("round 1", 2):
+        tracker.started(1)
+        tracker.started(1)                         # as stated, in two calls
+        tracker.finished(2)
+    with phase("round 2", 1):
+        tracker.started(3)                         # more than stated: the total says so
+        tracker.finished(3)
+    lines = out.getvalue().splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["simulations", "round 1", "round 2"]
+    assert tracker.summary() == "8 of 10 simulation(s) had finished"
+
+
+def test_no_tracker_no_lines(capsys):
+    with phase("anything", 3) as told:
+        told(3)
+    assert capsys.readouterr().err == ""
+
+
+def test_capacity_search_rounds_are_phases_of_known_size(said):
+    from simkit.app.cells import load_cell
+    from simkit.app.options import Goals, RunOptions
+    from simkit.choices import ProfileSource
+    from simkit.engine.config import parse_configs
+    from simkit.whatif.capacity import max_sustainable_rates
+
+    tracker, out = said
+    workload, cost = load_cell(RunOptions("llama-3.1-8b", "chat", source=ProfileSource.SHIPPED))
+    rows = max_sustainable_rates(workload, cost, parse_configs("vanilla,kpad:4"),
+                                 Goals(ttft_ms_p99=1000), seeds=2, min_requests=64,
+                                 max_requests=300, workers=1, rel_tol=0.3)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("capacity search: closed-loop pilot (C=32) of 2 configuration(s)"
+                               ": 0 of 2 simulations")
+    rounds = [ln for ln in lines[1:]]
+    assert len(rounds) == max(r["iterations"] for r in rows)
+    for i, ln in enumerate(rounds, 1):
+        m = re.match(r"capacity search: round (\d+) \(at most 40\) of (\d) configuration\(s\) "
+                     r"still searching x up to 2 seed\(s\): 0 of (\d+) simulations", ln)
+        assert m and int(m[1]) == i and int(m[3]) == 2 * int(m[2]), ln
+    assert tracker.done == tracker.total
