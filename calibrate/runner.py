@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-tokens", type=int, help="vLLM 0.34 suffix_decoding_corpus_tokens")
     ap.add_argument("--k-table", help="vLLM 0.34 num_speculative_tokens_per_batch_size, "
                     "START-END:K,... (e.g. 1-8:16,9-64:8,65-1024:4)")
-    ap.add_argument("--adaptive-verification", action="store_true",
+    ap.add_argument("--adaptive", action="store_true",
                     help="vLLM 0.34 enable_adaptive_verification")
     a = ap.parse_args(argv)
     try:

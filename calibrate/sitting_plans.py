@@ -61,7 +61,7 @@ class Engine:
         if self.k_table:
             out += ["--k-table", self.k_table]
         if self.adaptive:
-            out.append("--adaptive-verification")
+            out.append("--adaptive")
         if self.corpus_tokens is not None:
             out += ["--corpus-tokens", str(self.corpus_tokens)]
         return (*out, *self.args)

@@ -27,10 +27,10 @@ class ForcingAdapter:
     def check(self, config: str, k: int, flags: RunnerFlags) -> None:
         """Refuse what this vLLM cannot run, before any engine starts."""
         if flags.any:
-            raise InputError("--corpus-tokens, --k-table and --adaptive-verification are vLLM "
+            raise InputError("--corpus-tokens, --k-table and --adaptive are vLLM "
                              "0.34 options; the vLLM here runs the V1 suffix drafter without them",
                              field="k-table" if flags.k_table else
-                             "adaptive-verification" if flags.adaptive else "corpus-tokens")
+                             "adaptive" if flags.adaptive else "corpus-tokens")
         if config in ("kpad", "dynamic") and k < 1:
             raise InputError(f"{config} needs --k >= 1 (dynamic: max K of KS)", field="k")
 

@@ -86,12 +86,12 @@ def run(
                                                 "suffix_decoding_corpus_tokens, the GPU corpus "
                                                 "size in tokens (0: no cross-request drafts; "
                                                 "default: vLLM's, 2^20)", rich_help_panel=RUNS),
-    k_table: Optional[str] = typer.Option(None, "--k-table", help="vLLM 0.34+: "
-                                          "num_speculative_tokens_per_batch_size as "
-                                          "START-END:K,..., e.g. 1-8:16,9-64:8,65-1024:4 "
-                                          "(--config dynamic or suffix; default: none)",
+    k_table: Optional[str] = typer.Option(None, "--k-table", help="vLLM 0.34+: a K per range of batch sizes "
+                                          "(vLLM's per-batch-size K table), START-END:K,... "
+                                          "e.g. 1-8:16,9-64:8 (--config dynamic or suffix; "
+                                          "default: none)",
                                           rich_help_panel=RUNS),
-    adaptive_verification: bool = typer.Option(False, "--adaptive-verification",
+    adaptive_verification: bool = typer.Option(False, "--adaptive",
                                                help="vLLM 0.34+: enable_adaptive_verification",
                                                rich_help_panel=RUNS),
 ) -> None:
@@ -159,8 +159,8 @@ def plan_cmd(
     configs: Optional[str] = typer.Option(None, "--configs",
                                           help="configurations to calibrate, most important "
                                           "first (default: vanilla,suffix,kpad:4,kpad:12; on "
-                                          "vLLM 0.34, where K-pad is built in: "
-                                          "vanilla,suffix:8,suffix:4,suffix:16,suffix:12,suffix:24)"),
+                                          "vLLM 0.34, where K-pad is built in: vanilla, "
+                                          "suffix:8, suffix:4, suffix:16, suffix:12, suffix:24)"),
     vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help=VLLM_VERSION_HELP),
     fmt: Format = OutputFormat.TABLE,
     out: Optional[Path] = typer.Option(None, "--out", help="also write the commands as a shell "

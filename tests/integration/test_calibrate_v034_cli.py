@@ -59,7 +59,7 @@ def test_run_on_034_checks_the_adapters_rules_before_any_engine(tmp_path):
     adapter's check, in one line, and vLLM is never imported (there is none to import)."""
     site = _fake_vllm(tmp_path / "site", "0.34.0")
     p = _simkit("calibrate", "run", "--model", "llama-3.1-8b", "--corpus", "chat", "--config",
-                "vanilla", "--adaptive-verification", "--out", str(tmp_path / "o"),
+                "vanilla", "--adaptive", "--out", str(tmp_path / "o"),
                 "--requests-dir", str(_requests(tmp_path / "req")), "--runs",
                 "chat:8:1:calibration", site=site)
     assert p.returncode == 2, p.stderr

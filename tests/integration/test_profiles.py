@@ -119,16 +119,23 @@ def test_shipped_set_is_small_and_holds_no_token_ids():
     # 160,000 output positions per corpus (simkit.profiles.sampling.POSITION_BUDGET; whole corpora that
     # fit it); the cold and hot history tables of the 11 mix profiles 3.0 MiB more. 21.6 MiB in
     # all (measured 2026-12-01; 10.4 MiB under the old 128-request rule, 18.6 MiB before the
-    # history tables)
+    # history tables); with the suffix_gpu tables of vLLM 0.34 (six profiles, each draft's source
+    # and match length beside a(t, K)) 22.4 MiB (2026-12-05)
     assert sum(f.stat().st_size for f in files) < 24 * 2**20
     for npz in profiles.shipped_dir().glob("*/*.npz"):
         dtypes = _npz_dtypes(npz)
         if npz.name.endswith(".prefix.npz"):         # prefix table: two int32 per request
             assert dtypes == {"ref": np.dtype(np.int32), "shared": np.dtype(np.int32)}
             continue
+        base = ["prompt_len.npy", "output_len.npy", "offsets.npy", "accepted.npy", "drafted.npy",
+                "meta.json"]
         with zipfile.ZipFile(npz) as zf:
-            assert sorted(zf.namelist()) == sorted(
-                ["prompt_len.npy", "output_len.npy", "offsets.npy", "accepted.npy", "drafted.npy", "meta.json"])
+            names = sorted(zf.namelist())
+        if ".suffix_gpu" in npz.name:                # + each draft's source and match length
+            assert names == sorted(base + ["source.npy", "match_len.npy"])
+            assert dtypes["source"] == np.uint8 and dtypes["match_len"] == np.uint8
+        else:
+            assert names == sorted(base)
         assert dtypes["accepted"] == np.uint8 and dtypes["drafted"] == np.uint8
         assert dtypes["prompt_len"] == np.int32 and dtypes["offsets"] == np.int64
 

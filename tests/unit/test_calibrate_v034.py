@@ -143,7 +143,7 @@ def test_on_034_kpad_is_suffix_at_k_and_dynamic_k_is_the_engines_table():
     ("trace_replay", "dynamic", 0, RunnerFlags(), "k-table"),
     ("trace_replay", "vanilla", 0, RunnerFlags(adaptive=True), "config"),
     ("trace_replay", "kpad", 0, RunnerFlags(), "k"),
-    ("forcing", "suffix", 8, RunnerFlags(adaptive=True), "adaptive-verification"),
+    ("forcing", "suffix", 8, RunnerFlags(adaptive=True), "adaptive"),
     ("forcing", "suffix", 8, RunnerFlags(corpus_tokens=0), "corpus-tokens"),
     ("forcing", "dynamic", 0, RunnerFlags(), "k"),
     ("forcing", "eagle", 4, RunnerFlags(), "config"),

@@ -93,7 +93,7 @@ def test_the_checker_finds_what_would_waste_device_time(tmp_path, body, says):
 def test_a_034_option_on_a_033_sitting_is_a_problem(tmp_path):
     body = ENGINE + 'config = "suffix"\nk = 8\nadaptive = true\nruns = ["chat:8:9:validation"]\n'
     rep = check(load(_plan(tmp_path, body, vllm="0.33.0")))
-    assert any("adaptive-verification" in p for p in rep.problems), rep.problems
+    assert any("--adaptive" in p for p in rep.problems), rep.problems
 
 
 def test_a_planned_sitting_over_its_budget_is_a_problem_a_past_one_a_note(tmp_path):
@@ -142,7 +142,7 @@ def test_a_converted_part_makes_the_session_calls_its_dated_script_made():
 def test_the_034_flags_reach_the_runner_and_engines_of_a_call_share_it():
     text = script(load(ROOT / "calibrate" / "plans" / "v034-first.toml"), "C")
     assert "ARGS='--tag v034a --k-table 1-16:16,17-48:8,49-96:4,97-1024:2'" in text
-    assert "ARGS='--tag v034a --adaptive-verification'" in text
+    assert "ARGS='--tag v034a --adaptive'" in text
     b = script(load(ROOT / "calibrate" / "plans" / "v034-first.toml"), "B", 300)
     assert b.count("session.sh") == 1 and "suffix:4@" in b and "suffix:16@" in b   # one call
     assert "T_END=$(( $(date +%s) + 300 ))" in b
