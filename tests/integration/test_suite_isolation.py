@@ -37,6 +37,8 @@ def _run(tmp_path: Path, name: str) -> subprocess.CompletedProcess:
                SIMKIT_PURE_DRAFTER="1", EXPECTED_TRACES_SRC="/some/traces",
                SIMKIT_TRACES_SRC="/some/traces")
     env.pop("SIMKIT_TEST_CACHE_DIR", None)
+    for name in [k for k in env if k.startswith("PYTEST_XDIST")]:   # run inside an xdist worker:
+        env.pop(name)                    # the small run is a session of its own, not a worker
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:randomly",
                            "-p", "no:cacheprovider", "-n", "0", "-s", "-q", "-o", "addopts=",
                            "--basetemp", str(folder / "base"), str(folder / "test_leak.py")],
