@@ -1,7 +1,8 @@
 """The figures the docs quote beside their commands are what those commands print.
 
 The paragraphs right before and right after every fenced block of docs/*.md that shows a
-`simkit` command (and that block's comments) are read for figures. Each figure there sits in
+`simkit` command (and that block's comments), and in the docs of INLINE every paragraph that
+names a `simkit` command inline, are read for figures. Each figure there sits in
 one QUOTED phrase, compared here with what the command prints (its golden output under
 tests/golden/, byte-checked against the command by tests/slow/test_golden.py; the shipped
 calibration whose block predict prints; the records the command reads), or matches NOT_OUTPUT
@@ -21,6 +22,9 @@ from tests.integration.test_docs_commands import DOCS, doc_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
+
+# docs whose paragraphs naming a `simkit ...` command inline are guarded too
+INLINE = ("report",)
 
 # (doc, phrase): the figures quoted beside a command; the test named in the comment checks them
 QUOTED = {
@@ -42,6 +46,13 @@ QUOTED = {
     ("guide", "hot_error"): (r"the measured hot runs are predicted within ([\d.]+) % on average, "
                              r"but the worst speculative ones are over-predicted by up to "
                              r"([\d.]+) %"),
+    # test_report_widths_are_what_the_commands_print
+    ("report", "table_width"): r"The table format fits (\d+) columns",
+    ("report", "validate_width"): r"wraps its prose at (\d+) and never cuts a run id",
+    ("report", "other_width"): r"The other commands fit (\d+) columns too",
+    ("report", "models_width"): r"leaves the tokenizer column out at (\d+) and names it",
+    # test_report_tie_rule_is_predicts
+    ("report", "tie"): r"when within the seed spread or (\d+) %",
     # test_validation_fit_runs_are_the_first_sittings
     ("validation", "fit_runs"): r"saw the (\d+) calibration and check runs",
 }
@@ -54,14 +65,16 @@ NOT_OUTPUT = (
     r"\bAlpacaEval \d+\.\d+",                       # a benchmark's own version
     r"\b(?:vLLM )?0\.(?:26|33|34)(?:\.0)?\b",       # vLLM releases simkit knows
     r"\b\d{4}-\d\d-\d\d(?:T\d\d:\d\d)?",           # dates
+    r"\(1 \+ accepted drafts\)",                   # tokens per step, a definition
     r"BENCHMARK measured .*?\.(?= [A-Z]|$)",        # a benchmark script's figures, named so
     r"[Mm]easured on \d{4}-\d\d-\d\d.*?\.(?= [A-Z]|$)",  # an example dated as measured
 )
 
 
-def beside_commands(text: str) -> list[str]:
+def beside_commands(text: str, inline: bool = False) -> list[str]:
     """The prose paragraphs right before and after each fenced block that shows a simkit
-    command, and the comments of those blocks, in order (tables left out)."""
+    command, and the comments of those blocks, in order (tables left out); `inline`: also every
+    paragraph naming a `simkit ...` command in inline code."""
     parts = re.split(r"(```[a-z]*\n.*?```)", text, flags=re.S)
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -75,7 +88,8 @@ def beside_commands(text: str) -> list[str]:
         for k, para in enumerate(paras):
             after = k == 0 and i > 0 and doc_commands(parts[i - 1])
             before = k == len(paras) - 1 and i + 1 < len(parts) and doc_commands(parts[i + 1])
-            if (after or before) and not para.lstrip().startswith("|"):
+            named = inline and re.search(r"`simkit [a-z]", para)
+            if (after or before or named) and not para.lstrip().startswith("|"):
                 out.append(para)
     return out
 
@@ -95,7 +109,7 @@ def unchecked(doc: str, text: str) -> list[str]:
     """The figures beside `doc`'s commands outside every QUOTED phrase and NOT_OUTPUT span."""
     patterns = [p for (d, _), p in QUOTED.items() if d == doc] + list(NOT_OUTPUT)
     found = []
-    for para in beside_commands(text):
+    for para in beside_commands(text, doc in INLINE):
         plain = figure_text(para)
         spans = [m.span() for p in patterns for m in re.finditer(p, plain)]
         found += [plain[max(0, m.start() - 30):m.end() + 10]
@@ -110,7 +124,7 @@ def doc_text(doc: str) -> str:
 
 def quoted(doc: str, name: str) -> tuple[str, ...]:
     """The figures of one QUOTED phrase, which must be beside a command of the doc once."""
-    text = "\n".join(figure_text(p) for p in beside_commands(doc_text(doc)))
+    text = "\n".join(figure_text(p) for p in beside_commands(doc_text(doc), doc in INLINE))
     found = re.findall(QUOTED[(doc, name)], text)
     assert len(found) == 1, (doc, name, found)
     return found[0] if isinstance(found[0], tuple) else (found[0],)
@@ -212,3 +226,40 @@ def test_validation_fit_runs_are_the_first_sittings():
     table = re.findall(r"^\| (validation|calibration|check) \| (\d+) \|", doc_text("validation"),
                        re.M)
     assert {p: int(n) for p, n in table} == purposes
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def test_report_widths_are_what_the_commands_print():
+    """The text outputs' width: predict's and the what-ifs' tables and validate's prose in
+    their goldens (run with COLUMNS=200: the width is simkit's, not the terminal's), and
+    `models list`, which names the column it leaves out."""
+    from typer.testing import CliRunner
+
+    from simkit.cli import app
+    from tests.golden.cases import CASES
+
+    (table,) = quoted("report", "table_width")
+    (prose,) = quoted("report", "validate_width")
+    (other,) = quoted("report", "other_width")
+    (models,) = quoted("report", "models_width")
+    text_cases = [c.name for c in CASES if c.argv[0] in ("predict", "whatif", "validate")
+                  and "--format" not in c.argv]
+    assert "predict" in text_cases and "validate" in text_cases
+    widths = {name: _widest((GOLDEN / f"{name}.out").read_text()) for name in text_cases}
+    assert max(widths.values()) <= int(table) == int(prose), widths
+    assert widths["validate"] == int(prose)
+    out = CliRunner().invoke(app, ["models", "list"], env={"COLUMNS": "200"}).output
+    assert _widest(out) <= int(other) == int(models)
+    assert "--wide shows 1 more column: tokenizer" in out
+    wide = CliRunner().invoke(app, ["models", "list", "--wide"], env={"COLUMNS": "200"}).output
+    assert _widest(wide) > int(models)
+
+
+def test_report_tie_rule_is_predicts():
+    """The tie rule report.md states is the one predict's recommendation prints."""
+    (pct,) = quoted("report", "tie")
+    text = re.sub(r"\s+", " ", (GOLDEN / "predict.out").read_text())
+    assert f"ties = within the seed spread or {pct}%" in text
