@@ -20,6 +20,7 @@ and the time left at its pace so far, so a command that ends within that time pr
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -231,3 +232,13 @@ def status(text: str) -> Iterator[None]:
         return
     with console.status(text):
         yield
+
+
+# the one line a phase prints off a terminal (Tracker._say); readers that want a command's own
+# stderr lines (an error line, a warning) tell these apart with is_phase_line
+_PHASE_LINE = re.compile(r"^.+: [\d,]+ of [\d,]+ .+ done after \d+ s(, about \d+ s left at this pace)?$")
+
+
+def is_phase_line(text: str) -> bool:
+    """True for a progress phase's stderr line ('PHASE: N of M UNITS done after S s[, ...]')."""
+    return bool(_PHASE_LINE.match(text.strip()))

@@ -6,7 +6,6 @@ as a bar on a terminal's stderr (simkit.progress)."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 from cli_helpers import one_line_error
 from simkit.cli import main
 from simkit.paths import traces_src_dir
+from simkit.progress import is_phase_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,8 +102,7 @@ def test_ctrl_c_stops_a_slow_readme_command_at_once(argv, needs, tmp_path):
     # before the error only progress: validate's line of what it predicts, and the phase lines
     # a long command prints off a terminal ('PHASE: N of M UNITS done after S s[, ...]')
     progress = lines[:-1]
-    phase_line = re.compile(r"^.+: [\d,]+ of [\d,]+ .+ done after [\d.]+ s")
-    assert all(ln.startswith(("predicting ", "refitting ")) or phase_line.match(ln)
+    assert all(ln.startswith(("predicting ", "refitting ")) or is_phase_line(ln)
                for ln in progress), err
     # how many simulations had finished is said once any started (on a busy machine the
     # command may still be building its tables at the signal)
