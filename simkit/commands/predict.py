@@ -145,9 +145,13 @@ def register(app: typer.Typer) -> None:
             check_tp(item, opts.tp)
         extra = {"address": address, "num_cpus": opts.workers} if executor is Executor.RAY else \
             {"workers": opts.workers}
-        with _progress("sweep") as prog:
-            res = run_sweep(model_list, corpus_list, out, progress=prog, **extra, run=opts,
-                            configs=run["configs"])
+        from simkit.progress import phase
+
+        cells = len(model_list) * len(corpus_list)
+        with phase(f"sweep: {len(model_list)} model(s) x {len(corpus_list)} corpus(es)", cells,
+                   "cells") as advance:          # drawn on a terminal, one line elsewhere
+            res = run_sweep(model_list, corpus_list, out, progress=lambda total: advance,
+                            **extra, run=opts, configs=run["configs"])
         from simkit.outfiles import wrote
 
         not_written = res.get("not_written", {})
