@@ -26,7 +26,10 @@ def held(monkeypatch, tmp_path):
     fh.close()
 
 
-def test_the_first_compiled_run_waits_for_the_compile_once(held):
+def test_the_first_compiled_run_waits_for_the_compile_once(held, monkeypatch):
+    import io
+
+    from simkit import progress
     from simkit.engine.fast.warmup import tiny_workload
     from simkit.engine.config import parse_configs
     from simkit.engine.sim import ClosedLoop, simulate
@@ -35,6 +38,9 @@ def test_the_first_compiled_run_waits_for_the_compile_once(held):
 
     cost = load_cost_model("llama-3.1-8b", "h200")
     args = (tiny_workload(), cost, engine_config(cost), parse_configs("kpad:4")[0])
+    said = io.StringIO()
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 0.0)
+    monkeypatch.setattr(progress, "_CURRENT", [progress.Tracker(None, said)])
     done = []
     run = threading.Thread(target=lambda: (simulate(*args, load=ClosedLoop(2), num_requests=6),
                                            done.append(time.monotonic())))
@@ -45,6 +51,8 @@ def test_the_first_compiled_run_waits_for_the_compile_once(held):
     fcntl.flock(held, fcntl.LOCK_UN)
     run.join(120)
     assert done and done[0] >= released
+    assert said.getvalue().startswith("compiling the simulator's engine loop (once after "
+                                      "install): 0 of 1 compile done")   # the wait is a phase
     with open(held.name) as again:                   # held again: a second run does not wait
         fcntl.flock(again, fcntl.LOCK_EX)
         simulate(*args, load=ClosedLoop(2), num_requests=6)

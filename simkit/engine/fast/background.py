@@ -66,7 +66,15 @@ def wait_once() -> None:
         import fcntl
 
         with open(path) as fh:
-            fcntl.flock(fh, fcntl.LOCK_SH)
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:       # still compiling: a stated phase while it waits
+                from simkit.progress import phase
+
+                with phase("compiling the simulator's engine loop (once after install)", 1,
+                           "compile") as told:
+                    fcntl.flock(fh, fcntl.LOCK_SH)
+                    told(1)
     except (ImportError, OSError):        # no lock file (removed) or no POSIX locks
         pass
     _WAITED.append(path)
