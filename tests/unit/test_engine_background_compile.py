@@ -61,6 +61,7 @@ def test_the_first_compiled_run_waits_for_the_compile_once(held, monkeypatch):
 def test_stop_ends_the_compile_and_removes_its_lock(monkeypatch):
     monkeypatch.delenv(background.LOCK_ENV, raising=False)
     monkeypatch.delenv(fast.ENV, raising=False)
+    monkeypatch.setattr(background, "cached", lambda: False)     # as on a fresh install
     handle = background.start()
     assert handle is not None
     proc, path = handle
@@ -93,3 +94,19 @@ def test_the_warm_up_runs_every_policy_on_the_compiled_loop(monkeypatch):
 
 def test_the_reference_switch_is_the_engines():
     assert background.REFERENCE_ENV == fast.ENV
+
+
+def test_a_current_cache_starts_no_compile_and_a_stale_kernel_does(monkeypatch):
+    """A warm install pays no compile process (it took seconds beside the command's own work
+    on 2 cores); a kernel whose cache index is empty (its source changed) starts one."""
+    from numba.core.registry import CPUDispatcher
+
+    from simkit.engine.fast import kernel, warmup
+
+    monkeypatch.delenv(fast.ENV, raising=False)
+    monkeypatch.delenv(background.LOCK_ENV, raising=False)
+    warmup.compile_kernels()                          # compiled and cached (or loaded) here
+    assert background.cached() and background.start() is None
+    stale = next(f for f in vars(kernel).values() if isinstance(f, CPUDispatcher))
+    monkeypatch.setattr(stale._cache._cache_file, "_load_index", lambda: {})
+    assert not background.cached()

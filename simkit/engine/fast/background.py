@@ -34,6 +34,8 @@ def start():
         import numba  # noqa: F401
     except ImportError:
         return None
+    if cached():                          # a warm install: a compile process would only cost
+        return None
     env = dict(os.environ)                # without LOCK_ENV: the child must not wait on itself
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
@@ -54,6 +56,21 @@ def start():
     os.environ[LOCK_ENV] = path
     _WAITED.clear()
     return proc, path
+
+
+def cached() -> bool:
+    """numba's cache holds every kernel of kernel.py as its source is now (each one's cache
+    index lists a compiled signature; a changed source empties it): nothing to compile. Reads
+    the index files only; anything unexpected (another numba's layout) answers False."""
+    try:
+        from numba.core.registry import CPUDispatcher
+
+        from simkit.engine.fast import kernel
+
+        kernels = [f for f in vars(kernel).values() if isinstance(f, CPUDispatcher)]
+        return bool(kernels) and all(f._cache._cache_file._load_index() for f in kernels)
+    except Exception:                     # noqa: BLE001 - an optimisation's probe only
+        return False
 
 
 def wait_once() -> None:
