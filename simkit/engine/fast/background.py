@@ -13,6 +13,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from typing import Iterator
 
 LOCK_ENV = "SIMKIT_ENGINE_JIT_LOCK"     # the lock file; inherited by forked workers and children
@@ -86,15 +87,31 @@ def wait_once() -> None:
             try:
                 fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:       # still compiling: a stated phase while it waits
-                from simkit.progress import phase
-
-                with phase("compiling the simulator's engine loop (once after install)", 1,
-                           "compile") as told:
-                    fcntl.flock(fh, fcntl.LOCK_SH)
-                    told(1)
+                _wait(fh)
     except (ImportError, OSError):        # no lock file (removed) or no POSIX locks
         pass
     _WAITED.append(path)
+
+
+def _wait(fh) -> None:
+    """Wait for the compile's lock as a stated phase, polled so that its line is said once
+    the command has run 2 s and a Ctrl-C lost on the way still stops the wait."""
+    import fcntl
+
+    from simkit.interrupt import check
+    from simkit.progress import phase
+
+    with phase("compiling the simulator's engine loop (once after install)", 1,
+               "compile") as told:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                told(0)
+                check()
+                time.sleep(0.1)
+        told(1)
 
 
 def stop(handle) -> None:
