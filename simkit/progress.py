@@ -78,6 +78,7 @@ class Tracker:
         ph.done += n
         if ph.task is not None:
             self._bar.advance(ph.task, n)
+            self._bar.refresh()      # now: a compiled simulation holds the GIL from rich's thread
         self._say(ph)
 
     def _sim_phase(self, n: int, draw: bool) -> _Phase:
@@ -109,6 +110,7 @@ class Tracker:
             self._bar.start()
             self._started = True
         ph.task = self._bar.add_task(ph.name, total=ph.total)
+        self._bar.refresh()
 
     def _say(self, ph: _Phase) -> None:
         """Off a terminal: the phase's one line, once the command has run LINE_AFTER_S."""

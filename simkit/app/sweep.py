@@ -24,13 +24,16 @@ SWEEP_COLUMNS = CELL_COLUMNS + ROW_COLUMNS
 
 
 def _cell(model: str, corpus: str, run: RunOptions, configs: str) -> dict[str, Any]:
-    """Run one cell in this process; returns its rows, or the reason it could not run."""
+    """Run one cell in this process; returns its rows, or the reason it could not run. The
+    sweep counts cells (its own phase): the cell's simulations are not counted again."""
     from simkit.app.predict import predict
     from simkit.app.cells import clear_loaded
     from simkit.errors import SimkitError
+    from simkit.progress import detached
 
     try:
-        pred = predict(run.but(model=model, corpus=corpus, workers=1), configs=configs)
+        with detached():
+            pred = predict(run.but(model=model, corpus=corpus, workers=1), configs=configs)
     except (SimkitError, FileNotFoundError, LookupError) as exc:
         return {"model": model, "corpus": corpus, "error": str(exc), "rows": []}
     finally:

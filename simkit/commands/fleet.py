@@ -91,13 +91,15 @@ def plan_cmd(
 
     parse_configs(run["configs"], opts.vllm_version)
     from simkit.fleet import report
+    from simkit.engine.fast.background import compiling
     from simkit.fleet.run import fleet
 
-    doc = fleet(opts, traffic=traffic, policies=policies, configs=run["configs"],
-                goals=Goals(ttft, tpot),
-                max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
-                ordering=ordering, in_flight=in_flight, executor=executor,
-                address=ray_address)
+    with compiling():          # the engine's kernels compile while the tables load (fresh install)
+        doc = fleet(opts, traffic=traffic, policies=policies, configs=run["configs"],
+                    goals=Goals(ttft, tpot),
+                    max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,
+                    ordering=ordering, in_flight=in_flight, executor=executor,
+                    address=ray_address)
     typer.echo(report.document(doc) if fmt is OutputFormat.JSON else report.render(doc, wide), nl=False)
     if plot:
         report.plot(doc, plot)

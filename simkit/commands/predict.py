@@ -70,9 +70,11 @@ def register(app: typer.Typer) -> None:
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
         output_file(html, "html", (".html", ".htm"))
-        with _progress(f"{opts.model}/{opts.corpus}") as prog:
+        from simkit.engine.fast.background import compiling
+
+        with compiling(), _progress(f"{opts.model}/{opts.corpus}") as prog:   # kernels compile
             pred = run_predict(opts, configs=run["configs"], request_rate=request_rate,
-                               progress=prog)
+                               progress=prog)                    # while the tables load
         if fmt is PredictFormat.JSON:
             from simkit.report.render import document
 
@@ -145,9 +147,13 @@ def register(app: typer.Typer) -> None:
             check_tp(item, opts.tp)
         extra = {"address": address, "num_cpus": opts.workers} if executor is Executor.RAY else \
             {"workers": opts.workers}
-        with _progress("sweep") as prog:
-            res = run_sweep(model_list, corpus_list, out, progress=prog, **extra, run=opts,
-                            configs=run["configs"])
+        from simkit.progress import phase
+
+        cells = len(model_list) * len(corpus_list)
+        with phase(f"sweep: {len(model_list)} model(s) x {len(corpus_list)} corpus(es)", cells,
+                   "cells") as advance:          # drawn on a terminal, one line elsewhere
+            res = run_sweep(model_list, corpus_list, out, progress=lambda total: advance,
+                            **extra, run=opts, configs=run["configs"])
         from simkit.outfiles import wrote
 
         not_written = res.get("not_written", {})

@@ -235,10 +235,12 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 
 def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
                num_requests: int | None, load: ClosedLoop | OpenLoop,
-               workers: int | None = None, progress: ProgressFactory | None = None) -> Ladder:
+               workers: int | None = None, progress: ProgressFactory | None = None,
+               phase: str | None = None) -> Ladder:
     """Every spec the workload has a table for, over `seeds` seeds: per-config Rows (means over
     seeds), the specs it cannot run (named with the reason) and the runs. `progress(total)`
-    returns the per-job callback."""
+    returns the per-job callback. `phase`: the ladder is a stated phase of the command
+    (simkit.progress) so named, its total the runs it will do, known before any starts."""
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.drafters.base import NGRAM_DRAFTER
 
@@ -278,11 +280,24 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
                 cell.workload.table(spec.drafter)
             except DrafterUnavailable as exc:
                 unavailable[spec.name] = str(exc)
-    prepare(cell, runnable)
     jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
-    flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
+    with _ladder_phase(phase, len(runnable), seeds, num_requests):
+        prepare(cell, runnable)
+        flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
     runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
     return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+
+
+def _ladder_phase(name: str | None, configs: int, seeds: int, num_requests: int | None):
+    """The phase a named ladder states: its configurations x seeds runs; no name, none."""
+    import contextlib
+
+    if name is None:
+        return contextlib.nullcontext()
+    from simkit.progress import phase
+
+    size = f" of {num_requests} requests" if num_requests else ""
+    return phase(f"{name}: {configs} configuration(s) x {seeds} seed(s){size}", configs * seeds)
 
 
 def version_refusal(version: Any, spec: SpecConfig) -> str:

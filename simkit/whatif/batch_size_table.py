@@ -90,10 +90,11 @@ def batch_size_table(run: RunOptions = RunOptions(), *, levels: str = "8,32,64,1
     tpot: dict[int, list[float]] = {k: [] for k in kset}
     nreq: dict[int, int] = {}
     unsteady: list[str] = []
-    for c in cs:
+    for i, c in enumerate(cs, 1):
         n = run.num_requests or max(min_requests, 4 * c)
         nreq[c] = n
-        lad = ladder_of(run, workload, cost, specs, server=server, num_requests=n, concurrency=c)
+        lad = ladder_of(run, workload, cost, specs, server=server, num_requests=n, concurrency=c,
+                        phase=f"static K at batch size {c} (level {i} of {len(cs)})")
         if lad.unavailable:                  # the same at every level: stop at the first
             raise InputError("cannot derive a table: " + "; ".join(
                 f"{n}: {why}" for n, why in sorted(lad.unavailable.items())), field="ks")
@@ -111,9 +112,10 @@ def batch_size_table(run: RunOptions = RunOptions(), *, levels: str = "8,32,64,1
     if max(k for _, _, k in table) > 0:
         text = "ktable:" + "/".join(f"{a}-{b}={k}" for a, b, k in table)
         table_cfg = parse_configs(text, version.key)[0]
-        for c in cs:
+        for i, c in enumerate(cs, 1):
             lad = ladder_of(run, workload, cost, [table_cfg], server=server,
-                            num_requests=nreq[c], concurrency=c)
+                            num_requests=nreq[c], concurrency=c,
+                            phase=f"the table at batch size {c} (level {i} of {len(cs)})")
             table_tok.append(lad.rows[0].output_tok_s)
             unsteady += [f"the table at {c}" for r in lad.rows if not r.steady_window]
     else:                                    # every level's best is no speculation

@@ -127,12 +127,13 @@ def skip_note(labelled: list[tuple[str, dict[str, int]]]) -> str | None:
 
 def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,
               server: EngineConfig | None = None, num_requests: int | None = None,
-              concurrency: int | None = None) -> Ladder:
+              concurrency: int | None = None, phase: str | None = None) -> Ladder:
     """The ladder of `specs` on (workload, cost): closed loop at `concurrency` (default: the
     run's), the run's seeds and workers, `num_requests` per run (default: requests_per_run of
-    the run's), on `server` (default: RunOptions.server)."""
+    the run's), on `server` (default: RunOptions.server); `phase`: its name as a stated phase
+    of the command's progress, with its own total (simkit.progress)."""
     clients = concurrency or run.concurrency
     n = num_requests or requests_per_run(run.num_requests, workload, clients)
     return run_ladder(Cell(workload, cost, server or run.server(cost)), specs,
                       seeds=run.seeds, num_requests=n, load=ClosedLoop(clients),
-                      workers=run.workers)
+                      workers=run.workers, phase=phase)

@@ -43,27 +43,28 @@ def hardware(run: RunOptions = RunOptions(model="llama-3.1-70b"), *,
     num_requests = requests_per_run(run.num_requests, workload, run.concurrency)
     specs = parse_configs(configs, run.vllm_version)
     rows, notes, first, failures, ran = [], [], {}, [], []
-    for hw in hws:
-        for tp in tp_list:
-            try:
-                cost = cost_of(run, hw, tp)
-            except InputError as exc:          # e.g. does not fit at this TP: say so, go on
-                failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
-                continue
-            notes.append(cost.describe())
-            ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests)
-            ran.append((f"{hw} TP{tp}", skipped_of(ran_ladder)))
-            ladder = ran_ladder.rows
-            for r in ladder:
-                first.setdefault(r.config, r.output_tok_s)
-                rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
-                             "output_tok_s": r.output_tok_s,
-                             "tok_s_per_gpu": r.output_tok_s / cost.tp,
-                             "speedup_vs_vanilla": r.speedup_vs_vanilla,
-                             "vs_first_hardware": r.output_tok_s / first[r.config]
-                             if first[r.config] > 0 else None,
-                             "tpot_ms_p50": r.tpot_ms_p50, "host_frac": r.host_frac,
-                             "kv_capacity_tokens": cost.kv_capacity_tokens})
+    setups = [(hw, tp) for hw in hws for tp in tp_list]
+    for i, (hw, tp) in enumerate(setups, 1):
+        try:
+            cost = cost_of(run, hw, tp)
+        except InputError as exc:          # e.g. does not fit at this TP: say so, go on
+            failures.append(f"{hw} TP{tp or 'auto'}: {exc}")
+            continue
+        notes.append(cost.describe())
+        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests,
+                               phase=f"{hw} TP{cost.tp} (setup {i} of {len(setups)})")
+        ran.append((f"{hw} TP{tp}", skipped_of(ran_ladder)))
+        ladder = ran_ladder.rows
+        for r in ladder:
+            first.setdefault(r.config, r.output_tok_s)
+            rows.append({"hardware": cost.hw.name, "tp": cost.tp, "config": r.config,
+                         "output_tok_s": r.output_tok_s,
+                         "tok_s_per_gpu": r.output_tok_s / cost.tp,
+                         "speedup_vs_vanilla": r.speedup_vs_vanilla,
+                         "vs_first_hardware": r.output_tok_s / first[r.config]
+                         if first[r.config] > 0 else None,
+                         "tpot_ms_p50": r.tpot_ms_p50, "host_frac": r.host_frac,
+                         "kv_capacity_tokens": cost.kv_capacity_tokens})
     notes.append(f"closed loop, concurrency {run.concurrency}, {num_requests} requests, {seeds} "
                  f"seed(s); {workload_note(workload.name, workload.origin)}; "
                  "vs_first_hardware = throughput / the first (hardware, TP) row of that config")

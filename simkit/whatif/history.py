@@ -92,12 +92,13 @@ def history(run: RunOptions = RunOptions(), *, shares: str = DEFAULT_SHARES,
     histories = [(parse_history(f"repeat:{p:g}"), p) for p in ps] + \
         ([(WARM, None)] if warm else [])
     rows, best_by, origin, ran = [], {}, "", []
-    for hist, p in histories:
+    for i, (hist, p) in enumerate(histories, 1):
         label = hist.label
         workload = workload_of(run.but(history=hist))
         origin = origin or (workload.origin or "")
         n = max(requests_per_run(run.num_requests, workload, concurrency), workload.num_requests)
-        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=n)
+        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=n,
+                               phase=f"history {label} ({i} of {len(histories)})")
         ran.append((label, skipped_of(ran_ladder)))
         ladder = ran_ladder.rows
         top = fastest(ladder)

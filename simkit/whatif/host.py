@@ -63,9 +63,10 @@ def host(run: RunOptions = RunOptions(hardware="b200"), *,
     rows, ran = [], []
     by: dict[tuple[str, float], float] = {}
     frac: dict[tuple[str, float], float] = {}
-    for f in fs:
+    for i, f in enumerate(fs, 1):
         cost = with_host_factor(base, f)
-        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests)
+        ran_ladder = ladder_of(run, workload, cost, specs, num_requests=num_requests,
+                               phase=f"host x{f:g} (factor {i} of {len(fs)})")
         ran.append((f"host x{f:g}", skipped_of(ran_ladder)))
         ladder = ran_ladder.rows
         for r in ladder:

@@ -119,11 +119,14 @@ def prefix(run: RunOptions = RunOptions(), *, preamble: str = "0,500,2000",
     base, left = same_requests(base, levels[-1], on.max_model_len, on.max_tokens)
     left_out = int(left.sum())
     rows, first, ran = [], {}, []
-    for n in levels:
+    for i, n in enumerate(levels, 1):
         w = with_preamble(base, prompts, n)
-        cached_ladder = ladder_of(run, w, cost, specs, server=on, num_requests=num_requests)
+        step = f"preamble {n} (level {i} of {len(levels)})"
+        cached_ladder = ladder_of(run, w, cost, specs, server=on, num_requests=num_requests,
+                                  phase=f"{step}, prefix caching on")
         cached = cached_ladder.rows
-        plain = ladder_of(run, w, cost, specs, server=off, num_requests=num_requests).rows
+        plain = ladder_of(run, w, cost, specs, server=off, num_requests=num_requests,
+                          phase=f"{step}, prefix caching off").rows
         ran.append((f"preamble {n}", own_skips(skipped_of(cached_ladder), base.prompt_len,
                                                left, n, on.max_model_len)))
         for r, p in zip(cached, plain):

@@ -137,10 +137,11 @@ def quantization(run: RunOptions = RunOptions(model="llama-3.1-70b", hardware="b
         how = (f"acceptance scaled x{acceptance_scale:g} (parametric assumption, not measured: "
                "give --quant-corpus for the quantized model's own outputs)")
     specs = parse_configs(configs, run.vllm_version)
-    ladders = [("base", ladder_of(run, workload, base, specs, num_requests=num_requests)),
-               ("W4A4 arithmetic", ladder_of(run, workload, quant, specs,
-                                             num_requests=num_requests)),
-               ("W4A4", ladder_of(run, qwork, quant, specs, num_requests=num_requests))]
+    ladders = [(name, ladder_of(run, w, c, specs, num_requests=num_requests,
+                                phase=f"{name} (model {i} of 3)"))
+               for i, (name, w, c) in enumerate((("base", workload, base),
+                                                 ("W4A4 arithmetic", workload, quant),
+                                                 ("W4A4", qwork, quant)), 1)]
     r_base, r_arith, r_quant = (lad.rows for _, lad in ladders)
     rows = []
     for a, b, c in zip(r_base, r_arith, r_quant):

@@ -81,12 +81,14 @@ def calibration_error(cost: Any) -> dict[str, Any]:
             "held_out_mape_pct": mape}
 
 
-def _ladder(run: RunOptions, version: VllmVersion, configs: str, workload: Workload | None):
+def _ladder(run: RunOptions, version: VllmVersion, configs: str, workload: Workload | None,
+            step: str):
     vrun = run.but(vllm_version=version.key)
     specs = parse_configs(configs, version.key)
     wl = workload_of(vrun, workload)
     cost = cost_of(vrun)
-    ladder = ladder_of(vrun, wl, cost, specs, server=vrun.server(cost))
+    ladder = ladder_of(vrun, wl, cost, specs, server=vrun.server(cost),
+                       phase=f"vLLM {version.key} ({step})")
     return specs, wl, cost, ladder
 
 
@@ -111,8 +113,8 @@ def vllm_version(run: RunOptions = RunOptions(), *, from_version: str = "0.33",
     if all(s.speculative for s in old_specs):
         raise InputError("the version what-if compares against vanilla: include it",
                          field="configs")
-    _, wl_old, cost_old, lad_old = _ladder(run, old, configs, workload)
-    _, wl_new, cost_new, lad_new = _ladder(run, new, configs, workload)
+    _, wl_old, cost_old, lad_old = _ladder(run, old, configs, workload, "version 1 of 2")
+    _, wl_new, cost_new, lad_new = _ladder(run, new, configs, workload, "version 2 of 2")
     err_old, err_new = calibration_error(cost_old), calibration_error(cost_new)
     by_old = {r.config: r for r in lad_old.rows}
     by_new = {r.config: r for r in lad_new.rows}

@@ -1,12 +1,14 @@
 """Issue 42's figures, old and new side by side in one run: CPU per simulated request per
 configuration on the reference SimPy loop and on the compiled loop (simkit.engine.fast), and
-the wall and CPU time of the planner's commands with each. Targets on the 2-core machine: CPU
+the wall and CPU time of the planner's commands (and validate) with each; optionally the README
+test command's pytest. Targets on the 2-core machine: CPU
 per simulated request per configuration <= 0.1 ms; each command <= 20 s fresh (numba's cache
 empty: the compile included), <= 5 s warm. Prints figures; asserts nothing about time.
 
     python tests/benchmarks/bench_planner.py                    # engine + commands, both loops
     python tests/benchmarks/bench_planner.py --commands new     # commands on the compiled loop only
     python tests/benchmarks/bench_planner.py --commands none    # the engine figures alone
+    python tests/benchmarks/bench_planner.py --with-pytest      # also the README's pytest (~6 min)
 
 "old" is the reference loop of the same checkout (SIMKIT_ENGINE_LOOP=reference), so both
 columns share everything else (profiles, cost model, searches).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -31,7 +34,9 @@ COMMANDS = {
                         "--ttft-p99-ms", "1000", "--configs", "vanilla,suffix,kpad:4,dynamic"],
     "whatif concurrency": ["whatif", "concurrency"],
     "fleet plan": ["fleet", "plan", "--corpus", "chat", "--rate", "40", "--ttft-p99-ms", "1000"],
+    "validate 0.33": ["validate", "--vllm-version", "0.33"],
 }
+PYTEST_SUMMARY = re.compile(r"\bin ([0-9.]+)s\b")   # pytest's last line: "... in 331.42s (0:05:31)"
 
 
 def _engine(requests: int) -> None:
@@ -103,8 +108,29 @@ def _commands(which: str) -> None:
             env = dict(base, NUMBA_CACHE_DIR=numba_cache)
             fresh = _run(argv, env)[:2]
             warm = _run(argv, env)[:2]
-        print(f"{name:20s} {old[0]:10.1f} {old[1]:10.1f} {fresh[0]:15.1f} {warm[0]:14.1f} "
-              f"{warm[1]:13.1f} {old[0] / warm[0]:12.1f}x")
+        ratio = f"{old[0] / warm[0]:12.1f}x" if which == "both" else f"{'n/a':>13s}"
+        olds = (f"{old[0]:10.1f} {old[1]:10.1f}" if which == "both"
+                else f"{'n/a':>10s} {'n/a':>10s}")
+        print(f"{name:20s} {olds} {fresh[0]:15.1f} {warm[0]:14.1f} {warm[1]:13.1f} {ratio}")
+
+
+def _pytest() -> None:
+    """The README test command's pytest (`python3 -m pytest -q`), once, on the compiled loop:
+    its wall time as pytest's summary line states it, and as measured around it. No old
+    column: the suite checks both loops itself (tests/unit/test_fast_engine.py)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SIMKIT_ENGINE_LOOP", None)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q"], env=env, cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.perf_counter() - t0
+    lines = proc.stdout.strip().splitlines()
+    last = lines[-1] if lines else ""
+    found = PYTEST_SUMMARY.search(last)
+    stated = f"{float(found.group(1)):.1f}" if found else "n/a"
+    print(f"\npytest -q: exit {proc.returncode}, {stated} s by its summary line, "
+          f"{wall:.1f} s wall around it")
+    print(f"  {last}")
 
 
 def main() -> None:
@@ -112,11 +138,15 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1024, help="requests per engine run")
     ap.add_argument("--commands", choices=("both", "new", "none"), default="both",
                     help="time the commands on both loops, the compiled one only, or not")
+    ap.add_argument("--with-pytest", action="store_true",
+                    help="also time the README test command's pytest, once, at the end (~6 min)")
     args = ap.parse_args()
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
     _engine(args.requests)
     if args.commands != "none":
         _commands(args.commands)
+    if args.with_pytest:
+        _pytest()
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 

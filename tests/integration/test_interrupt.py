@@ -121,8 +121,9 @@ def test_status_spinner_is_silent_off_a_terminal(capsys):
 
 
 def test_a_what_if_draws_its_bar_on_a_terminal_stderr(tmp_path):
-    """The what-ifs had no progress of their own: on a terminal the tracker draws one bar of
-    the simulations on stderr (nothing on stdout, which holds the result)."""
+    """The what-ifs had no progress of their own: on a terminal the tracker draws a bar on
+    stderr for each stated phase (each history here), nothing on stdout, which holds the
+    result."""
     import pty
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), SIMKIT_CACHE_DIR=str(tmp_path / "cache"),
@@ -146,5 +147,6 @@ def test_a_what_if_draws_its_bar_on_a_terminal_stderr(tmp_path):
     out = proc.stdout.read()
     assert proc.wait(timeout=120) == 0
     os.close(leader)
-    assert b"simulations" in drawn and b"4/4" in drawn, drawn[-300:]
+    # each history a phase of its own: 2 configurations x 1 seed, "(1 of 2)" then "(2 of 2)"
+    assert b"(2 of 2)" in drawn and b"2/2" in drawn, drawn[-300:]
     assert b"simulations" not in out and b"whatif history" in out

@@ -100,3 +100,83 @@ def test_capacity_search_rounds_are_phases_of_known_size(said):
                      r"still searching x up to 2 seed\(s\): 0 of (\d+) simulations", ln)
         assert m and int(m[1]) == i and int(m[3]) == 2 * int(m[2]), ln
     assert tracker.done == tracker.total
+
+
+def _watched(monkeypatch):
+    """Every (phase name, total) the tracker's simulations counted towards, in order, and
+    every (phase name, total, done) as it closed."""
+    seen, closed = [], []
+    sim_phase, close_phase = Tracker._sim_phase, Tracker.close_phase
+
+    def watch(self, n, draw):
+        ph = sim_phase(self, n, draw)
+        seen.append((ph.name, ph.total))
+        return ph
+
+    def watch_close(self, ph):
+        closed.append((ph.name, ph.total, ph.done))
+        close_phase(self, ph)
+
+    monkeypatch.setattr(Tracker, "_sim_phase", watch)
+    monkeypatch.setattr(Tracker, "close_phase", watch_close)
+    return seen, closed
+
+
+def _host(run):
+    from simkit.whatif.host import host
+
+    return host(run, factors="1,2", configs="vanilla,kpad:4")
+
+
+def _hardware(run):
+    from simkit.whatif.hardware import hardware
+
+    return hardware(run, targets="h100,h200", configs="vanilla,kpad:4")
+
+
+def _quantization(run):
+    from simkit.whatif.quantization import quantization
+
+    return quantization(run, configs="vanilla,kpad:4")
+
+
+@pytest.mark.parametrize("what_if,phases", [(_host, 2), (_hardware, 2), (_quantization, 3)],
+                         ids=["host", "hardware", "quantization"])
+def test_a_phased_what_if_states_each_step_with_a_total_that_never_grows(said, monkeypatch,
+                                                                         what_if, phases):
+    """The what-ifs used to show one "simulations" count that grew with every step; each
+    step is now a phase whose total (its configurations x seeds) is known when it opens."""
+    from simkit.app.options import RunOptions
+    from simkit.choices import ProfileSource
+
+    tracker, out = said
+    seen, closed = _watched(monkeypatch)
+    what_if(RunOptions("llama-3.1-8b", "chat", source=ProfileSource.SHIPPED, seeds=2,
+                       num_requests=48, concurrency=8, workers=1))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == phases, lines                   # one line per step, said as it opens
+    for ln in lines:
+        assert re.match(r"^.+ \((\w+ )?\d of \d\): 2 configuration\(s\) x 2 seed\(s\) of 48 "
+                        r"requests: 0 of 4 simulations", ln), ln
+    names = list(dict.fromkeys(name for name, _ in seen))
+    assert len(names) == phases and "simulations" not in names
+    for name in names:
+        totals = {total for n, total in seen if n == name}
+        assert totals == {4}, (name, totals)             # stated at the start, never grown
+    assert closed == [(name, 4, 4) for name in names]    # each ends with all it stated done
+    assert tracker.done == tracker.total == 4 * phases
+
+
+def test_a_sweep_cell_counts_as_one_cell_not_as_its_simulations(said):
+    """sweep states one phase of cells (the command's); a cell's own simulations, which used
+    to grow one "simulations" count cell after cell, are not counted again under it."""
+    from simkit.app.options import RunOptions
+    from simkit.app.sweep import _cell
+    from simkit.choices import ProfileSource
+
+    tracker, out = said
+    res = _cell("llama-3.1-8b", "chat", RunOptions(source=ProfileSource.SHIPPED, seeds=1,
+                                                     num_requests=32, concurrency=8),
+                "vanilla,kpad:4")
+    assert res["error"] is None and len(res["rows"]) == 2
+    assert (tracker.total, out.getvalue()) == (0, "")

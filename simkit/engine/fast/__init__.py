@@ -66,6 +66,9 @@ def run(workload, cost_model, cfg, spec, sched, **kw):
         import numba  # noqa: F401
     except ImportError:
         return None
+    from simkit.engine.fast.background import wait_once
+
+    wait_once()                      # a background compile (background.py) caches the kernels
     from simkit.engine.fast import loop as compiled
 
     return compiled.run(workload, cost_model, cfg, spec, sched, **kw)
