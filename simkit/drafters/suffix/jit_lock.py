@@ -134,15 +134,22 @@ def yield_to_compile() -> None:
 def stop(handle) -> None:
     """End the background compile if it still runs (numba writes each cache file whole, so the
     next command compiles what is missing), reap it and remove its locks."""
+    end_compile(handle, LOCK_ENV, _remove)
+
+
+def end_compile(handle, lock_env: str, remove) -> None:
+    """End a background compile process (a (process, lock path) handle, or None) if it still
+    runs, reap it, clear `lock_env` when it names this lock, and `remove(path)` its lock files;
+    the engine kernel's background compile (simkit.engine.fast.background) ends the same way."""
     if handle is None:
         return
     proc, path = handle
     if proc.poll() is None:
         proc.terminate()
     proc.wait()
-    if os.environ.get(LOCK_ENV) == path:
-        del os.environ[LOCK_ENV]
-    _remove(path)
+    if os.environ.get(lock_env) == path:
+        del os.environ[lock_env]
+    remove(path)
 
 
 def _remove(path: str) -> None:

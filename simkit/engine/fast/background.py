@@ -117,15 +117,9 @@ def _wait(fh) -> None:
 def stop(handle) -> None:
     """End the background compile if it still runs (numba writes each cache file whole, so the
     next command compiles what is missing), reap it and remove its lock."""
-    if handle is None:
-        return
-    proc, path = handle
-    if proc.poll() is None:
-        proc.terminate()
-    proc.wait()
-    if os.environ.get(LOCK_ENV) == path:
-        del os.environ[LOCK_ENV]
-    _remove(path)
+    from simkit.drafters.suffix.jit_lock import end_compile
+
+    end_compile(handle, LOCK_ENV, _remove)
 
 
 def _remove(path: str) -> None:
