@@ -1,4 +1,4 @@
-"""The reference study (docs: /work/shared/docs/reference-study.md) reproduced with simkit:
+"""The reference study (docs/reference-study-reproduction.md) reproduced with simkit:
 published figures carried as data (`published`), predictions beside them (`reproduce`)."""
 
 from simkit.reference.published import HELD_OUT, PUBLISHED, SOURCE, PublishedRow
