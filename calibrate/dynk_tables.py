@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from traces.calibration_requests import read_requests, select_requests
-from calibrate.runner import (FORCE_COPY, MAX_MODEL_LEN, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
+from calibrate.forcing import FORCE_COPY
+from calibrate.runner import (MAX_MODEL_LEN, MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS,
                               table_file_name)
 
 

@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runs = [RunSpec.parse(s) for s in a.runs.split(",") if s]
         flags = RunnerFlags(a.corpus_tokens, parse_k_table(a.k_table) if a.k_table else None,
-                            a.adaptive_verification)
+                            a.adaptive)
         harness = a.harness
         choice = choose_installed()
         if harness is None:

@@ -8,8 +8,9 @@
   the engine's `num_speculative_tokens_per_batch_size`.
 
 An adapter is looked up by name (`get_adapter`), the way vLLM picks a speculator class by method.
-Which name a vLLM release uses: the catalogue's `VllmVersion.harness` once it has that field,
-else HARNESS_BY_VERSION below (calibrate.harness.versions).
+Which name a vLLM release uses is the catalogue's `VllmVersion.harness_adapter`
+(simkit.catalog.vllm_versions; a newer release takes the nearest known version's, with a warning:
+calibrate.harness.versions).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from simkit.catalog.vllm_versions import VERSIONS
+
 # adapter name -> module holding its ADAPTER object
 ADAPTERS = {"forcing": "calibrate.harness.forcing", "trace_replay": "calibrate.harness.trace_replay"}
-# vLLM release key -> adapter name, for releases the catalogue does not yet name a harness for
-HARNESS_BY_VERSION = {"0.26": "forcing", "0.33": "forcing", "0.34": "trace_replay"}
+# vLLM release key -> adapter name, read from the catalogue (one place for it)
+HARNESS_BY_VERSION = {key: v.harness_adapter for key, v in VERSIONS.items()}
 
 
 def get_adapter(name: str) -> Any:

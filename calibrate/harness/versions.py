@@ -38,18 +38,15 @@ def installed_vllm_release() -> str | None:
 
 
 def _adapter_name(resolved: ResolvedVersion) -> tuple[str, str]:
-    """(adapter, warning): the catalogue's `harness` when it names one, else our table; a newer
-    release than the table knows takes the newest release's adapter, and says so."""
-    named = getattr(resolved.rules, "harness", None) if resolved.exact else None
-    if named:
-        return str(named), ""
-    if resolved.key in HARNESS_BY_VERSION:
-        return HARNESS_BY_VERSION[resolved.key], ""
-    newest = max(HARNESS_BY_VERSION, key=lambda k: tuple(int(x) for x in k.split(".")))
-    return HARNESS_BY_VERSION[newest], (
-        f"the calibration harness was written for vLLM up to {newest}: vLLM {resolved.key} is "
-        f"driven as {newest} is ({HARNESS_BY_VERSION[newest]}); a renamed vLLM internal stops "
-        "the run with its name")
+    """(adapter, warning): the catalogue's adapter of the rules that apply; a release newer than
+    simkit knows is driven as the nearest known one is, and says so."""
+    adapter = resolved.rules.harness_adapter
+    if resolved.exact:
+        return adapter, ""
+    near = resolved.rules.key
+    return adapter, (f"the calibration harness was written for vLLM up to {near}: vLLM "
+                     f"{resolved.key} is driven as {near} is ({adapter}); a renamed vLLM internal "
+                     "stops the run with its name")
 
 
 def choose(release: str) -> HarnessChoice:

@@ -13,12 +13,12 @@ import pytest
 
 from calibrate.harness import HARNESS_BY_VERSION, get_adapter
 from calibrate.harness.flags import RunnerFlags, k_table_text, parse_k_table
-from calibrate.harness.versions import _adapter_name, choose, choose_installed
+from calibrate.harness.versions import choose, choose_installed
 from calibrate.model_output import accepted_tokens, sampled_by_request
 from calibrate.recorder import accepted_in_output, runner_kind
 from calibrate.runner import (ADAPTIVE_SLOTS, NO_REAL_DRAFTS, RunSpec, check_config, graph_sizes, run_row,
                               speculative_config)
-from simkit.catalog.nearest_version import ResolvedVersion, release_key, resolve_vllm_version
+from simkit.catalog.nearest_version import release_key, resolve_vllm_version
 from simkit.catalog.vllm_versions import VERSIONS
 from simkit.errors import InputError, SimkitError, UnknownNameError
 
@@ -72,11 +72,16 @@ def test_a_newer_release_than_the_harness_knows_is_driven_as_the_newest_and_says
     assert "vLLM 0.35 is driven as 0.34 is (trace_replay)" in c.warning
 
 
-def test_the_catalogue_names_the_harness_once_it_has_the_field():
-    """Where v034-engine's VllmVersion.harness lands, it wins over the harness's own table."""
-    rules = SimpleNamespace(key="0.33", harness="trace_replay")
-    assert _adapter_name(ResolvedVersion("0.33", rules)) == ("trace_replay", "")
-    assert _adapter_name(ResolvedVersion("0.33", SimpleNamespace(key="0.33"))) == ("forcing", "")
+def test_the_harness_a_release_gets_is_the_catalogues():
+    """The adapter comes from VllmVersion.harness_adapter (one place); a newer release is driven
+    as the nearest known one is, with a warning saying so."""
+    from simkit.catalog.vllm_versions import VERSIONS
+
+    for key, v in VERSIONS.items():
+        assert choose(v.release).adapter == v.harness_adapter and not choose(v.release).warning
+    newest = max(VERSIONS.values(), key=lambda v: tuple(map(int, v.key.split("."))))
+    later = choose("9.1.0")
+    assert later.adapter == newest.harness_adapter and f"driven as {newest.key}" in later.warning
 
 
 def test_no_installed_vllm_is_one_clear_error(monkeypatch):
@@ -332,3 +337,28 @@ def test_the_recorder_times_034_drafting_at_the_speculators_propose(monkeypatch)
     before = rec._cur.t_draft
     runner.speculator.propose()
     assert rec._cur.t_draft == before
+
+
+@pytest.mark.parametrize("flags", [[], ["--adaptive", "--k-table", "1-8:8,9-1024:4",
+                                        "--corpus-tokens", "4096"]])
+def test_the_runner_module_parses_its_flags_and_stops_at_the_missing_vllm(flags, tmp_path, capsys,
+                                                                          monkeypatch):
+    """`python -m calibrate.runner` (what session.sh starts on the GPU host) reads every flag it
+    declares and refuses in one line, before any engine, where no vLLM is installed (a flag read
+    under another name than it was declared under stopped every run with an AttributeError)."""
+    import calibrate.harness.versions as versions
+    from calibrate import runner
+
+    monkeypatch.setattr(versions, "installed_vllm_release", lambda: None)
+    code = runner.main(["--model", "llama-3.1-8b", "--config", "suffix", "--k", "8",
+                        "--runs", "chat:8:8:calibration", "--out", str(tmp_path), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: vLLM is not installed here"), err
+
+
+def test_the_dynamic_k_table_tuner_imports():
+    """calibrate.dynk_tables (run before a dynamic-K sitting) imports: it named a constant that
+    moved to calibrate.forcing."""
+    import importlib
+
+    assert importlib.import_module("calibrate.dynk_tables").FORCE_COPY
