@@ -97,12 +97,6 @@ class _Engine:
         """Summary over the replica's own open-loop window (10 % of its arrivals -> the last)."""
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
         m = summarize_open(self.rec, window, self.sched.preemptions)
-        rec = self.rec
-        arr, first = np.asarray(rec.req_arrival), np.asarray(rec.req_first)
-        done, out = np.asarray(rec.req_done), np.asarray(rec.req_out, np.int64)
-        sel = ((arr >= m.window_start_s) & (arr <= m.window_end_s) if m.window_kind != "full-run"
-               else np.ones(arr.size, bool))
-        multi = sel & (out > 1)
         s = self.sched
         prefix = {"modelled": self.pc is not None}
         if self.pc is not None:
@@ -117,7 +111,9 @@ def _replica_run(m: RunMetrics, rec: Recorder, served: list[int], prefix: dict) 
     arrived inside its window."""
     arr, first = np.asarray(rec.req_arrival), np.asarray(rec.req_first)
     done, out = np.asarray(rec.req_done), np.asarray(rec.req_out, np.int64)
-    sel = ((arr >= m.window_start_s) & (arr <= m.window_end_s) if m.window_kind == "steady"
+    # the window's requests whenever there is a window (an overloaded one included: its
+    # latencies are those of the requests that arrived in it); the whole run otherwise
+    sel = ((arr >= m.window_start_s) & (arr <= m.window_end_s) if m.window_kind != "full-run"
            else np.ones(arr.size, bool))
     multi = sel & (out > 1)
     return ReplicaRun(m, (first - arr)[sel] * 1e3, (done - first)[multi] / (out[multi] - 1) * 1e3,

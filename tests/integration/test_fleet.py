@@ -214,3 +214,19 @@ def test_fleet_plan_end_to_end_is_byte_identical(tmp_path):
     loop = CliRunner().invoke(app, args[:-2] + ["--ordering", "in-loop"])
     assert loop.exit_code == 0, loop.output
     assert "drafting on the replica's simulated steps" in " ".join(loop.output.split())
+
+
+def test_an_overloaded_replica_reports_the_latencies_of_its_window_requests():
+    """A replica's TTFT/TPOT are those of the requests that arrived in its window, an overloaded
+    window included; only a run without a window reports every request (an overloaded window
+    used to report every request of the run)."""
+    from types import SimpleNamespace
+
+    from simkit.fleet.sim import _replica_run
+
+    rec = SimpleNamespace(req_arrival=[0.0, 1.0, 2.0, 9.0], req_first=[0.1, 1.2, 2.3, 9.4],
+                          req_done=[1.0, 2.0, 3.0, 10.0], req_out=[10, 10, 10, 10],
+                          accepted=[0], decodes=[0])
+    for kind, n in (("steady", 2), ("overloaded", 2), ("full-run", 4)):
+        m = SimpleNamespace(window_kind=kind, window_start_s=1.0, window_end_s=2.0)
+        assert len(_replica_run(m, rec, [], {}).ttft_ms) == n, kind
