@@ -290,13 +290,11 @@ def spec_from_config(cfg: dict, name: str, path: str, extra: dict | None = None)
 
 
 def _load_json(path: Path | str, text: str | None = None) -> Any:
-    """Parse JSON, turning syntax errors into an InputError that names file and line."""
-    try:
-        return json.loads(Path(path).read_text() if text is None else text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    """Parse a model JSON (a file, or its `text`) through simkit.jsonfile: any reason it cannot be
+    read (binary, too deeply nested, a huge number, not JSON) is an InputError naming the file."""
+    from simkit.jsonfile import parse_json, read_json_file
+
+    return read_json_file(path) if text is None else parse_json(text, path)
 
 
 def model_from_config_json(path: str | Path, name: str | None = None) -> ModelSpec:

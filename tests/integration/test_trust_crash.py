@@ -30,6 +30,20 @@ def test_a_binary_file_as_hardware_or_calibration_is_one_line(capsys, tmp_path, 
     one_line_error(err, str(f), "not UTF-8")
 
 
+def test_a_binary_or_deeply_nested_model_file_is_one_line(capsys, tmp_path):
+    """A model's config.json goes through the same reader as the hardware and calibration files
+    (it ended in a traceback for binary or 100k-deep input)."""
+    blob = tmp_path / "config.json"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    code, _, err = run(capsys, "models", "show", str(blob))
+    assert code == 2
+    one_line_error(err, str(blob), "not UTF-8")
+    blob.write_text("[" * 100_000)
+    code, _, err = run(capsys, "models", "show", str(blob))
+    assert code == 2
+    one_line_error(err, str(blob), "nested")
+
+
 @pytest.mark.parametrize("option", ["--hardware", "--calibration"])
 def test_a_folder_as_hardware_or_calibration_is_named_a_folder(capsys, tmp_path, option):
     folder = tmp_path / "mine.json"
