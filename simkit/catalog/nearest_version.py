@@ -42,11 +42,13 @@ class ResolvedVersion:
         return not self.warning
 
 
-def resolve_vllm_version(text: object, known_keys: tuple[str, ...] = ()) -> ResolvedVersion:
+def resolve_vllm_version(text: object, known_keys: tuple[str, ...] = (),
+                         what: str = "vLLM version") -> ResolvedVersion:
     """The rules for a vLLM release: its own when simkit knows it, else (a newer release) the
     newest known version's, with a warning that says so. `known_keys` adds releases a caller
     supports beyond the catalogue (the calibration harness knows releases the simulator may not
-    yet have rules for); they resolve to the newest catalogue rules at or below them."""
+    yet have rules for); they resolve to the newest catalogue rules at or below them. `what`:
+    the words an error names the version with (the option that gave it)."""
     try:
         v = get_vllm_version(str(text))
         return ResolvedVersion(v.key, v)
@@ -55,20 +57,20 @@ def resolve_vllm_version(text: object, known_keys: tuple[str, ...] = ()) -> Reso
     key = release_key(text)
     catalog = sorted(VERSIONS, key=_order)
     if not key:
-        raise UnknownNameError("vLLM version", str(text), catalog)
+        raise UnknownNameError(what, str(text), catalog)
     if key in VERSIONS:               # a patch or local build of a known minor ('0.33.1+cu128')
         return ResolvedVersion(key, VERSIONS[key])
     newest = catalog[-1]
     below = [k for k in catalog if _order(k) <= _order(key)]
     if key in known_keys or _order(key) > _order(max((newest, *known_keys), key=_order)):
         if not below:
-            raise UnknownNameError("vLLM version", str(text), catalog)
+            raise UnknownNameError(what, str(text), catalog)
         rules = VERSIONS[below[-1]]
         return ResolvedVersion(key, rules, (
             f"vLLM {key} is newer than the vLLM versions simkit has engine rules for "
             f"({', '.join(catalog)}): using {rules.label}'s rules, the nearest; its figures are "
             f"estimates until simkit knows {key}"))
-    raise UnknownNameError("vLLM version", str(text), sorted({*catalog, *known_keys}, key=_order),
+    raise UnknownNameError(what, str(text), sorted({*catalog, *known_keys}, key=_order),
                            "only a release newer than all of these is run with the nearest "
                            "known rules")
 

@@ -21,7 +21,6 @@ versions"). How to add a version: docs/architecture.md, "How to add".
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from simkit.errors import UnknownNameError
@@ -232,12 +231,6 @@ VERSIONS: dict[str, VllmVersion] = {v.key: v for v in (V026, V033, V034)}
 DEFAULT_VERSION = "0.33"              # what --vllm-version means when not given (one constant)
 
 
-def _number(text: str) -> tuple[int, int] | None:
-    """(major, minor) of '0.35', '0.35.1', 'v0.35.0rc1'; None when it is not a version."""
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?(?:[.+-]?\w*)?", str(text).strip().lower())
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def get_vllm_version(name: str | None = None) -> VllmVersion:
     """The version for '0.33', '0.33.0', 'v0.33' (None: DEFAULT_VERSION); an unknown one is an
     error naming the known versions (records and calibrations name exact versions)."""
@@ -252,26 +245,6 @@ def get_vllm_version(name: str | None = None) -> VllmVersion:
     raise UnknownNameError("vLLM version (--vllm-version)", str(name), list(VERSIONS))
 
 
-def nearest_vllm_version(name: str | None) -> tuple[VllmVersion, str]:
-    """What a prediction for `name` uses: (version, warning). A known version: itself, no
-    warning. A release newer than every known one: the newest rules, with a warning saying so
-    (vLLM's engine changes between releases, so the prediction is the newest known one's). An
-    older unknown one, or text that is not a version: UnknownNameError naming the known ones."""
-    try:
-        return get_vllm_version(name), ""
-    except UnknownNameError:
-        pass
-    got = _number(str(name))
-    newest = max(VERSIONS.values(), key=lambda v: _number(v.key))
-    if got is not None and got > _number(newest.key):
-        return newest, (f"vLLM {name} is newer than every version simkit has rules for; "
-                        f"predicting with {newest.label}'s engine rules and calibration, which "
-                        f"may not hold for {name}")
-    raise UnknownNameError("vLLM version (--vllm-version)", str(name), list(VERSIONS),
-                           "an older release is not predicted: its engine differs"
-                           if got is not None else "")
-
-
 __all__ = ["DEFAULT_VERSION", "GRAPH_RULES", "HARNESS_ADAPTERS", "MethodParts", "RUNNERS",
            "Runner", "SLOT_POLICIES", "VANILLA_METHOD", "VERSIONS", "VllmVersion",
-           "get_vllm_version", "nearest_vllm_version"]
+           "get_vllm_version"]

@@ -246,12 +246,14 @@ COUNTS = ("tp", "concurrency", "num_requests", "max_tokens", "seeds", "workers",
 def pick_vllm_version(text: Optional[str]) -> str:
     """The version key a command was given (checked before any work; None: the default). A
     release newer than every known one gets the newest rules, with a warning on stderr."""
-    from simkit.catalog.vllm_versions import nearest_vllm_version
+    from simkit.catalog.nearest_version import resolve_vllm_version
+    from simkit.catalog.vllm_versions import DEFAULT_VERSION
 
-    version, warning = nearest_vllm_version(text)
-    if warning:
-        typer.echo(f"warning: {warning}", err=True)
-    return version.key
+    resolved = resolve_vllm_version(DEFAULT_VERSION if text is None else text,
+                                    what="vLLM version (--vllm-version)")
+    if resolved.warning:
+        typer.echo(f"warning: {resolved.warning}", err=True)
+    return resolved.rules.key
 
 
 def pick_history(text: Optional[str]):

@@ -8,7 +8,8 @@ import pytest
 from engine_doubles import LinearCost
 from simkit.acceptance.table import AcceptanceTable
 from simkit.catalog.vllm_versions import (GRAPH_RULES, HARNESS_ADAPTERS, RUNNERS, VERSIONS,
-                                          get_vllm_version, nearest_vllm_version)
+                                          get_vllm_version)
+from simkit.catalog.nearest_version import resolve_vllm_version
 from simkit.costmodel.batch import GraphMode
 from simkit.drafters.base import get_drafter
 from simkit.engine.config import EngineConfig, kpad, parse_configs
@@ -77,12 +78,14 @@ def test_every_version_names_parts_that_resolve():
 
 
 def test_a_newer_unknown_version_gets_the_nearest_rules_with_a_warning_an_older_is_refused():
-    v, warning = nearest_vllm_version("0.35.1")
-    assert v.key == "0.34" and "0.35.1" in warning and "vLLM 0.34.0" in warning
-    assert nearest_vllm_version("0.34") == (VERSIONS["0.34"], "")
+    r = resolve_vllm_version("0.35.1")
+    v, warning = r.rules, r.warning
+    assert v.key == "0.34" and "vLLM 0.35 is newer" in warning and "vLLM 0.34.0" in warning
+    r = resolve_vllm_version("0.34")
+    assert (r.rules, r.warning) == (VERSIONS["0.34"], "")
     for old in ("0.25", "0.30.0", "banana"):
         with pytest.raises(UnknownNameError, match="known: 0.26, 0.33, 0.34"):
-            nearest_vllm_version(old)
+            resolve_vllm_version(old)
     with pytest.raises(UnknownNameError):          # records and calibrations name exact ones
         get_vllm_version("0.35")
 
