@@ -8,14 +8,12 @@ from typing import Optional
 import typer
 
 from simkit.choices import Ordering, OutputFormat
-from simkit.commands.options import Format, Wide
+from simkit.commands.options import VLLM_VERSION_HELP, Format, Wide
 
 calibrate_app = typer.Typer(help="Calibrate on your GPU and vLLM: plan the runs, make them, fit "
                                  "the cost model.", no_args_is_help=True)
 
-VLLM_VERSION_HELP = ("vLLM version whose engine rules and calibration apply: 0.26 or 0.33 "
-                     "(default: 0.33, the newest simkit knows); a newer one (0.34) gets the "
-                     "newest known rules, with a warning")
+
 
 
 def _ints(text: str, name: str) -> list[int]:

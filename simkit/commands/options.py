@@ -23,7 +23,7 @@ import typer
 
 from simkit.choices import CappedMode, Executor, OutputFormat, ProfileSource
 from simkit.app.options import RunOptions
-from simkit.catalog.vllm_versions import DEFAULT_VERSION
+from simkit.catalog.vllm_versions import DEFAULT_VERSION, VERSIONS
 from simkit.errors import InputError
 
 DEFAULT = RunOptions          # the defaults: RunOptions' own (DEFAULT.seeds, ...)
@@ -41,8 +41,9 @@ RUN = "Calibration and run"
 CALIBRATION_HELP = ("fitted step-time coefficients: h200-vllm033, h200-vllm026, a calibration "
                     "JSON path or analytic (default: the one of the hardware and vLLM version)")
 DEPRECATED_FLAG = "--cost-profile"
-VLLM_VERSION_HELP = ("vLLM whose engine rules and calibration apply: 0.26, 0.33 or 0.34 (default: "
-                     f"{DEFAULT_VERSION}; a newer release gets the newest rules, with a warning)")
+VLLM_VERSION_HELP = (f"vLLM whose engine rules and calibration apply: {', '.join(VERSIONS)} "
+                     f"(default: {DEFAULT_VERSION}; a newer release gets the newest rules, with a "
+                     "warning)")
 MODEL_HELP = "catalogue model id (simkit models list)"
 CORPUS_HELP = "corpus name, e.g. mix, chat, code (simkit traces list)"
 HARDWARE_HELP = "h100, h200, b200 (simkit hardware list) or a hardware JSON path"
@@ -247,7 +248,7 @@ def pick_vllm_version(text: Optional[str]) -> str:
     """The version key a command was given (checked before any work; None: the default). A
     release newer than every known one gets the newest rules, with a warning on stderr."""
     from simkit.catalog.nearest_version import resolve_vllm_version
-    from simkit.catalog.vllm_versions import DEFAULT_VERSION
+    from simkit.catalog.vllm_versions import DEFAULT_VERSION, VERSIONS
 
     resolved = resolve_vllm_version(DEFAULT_VERSION if text is None else text,
                                     what="vLLM version (--vllm-version)")
