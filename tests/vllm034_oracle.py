@@ -187,6 +187,6 @@ def main(cases_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    os.environ["TRITON_INTERPRET"] = "1"          # before triton is imported (facts section 10)
+    os.environ["TRITON_INTERPRET"] = "1"          # before triton is imported: Triton's CPU interpreter
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     main(sys.argv[1], sys.argv[2])
