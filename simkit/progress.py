@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 LINE_AFTER_S = 2.0          # off a terminal: phases are reported once the command runs this long
+REDRAW_S = 0.1              # on a terminal: a bar is redrawn at most this often
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Tracker:
         self._t0 = time.monotonic()
         self._phases: list[_Phase] = []  # stated phases, innermost last
         self._sims: _Phase | None = None  # simulations started outside a stated phase
+        self._drawn_at = float("-inf")    # when a bar was last redrawn
 
     # -- phases ------------------------------------------------------------------------------
     def open_phase(self, name: str, total: int, unit: str) -> _Phase:
@@ -78,7 +80,12 @@ class Tracker:
         ph.done += n
         if ph.task is not None:
             self._bar.advance(ph.task, n)
-            self._bar.refresh()      # now: a compiled simulation holds the GIL from rich's thread
+            # drawn here (a compiled simulation holds the GIL from rich's own thread), at most
+            # every REDRAW_S: the drafters' replays advance once per request
+            now = time.monotonic()
+            if now - self._drawn_at >= REDRAW_S or ph.done >= ph.total:
+                self._bar.refresh()
+                self._drawn_at = now
         self._say(ph)
 
     def _sim_phase(self, n: int, draw: bool) -> _Phase:

@@ -189,13 +189,14 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
     if isinstance(load, ClosedLoop):
         warm_count = window_start_completion or load.concurrency
         marks = frozenset(other_window_starts)
+    # an open loop's arrival times, drawn once for whichever loop runs it
+    times = None if isinstance(load, ClosedLoop) else _arrival_times(load, len(order), seed)
     if not keep_steps:                         # the compiled loop, where proven equal
         from simkit.engine import fast
 
         done = fast.run(workload, cost_model, cfg, spec, sched, order=order, skipped=skipped,
                         concurrency=getattr(load, "concurrency", 0), warm_count=warm_count,
-                        times=None if isinstance(load, ClosedLoop) else
-                        _arrival_times(load, len(order), seed), marks=marks, pc=pc,
+                        times=times, marks=marks, pc=pc,
                         prefix=prefix, chains=chains, shared=shared, exact=exact,
                         capture=capture, seed=seed, result_type=RunResult)
         if done is not None:
@@ -276,7 +277,6 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         for _ in range(min(load.concurrency, len(order))):
             env.process(client())
     else:
-        times = _arrival_times(load, len(order), seed)
         env.process(arrivals(times))
     env.process(engine())
     env.run()
@@ -285,7 +285,6 @@ def simulate(workload: Workload, cost_model: StepCostModel, cfg: EngineConfig, s
         start = state.warm_done_at
         window = None if start is None else (start, state.last_arrival)
     else:
-        times = _arrival_times(load, len(order), seed)
         window = (times[len(times) // 10], times[-1]) if len(times) > 1 else None
     metrics = (summarize(rec, window, sched.preemptions) if isinstance(load, ClosedLoop) else
                summarize_open(rec, window, sched.preemptions))
