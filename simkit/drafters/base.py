@@ -102,5 +102,23 @@ def get_drafter(name: str) -> Drafter:
     return _REGISTRY[name]
 
 
-__all__ = ["BUILTIN", "Drafter", "NGRAM_DRAFTER", "NO_DRAFTER", "SUFFIX_DRAFTER", "drafter_names",
-           "get_drafter", "register"]
+
+# the replay engines of the drafters that have two: "compiled" (numba, the default) and "python"
+# (the pure reference; SIMKIT_PURE_DRAFTER=1), the same tables byte for byte
+ENGINES = ("compiled", "python")
+
+
+def resolve_engine(engine: str | None = None) -> str:
+    """A replay engine: `engine` if given, else "python" when SIMKIT_PURE_DRAFTER=1, else
+    "compiled"."""
+    import os
+
+    if engine is None:
+        engine = "python" if os.environ.get("SIMKIT_PURE_DRAFTER", "") == "1" else "compiled"
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    return engine
+
+
+__all__ = ["BUILTIN", "Drafter", "ENGINES", "NGRAM_DRAFTER", "NO_DRAFTER", "SUFFIX_DRAFTER",
+           "drafter_names", "get_drafter", "register", "resolve_engine"]

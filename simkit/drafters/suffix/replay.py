@@ -16,18 +16,14 @@ reference with engine="python" or the environment variable SIMKIT_PURE_DRAFTER=1
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from simkit.choices import Ordering
-from simkit.drafters.base import SUFFIX_DRAFTER, Drafter, register
+from simkit.drafters.base import ENGINES, SUFFIX_DRAFTER, Drafter, register, resolve_engine
 from simkit.drafters.suffix.cache import SuffixCache, SuffixParams
-
-ENGINES = ("compiled", "python")
-
 
 @register
 class SuffixDrafter(Drafter):
@@ -57,14 +53,6 @@ class SuffixDrafter(Drafter):
         return ordering
 
 
-def resolve_engine(engine: str | None = None) -> str:
-    """The suffix replay engine: `engine` if given, else "python" when SIMKIT_PURE_DRAFTER=1, else
-    "compiled"."""
-    if engine is None:
-        engine = "python" if os.environ.get("SIMKIT_PURE_DRAFTER", "") == "1" else "compiled"
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-    return engine
 
 
 def insert_prelude(cache: SuffixCache, prelude: Sequence) -> None:

@@ -28,28 +28,17 @@ pass) and "python" (reference.py, one K at a time); same tables byte for byte.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from simkit.choices import Ordering
-from simkit.drafters.base import Drafter, register
+from simkit.drafters.base import ENGINES, Drafter, register, resolve_engine
 from simkit.drafters.suffix_gpu import reference as ref
 from simkit.drafters.suffix_gpu.compiled import as_served
 from simkit.drafters.suffix_gpu.params import DRAFTER_NAME, SuffixGpuParams
 
-ENGINES = ("compiled", "python")
-
-
-def resolve_engine(engine: str | None = None) -> str:
-    """`engine` if given, else "python" when SIMKIT_PURE_DRAFTER=1, else "compiled"."""
-    if engine is None:
-        engine = "python" if os.environ.get("SIMKIT_PURE_DRAFTER", "") == "1" else "compiled"
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-    return engine
 
 
 @register
