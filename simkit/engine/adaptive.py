@@ -33,8 +33,13 @@ SOURCE_CORPUS = 1            # the draft comes from the corpus of finished respo
 
 def len_bucket(match_len: int) -> int:
     """The counters' bucket of a match length (lengths below 1 count as 1)."""
-    m = max(int(match_len), 1)
-    return m - 1 if m <= 6 else (6 if m <= 10 else (7 if m <= 20 else 8))
+    return int(len_buckets(np.asarray([match_len]))[0])
+
+
+def len_buckets(match_len: np.ndarray) -> np.ndarray:
+    """len_bucket of every match length of an array (int64)."""
+    m = np.maximum(np.asarray(match_len, np.int64), 1)
+    return np.where(m <= 6, m - 1, np.where(m <= 10, 6, np.where(m <= 20, 7, 8)))
 
 
 @dataclass
@@ -128,4 +133,4 @@ def allocate(confidences: np.ndarray, capacities: np.ndarray, budget: int) -> np
 
 
 __all__ = ["AcceptanceCounters", "NUM_LEN_BUCKETS", "SOURCE_CORPUS", "SOURCE_OWN",
-           "STATS_HALF_LIFE", "allocate", "choose_budget", "len_bucket"]
+           "STATS_HALF_LIFE", "allocate", "choose_budget", "len_bucket", "len_buckets"]

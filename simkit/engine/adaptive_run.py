@@ -22,7 +22,7 @@ import bisect
 import numpy as np
 
 from simkit.costmodel.batch import BatchDescriptor, GraphMode
-from simkit.engine.adaptive import NUM_LEN_BUCKETS, AcceptanceCounters, allocate
+from simkit.engine.adaptive import NUM_LEN_BUCKETS, AcceptanceCounters, allocate, len_buckets
 from simkit.engine.cudagraph import decode_request_counts
 
 
@@ -127,11 +127,9 @@ class AdaptiveVerifier:
         ValueError when nothing is captured to profile the verify cost on (vLLM refuses to
         start then)."""
         self.k = k
-        self.source, self.match_len = source, match_len
         self.counters = AcceptanceCounters(k)
         src = np.asarray(source, np.int64)
-        ml = np.maximum(np.asarray(match_len, np.int64), 1)
-        lb = np.where(ml <= 6, ml - 1, np.where(ml <= 10, 6, np.where(ml <= 20, 7, 8)))
+        lb = len_buckets(np.asarray(match_len, np.int64))
         self.buckets = (src * NUM_LEN_BUCKETS + lb).tolist()    # counter row of each table row
         self.state: dict[int, list] = {}
         self.pending: list[tuple[int, int, int, int]] = []   # verdicts not yet folded in
@@ -181,11 +179,6 @@ class AdaptiveVerifier:
             return out
         return ((c[:, :, 0].astype(np.float32) + np.float32(1.0))
                 / (c[:, :, 1].astype(np.float32) + np.float32(2.0)))
-
-    def verify_cost(self, tokens: int) -> float:
-        """Profiled verify cost (ms) of a step of `tokens` target tokens."""
-        table = self.verify_ms
-        return float(table[min(tokens, table.size - 1)])
 
     # -- per request ------------------------------------------------------------------------
     def forget(self, seq: int) -> None:

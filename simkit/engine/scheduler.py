@@ -539,11 +539,10 @@ class Scheduler:
         no_draft = longest > limit and not slots.cut_per_request
         dr_col = self.cols[k][1]
         pad = slots.pads_to_k
-        width = slots.slots(k, n)
         for req in candidates:
             d = 0 if no_draft else dr_col[req.row0 + req.t]
             req.draft = d
-            req.spec = (0 if no_draft else width) if pad else d
+            req.spec = (0 if no_draft else k) if pad else d
         av = self.av
         if av is not None:                # the speculator's observe, halving, then finalize
             av.step()

@@ -15,7 +15,7 @@ One policy per name in simkit.catalog.vllm_versions.SLOT_POLICIES, chosen by the
   K of a multi-K configuration verifies the first K slots of the K-max draft (vLLM drafts at
   the configured K and cuts, model_runner.py:2388-2389).
 
-`slots(k, n_decode)` gives each request K slots; adaptive verification (vLLM 0.34 `suffix-av`)
+A padded decoding request is scheduled with K slots; adaptive verification (vLLM 0.34 `suffix-av`)
 then cuts each decode entry to its admitted slots after scheduling (Scheduler._trim_slots,
 simkit.engine.adaptive_run), as vLLM's worker does.
 """
@@ -35,10 +35,6 @@ class SlotPolicy:
     cut_per_request: bool      # near max_model_len: that request's slots are cut (else the
                                # whole batch drafts nothing, vLLM V1)
     kmax_drafts: bool          # a step at K < K-max verifies the first K slots of the K-max draft
-
-    def slots(self, k: int, n_decode: int) -> int:
-        """Slots each decoding request verifies in a step at K (a per-step budget hook)."""
-        return k
 
 
 SLOT_POLICIES: dict[str, SlotPolicy] = {p.name: p for p in (
