@@ -211,6 +211,12 @@ def _load_compiled(cell: Cell, history: tuple, job: Job) -> None:
     instead of reading numba's cache again (about a second of CPU per worker and pool)."""
     from dataclasses import replace
 
+    from simkit.engine import fast
+
+    spec = job.spec
+    if (not fast.enabled() or cell.engine.vllm_version not in fast.PROVEN_VERSIONS
+            or spec.k_table or spec.adaptive):
+        return                   # the compiled loop will not take these runs: nothing to load
     _simulate(cell, history, replace(job, load=ClosedLoop(1), num_requests=1, capture=False,
                                      other_window_starts=()))
 
