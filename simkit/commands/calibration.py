@@ -454,12 +454,17 @@ def validate(
     version = get_vllm_version(vllm_version)
     require_traces_src("simkit validate (it rebuilds each measured run's requests)")
     from simkit.drafters.suffix import jit_lock
+    from simkit.engine import fast
+    from simkit.engine.fast import background
 
     compiling = jit_lock.start()   # the drafter's kernels compile beside the work below (fresh install)
+    # and the engine loop's, where this version's runs take it (else each worker compiled it)
+    engine = background.start() if version.key in fast.PROVEN_VERSIONS else None
     try:
         _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records,
                   history, version, wide)
     finally:
+        background.stop(engine)
         jit_lock.stop(compiling)
 
 

@@ -110,3 +110,102 @@ def test_a_current_cache_starts_no_compile_and_a_stale_kernel_does(monkeypatch):
     stale = next(f for f in vars(kernel).values() if isinstance(f, CPUDispatcher))
     monkeypatch.setattr(stale._cache._cache_file, "_load_index", lambda: {})
     assert not background.cached()
+
+
+def _compile_if_cold_logged(log: str) -> None:
+    from simkit.engine.fast import warmup
+
+    warmup.compile_if_cold()
+    with open(log, "a") as fh:
+        fh.write("done\n")
+
+
+def test_compile_processes_that_find_the_cache_cold_together_compile_it_once(monkeypatch,
+                                                                                tmp_path):
+    """Two compile processes (of two commands, or of a command's forked workers) that find
+    numba's cache cold at once: one compiles holding the cache's compile lock, the other waits
+    for it and then finds the cache current, compiling nothing (both compiled, ~15 CPU-s
+    each, before)."""
+    import multiprocessing as mp
+
+    from simkit.engine.fast import warmup
+
+    cache = tmp_path / "cached"
+    compiles = tmp_path / "compiles"
+
+    def compile_kernels():
+        with open(compiles, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(1.0)                   # long enough for the other process to find it cold
+        cache.write_text("")
+
+    monkeypatch.setattr(background, "cached", cache.exists)
+    monkeypatch.setattr(background, "_compile_lock_path", lambda: str(tmp_path / "compile.lock"))
+    monkeypatch.setattr(warmup, "compile_kernels", compile_kernels)
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_compile_if_cold_logged, args=(str(tmp_path / "log"),))
+             for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert (tmp_path / "log").read_text() == "done\n" * 2   # both went on
+    assert len(compiles.read_text().split()) == 1             # one of them compiled
+
+
+def test_a_run_that_finds_the_cache_cold_waits_for_a_compile_process_once(monkeypatch,
+                                                                            tmp_path):
+    """No background compile (a forked worker of validate, a test): the first compiled run
+    runs the compile process and waits for it, then reads the cache; its later runs, and a
+    process whose cache is current, start none."""
+    import subprocess
+    import sys
+
+    spawned = []
+
+    def spawn():                          # a compile process: holds its lock for 0.5 s
+        lock = tmp_path / f"lock{len(spawned)}"
+        lock.write_text("")
+        proc = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; "
+                                 "fh = open(sys.argv[1]); fcntl.flock(fh, fcntl.LOCK_EX); "
+                                 "open(sys.argv[1] + '.held', 'w'); time.sleep(0.5)",
+                                 str(lock)])
+        while not os.path.exists(f"{lock}.held"):
+            time.sleep(0.01)
+        spawned.append(proc)
+        return proc, str(lock)
+
+    monkeypatch.setattr(background, "_spawn", spawn)
+    monkeypatch.setattr(background, "_CHECKED", [])
+    monkeypatch.delenv(background.LOCK_ENV, raising=False)
+    monkeypatch.setattr(background, "cached", lambda: False)
+    background.wait_once()
+    assert len(spawned) == 1 and spawned[0].returncode == 0   # waited for it to end
+    background.wait_once()
+    assert len(spawned) == 1
+    monkeypatch.setattr(background, "_CHECKED", [])
+    monkeypatch.setattr(background, "cached", lambda: True)
+    background.wait_once()
+    assert len(spawned) == 1
+
+
+@pytest.mark.parametrize("version, compiles", [("0.33", True), ("0.34", False)])
+def test_validate_compiles_the_engine_loop_in_the_background_where_its_runs_take_it(
+        monkeypatch, capsys, version, compiles):
+    """`simkit validate` starts the engine loop's background compile beside the drafter's where
+    the version's runs take the compiled loop (without it each forked worker compiled the
+    kernels, ~15 CPU-s each), and ends it with the command; 0.34's runs do not take it."""
+    from simkit.commands import calibration
+    from simkit.drafters.suffix import jit_lock
+    from tests.cli_helpers import run
+
+    events = []
+    monkeypatch.setattr(jit_lock, "start", lambda: None)
+    monkeypatch.setattr(background, "start", lambda: events.append("start") or "handle")
+    monkeypatch.setattr(background, "stop", lambda handle: events.append(("stop", handle)))
+    monkeypatch.setattr(calibration, "_validate", lambda *a, **k: events.append("validate"))
+    code, _, err = run(capsys, "validate", "--vllm-version", version)
+    assert code == 0, err
+    assert events == (["start", "validate", ("stop", "handle")] if compiles
+                      else ["validate", ("stop", None)])

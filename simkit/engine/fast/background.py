@@ -5,6 +5,10 @@ LOCK_ENV; the first compiled run of any process that inherits LOCK_ENV (the comm
 workers) waits for the lock (`wait_once`, called by simkit.engine.fast.run) and then reads the
 kernels from numba's cache. The same protocol as the drafter's compile
 (simkit.drafters.suffix.jit_lock), with one stage: the kernels are compiled together.
+A process whose first compiled run finds the cache cold all the same (no background compile:
+a forked worker of validate, a test) runs the compile process itself and waits for it, and the
+compile holds COMPILE_LOCK in numba's cache folder: of processes that find the cache cold
+together, one compiles and the others read its cache (each compiled it, ~15 CPU-s, before).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from typing import Iterator
 LOCK_ENV = "SIMKIT_ENGINE_JIT_LOCK"     # the lock file; inherited by forked workers and children
 REFERENCE_ENV = "SIMKIT_ENGINE_LOOP"     # =reference: no compiled runs (simkit.engine.fast.ENV)
 _WAITED: list[str] = []                 # the lock this process has waited for
+_CHECKED: list[bool] = []               # this process made sure the kernels are cached
+COMPILE_LOCK = "simkit-engine-compile.lock"   # in numba's cache folder of the kernels
+PHASE = "compiling the simulator's engine loop (once after install)"
 
 
 def start():
@@ -29,15 +36,28 @@ def start():
             os.environ.get(REFERENCE_ENV, "").strip().lower() == "reference":
         return None
     try:
-        import fcntl
-        import tempfile
-
         import numba  # noqa: F401
     except ImportError:
         return None
     if cached():                          # a warm install: a compile process would only cost
         return None
+    handle = _spawn()
+    if handle is not None:
+        os.environ[LOCK_ENV] = handle[1]
+        _WAITED.clear()
+    return handle
+
+
+def _spawn():
+    """Run `python -m simkit.engine.fast.warmup` holding a new lock file until it exits;
+    (process, lock path), or None where no POSIX lock, file or process is to be had."""
+    try:
+        import fcntl
+        import tempfile
+    except ImportError:
+        return None
     env = dict(os.environ)                # without LOCK_ENV: the child must not wait on itself
+    env.pop(LOCK_ENV, None)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -54,8 +74,6 @@ def start():
             _remove(path)
         return None
     os.close(fd)
-    os.environ[LOCK_ENV] = path
-    _WAITED.clear()
     return proc, path
 
 
@@ -64,22 +82,52 @@ def cached() -> bool:
     index lists a compiled signature; a changed source empties it): nothing to compile. Reads
     the index files only; anything unexpected (another numba's layout) answers False."""
     try:
-        from numba.core.registry import CPUDispatcher
-
-        from simkit.engine.fast import kernel
-
-        kernels = [f for f in vars(kernel).values() if isinstance(f, CPUDispatcher)]
+        kernels = _kernels()
         return bool(kernels) and all(f._cache._cache_file._load_index() for f in kernels)
     except Exception:                     # noqa: BLE001 - an optimisation's probe only
         return False
 
 
+def _kernels() -> list:
+    """kernel.py's compiled functions (numba dispatchers)."""
+    from numba.core.registry import CPUDispatcher
+
+    from simkit.engine.fast import kernel
+
+    return [f for f in vars(kernel).values() if isinstance(f, CPUDispatcher)]
+
+
 def wait_once() -> None:
-    """Block until the background compile (if one holds LOCK_ENV's lock) has ended, once per
-    process; a failed compile releases the lock too, and the run compiles what is missing."""
+    """Block until the background compile (if one holds LOCK_ENV's lock) has ended, then, once
+    per process, make sure numba's cache holds the kernels: where it does not (no background
+    compile, or it failed) run the compile process here and wait for it, so that the run reads
+    the cache instead of compiling beside every other process that found it cold."""
     path = os.environ.get(LOCK_ENV)
-    if not path or path in _WAITED:
+    if path and path not in _WAITED:
+        _wait_for(path)
+        _WAITED.append(path)
+    if _CHECKED:
         return
+    _CHECKED.append(True)
+    if cached():
+        return
+    handle = _spawn()
+    if handle is not None:
+        try:
+            _wait_for(handle[1])
+            handle[0].wait()              # it has let go of the lock: it is exiting
+        finally:
+            stop(handle)                  # ended if still at work (Ctrl-C), its lock removed
+
+
+def checked() -> None:
+    """This process compiles the kernels itself (warmup): its runs need not check the cache."""
+    if not _CHECKED:
+        _CHECKED.append(True)
+
+
+def _wait_for(path: str) -> None:
+    """Wait until no process holds the compile lock at `path` (a stated phase if it does)."""
     try:
         import fcntl
 
@@ -90,7 +138,30 @@ def wait_once() -> None:
                 _wait(fh)
     except (ImportError, OSError):        # no lock file (removed) or no POSIX locks
         pass
-    _WAITED.append(path)
+
+
+@contextlib.contextmanager
+def compile_lock() -> Iterator[None]:
+    """Hold COMPILE_LOCK, in the folder numba caches the kernels in (writable, and shared by
+    exactly the processes that read that cache), for the block: one process at a time
+    compiles into a cache. Where no lock can be had, the block runs unlocked."""
+    try:
+        import fcntl
+
+        fh = open(_compile_lock_path(), "a")
+    except Exception:                     # noqa: BLE001 - no POSIX locks, no such cache, another
+        yield                             # numba's layout: unlocked
+        return
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+
+
+def _compile_lock_path() -> str:
+    return os.path.join(_kernels()[0]._cache._cache_path, COMPILE_LOCK)
 
 
 def _wait(fh) -> None:
@@ -101,8 +172,7 @@ def _wait(fh) -> None:
     from simkit.interrupt import check
     from simkit.progress import phase
 
-    with phase("compiling the simulator's engine loop (once after install)", 1,
-               "compile") as told:
+    with phase(PHASE, 1, "compile") as told:
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)

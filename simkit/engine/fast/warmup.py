@@ -7,7 +7,10 @@ while the command loads its profiles and cost model; the command's first compile
 for it (background.wait_once) and reads the kernels from numba's cache. With the cache current
 it takes about two seconds.
 
-    python -m simkit.engine.fast.warmup        # compile now, in this process
+    python -m simkit.engine.fast.warmup        # compile now (unless cached), in this process
+
+It holds the cache's compile lock (background.compile_lock) while it compiles: of two that
+start on a cold cache together, the second finds the cache current once it has the lock.
 """
 
 from __future__ import annotations
@@ -48,9 +51,11 @@ def compile_kernels() -> None:
     the signatures a command's runs use."""
     from simkit.costmodel import load_cost_model
     from simkit.engine.config import parse_configs
+    from simkit.engine.fast.background import checked
     from simkit.engine.runner import engine_config
     from simkit.engine.sim import ClosedLoop, OpenLoop, simulate
 
+    checked()                 # these runs compile: they need not wait for a compile process
     workload = tiny_workload()
     cost = load_cost_model("llama-3.1-8b", "h200")
     cfg = engine_config(cost)
@@ -62,5 +67,16 @@ def compile_kernels() -> None:
                  cached_prefixes=chains[:2], repeat_prompts=True)
 
 
+def compile_if_cold() -> None:
+    """The compile process's work: the kernels compiled holding the cache's compile lock,
+    unless another process has cached them meanwhile."""
+    from simkit.engine.fast.background import cached, checked, compile_lock
+
+    checked()
+    with compile_lock():
+        if not cached():
+            compile_kernels()
+
+
 if __name__ == "__main__":
-    compile_kernels()
+    compile_if_cold()
