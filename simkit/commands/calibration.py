@@ -459,7 +459,7 @@ def validate(
 
     compiling = jit_lock.start()   # the drafter's kernels compile beside the work below (fresh install)
     # and the engine loop's, where this version's runs take it (else each worker compiled it)
-    engine = background.start() if version.key in fast.PROVEN_VERSIONS else None
+    engine = background.start() if fast.may_take(version.key) else None
     try:
         _validate(format, plot, purpose, seeds, run_id, ordering, compare_orderings, records,
                   history, version, wide)

@@ -91,10 +91,12 @@ def plan_cmd(
 
     parse_configs(run["configs"], opts.vllm_version)
     from simkit.fleet import report
+    from simkit.engine.fast import may_take
     from simkit.engine.fast.background import compiling
     from simkit.fleet.run import fleet
 
-    with compiling():          # the engine's kernels compile while the tables load (fresh install)
+    # the engine's kernels compile while the tables load (fresh install; versions it runs)
+    with compiling(may_take(opts.vllm_version)):
         doc = fleet(opts, traffic=traffic, policies=policies, configs=run["configs"],
                     goals=Goals(ttft, tpot),
                     max_replicas=max_replicas, replicas=replicas, gpu_hour_price=gpu_hour_price,

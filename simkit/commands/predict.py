@@ -70,9 +70,11 @@ def register(app: typer.Typer) -> None:
         positive_rate(request_rate, "request-rate")
         output_file(plot, "plot")                    # before the work, not after it
         output_file(html, "html", (".html", ".htm"))
+        from simkit.engine.fast import may_take
         from simkit.engine.fast.background import compiling
 
-        with compiling(), _progress(f"{opts.model}/{opts.corpus}") as prog:   # kernels compile
+        with compiling(may_take(opts.vllm_version)), \
+                _progress(f"{opts.model}/{opts.corpus}") as prog:   # kernels compile
             pred = run_predict(opts, configs=run["configs"], request_rate=request_rate,
                                progress=prog)                    # while the tables load
         if fmt is PredictFormat.JSON:

@@ -211,9 +211,11 @@ def capacity_cmd(
     goals = Goals(kwargs.pop("ttft"), kwargs.pop("tpot"))
     if target_rate is None and target_tok_s is None:
         kwargs["target_rate"] = 20.0
+    from simkit.engine.fast import may_take
     from simkit.engine.fast.background import compiling
 
-    with compiling():          # the engine's kernels compile while the tables load (fresh install)
+    # the engine's kernels compile while the tables load (fresh install; versions it runs)
+    with compiling(may_take(run.vllm_version)):
         result = C.capacity(run, goals=goals, **kwargs)
     emit(result, out, C.plot)
 
@@ -256,9 +258,11 @@ def concurrency_cmd(
     0.34: the best K of a K set at each level)."""
     run, kwargs, out = whatif_options(locals())
     from simkit.whatif import concurrency as C
+    from simkit.engine.fast import may_take
     from simkit.engine.fast.background import compiling
 
-    with compiling():          # the engine's kernels compile while the tables load (fresh install)
+    # the engine's kernels compile while the tables load (fresh install; versions it runs)
+    with compiling(may_take(run.vllm_version)):
         result = C.concurrency(run, **kwargs)
     emit(result, out, C.plot)
 

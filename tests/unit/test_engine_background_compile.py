@@ -209,3 +209,32 @@ def test_validate_compiles_the_engine_loop_in_the_background_where_its_runs_take
     assert code == 0, err
     assert events == (["start", "validate", ("stop", "handle")] if compiles
                       else ["validate", ("stop", None)])
+
+
+@pytest.mark.parametrize("version, compiles", [(None, True), ("0.26", True), ("0.33", True),
+                                               ("0.34", False)])
+def test_predict_compiles_the_engine_loop_only_where_its_runs_take_it(monkeypatch, capsys,
+                                                                      version, compiles):
+    """vLLM 0.34's runs never take the compiled loop: a command on it starts no background
+    compile (~15 CPU-s beside its own work on a fresh install, for nothing); the default
+    version's do."""
+    from simkit.app import predict as app_predict
+    from simkit.errors import InputError
+    from tests.cli_helpers import run
+
+    events = []
+    monkeypatch.delenv(fast.ENV, raising=False)
+    monkeypatch.setattr(background, "start", lambda: events.append("start") or None)
+
+    def stop_here(*a, **k):
+        events.append("predict")
+        raise InputError("stopped by the test", field="test")
+
+    monkeypatch.setattr(app_predict, "predict", stop_here)
+    argv = ["predict", "--model", "llama-3.1-8b", "--corpus", "chat"]
+    code, _, err = run(capsys, *argv, *(["--vllm-version", version] if version else []))
+    assert code == 2 and "stopped by the test" in err
+    assert events == (["start", "predict"] if compiles else ["predict"])
+    assert fast.may_take(version) is compiles
+    monkeypatch.setenv(fast.ENV, "reference")        # the reference loop forced: none either
+    assert not fast.may_take(version)

@@ -33,6 +33,14 @@ def enabled() -> bool:
     return os.environ.get(ENV, "").strip().lower() != "reference"
 
 
+def may_take(vllm_version: str | None) -> bool:
+    """Whether any run of this vLLM version (None: simkit's default) can take the compiled loop:
+    a command whose runs cannot (0.34) has no kernels to compile in the background."""
+    from simkit.catalog.vllm_versions import get_vllm_version
+
+    return enabled() and get_vllm_version(vllm_version).key in PROVEN_VERSIONS
+
+
 def refusal(cfg, spec, sched) -> str | None:
     """Why this run cannot take the compiled loop (None: it can)."""
     if not enabled():

@@ -200,10 +200,11 @@ def _remove(path: str) -> None:
 
 
 @contextlib.contextmanager
-def compiling() -> Iterator[None]:
+def compiling(needed: bool = True) -> Iterator[None]:
     """The engine's kernels compile in the background for the block (a command that will
-    simulate on the compiled loop), stopped when it ends."""
-    handle = start()
+    simulate on the compiled loop), stopped when it ends; `needed` False (its runs cannot take
+    the compiled loop: simkit.engine.fast.may_take): nothing, not ~15 CPU-s beside its work."""
+    handle = start() if needed else None
     try:
         yield
     finally:
