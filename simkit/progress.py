@@ -43,6 +43,7 @@ class _Phase:
     begun: int = 0                  # simulations started in it
     said: bool = False
     task: object = None
+    aside: bool = False             # a one-off wait the other phases' pace leaves out
 
 
 class Tracker:
@@ -61,19 +62,25 @@ class Tracker:
         self._drawn_at = float("-inf")    # when a bar was last redrawn
 
     # -- phases ------------------------------------------------------------------------------
-    def open_phase(self, name: str, total: int, unit: str) -> _Phase:
+    def open_phase(self, name: str, total: int, unit: str, aside: bool = False) -> _Phase:
         """Begin a stated phase (see `phase`)."""
-        ph = _Phase(name, int(total), unit, time.monotonic())
+        ph = _Phase(name, int(total), unit, time.monotonic(), aside=aside)
         self._phases.append(ph)
         self._draw(ph)
         self._say(ph)
         return ph
 
     def close_phase(self, ph: _Phase) -> None:
-        """End a stated phase: its bar goes."""
+        """End a stated phase: its bar goes. An `aside` phase's time is taken off the pace of
+        the phases under way beside it (their start moves on by it)."""
         self._phases.remove(ph)
         if ph.task is not None:
             self._bar.remove_task(ph.task)
+        if ph.aside:
+            spent = time.monotonic() - ph.start
+            for other in (*self._phases, self._sims):
+                if other is not None and other.start <= ph.start:
+                    other.start += spent
 
     def advance(self, ph: _Phase, n: int) -> None:
         """`n` more units of the phase are done."""
@@ -214,15 +221,17 @@ def tracking(draw: bool | None = None) -> Iterator[Tracker]:
 
 
 @contextlib.contextmanager
-def phase(name: str, total: int, unit: str = "simulations") -> Iterator[Callable[[int], None]]:
+def phase(name: str, total: int, unit: str = "simulations",
+          aside: bool = False) -> Iterator[Callable[[int], None]]:
     """A stated phase of the command: `total` units of `unit` (simulations started inside it
     count towards it); yields advance(n) for other units (tokens replayed, sources read).
-    Without a tracker, nothing."""
+    `aside`: a one-off wait (the first run's compile) that the time left of the phases under
+    way beside it leaves out: it will not come again. Without a tracker, nothing."""
     tracker = current()
     if tracker is None:
         yield lambda n: None
         return
-    ph = tracker.open_phase(name, total, unit)
+    ph = tracker.open_phase(name, total, unit, aside)
     try:
         yield lambda n: tracker.advance(ph, n)
     finally:

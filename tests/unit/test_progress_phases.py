@@ -180,3 +180,23 @@ def test_a_sweep_cell_counts_as_one_cell_not_as_its_simulations(said):
                 "vanilla,kpad:4")
     assert res["error"] is None and len(res["rows"]) == 2
     assert (tracker.total, out.getvalue()) == (0, "")
+
+
+def test_a_one_off_wait_beside_the_runs_is_left_out_of_their_time_left(said, monkeypatch):
+    """The first run of a fresh install waits for the engine's compile (an `aside` phase): the
+    runs' time left is their own pace, not the compile's (it said '774 s left' for 2 s of work)."""
+    import time
+
+    tracker, out = said
+    clock = [time.monotonic()]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 3600.0)    # no line until the run is done
+    tracker.started(10)
+    with phase("compiling", 1, "compile", aside=True) as told:
+        clock[0] += 100.0                  # the first run waits 100 s for the compile
+        told(1)
+    clock[0] += 2.0                        # and then runs in 2 s
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 0.0)
+    tracker.finished(1)
+    (line,) = [x for x in out.getvalue().splitlines() if x.startswith("simulations")]
+    assert line.endswith("1 of 10 simulations done after 102 s, about 18 s left at this pace")

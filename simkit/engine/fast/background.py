@@ -172,7 +172,7 @@ def _wait(fh) -> None:
     from simkit.interrupt import check
     from simkit.progress import phase
 
-    with phase(PHASE, 1, "compile") as told:
+    with phase(PHASE, 1, "compile", aside=True) as told:   # not in the runs' pace
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
