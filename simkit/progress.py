@@ -14,7 +14,10 @@ unit)`: the capacity search's pilot and each of its rounds, a profile build's co
 tables); simulations started outside a stated phase form one "simulations" phase. On a
 terminal each phase is a bar with its own total; elsewhere (a log, a pipe) the tracker writes
 one line per phase on stderr, once the command has run LINE_AFTER_S: the phase, how far it is,
-and the time left at its pace so far, so a command that ends within that time prints nothing.
+and, once a tenth of it is done (PACE_SHARE), the time left at its pace so far; a command that
+ends within that time prints nothing. Why the tenth: a phase's first units carry its start-up
+(a kernel compile, a table load), and a pace read off them said "about 5,819 s left" of a
+replay that ended 40 s later.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Callable, Iterator
 
 LINE_AFTER_S = 2.0          # off a terminal: phases are reported once the command runs this long
 REDRAW_S = 0.1              # on a terminal: a bar is redrawn at most this often
+PACE_SHARE = 0.1            # the time left is stated only from a pace over this share of a phase
 
 
 @dataclass
@@ -135,7 +139,7 @@ class Tracker:
             return
         ph.said = True
         text = f"{ph.name}: {ph.done:,} of {ph.total:,} {ph.unit} done after {now - self._t0:.0f} s"
-        if 0 < ph.done < ph.total:
+        if ph.total * PACE_SHARE <= ph.done < ph.total:
             left = (now - ph.start) / ph.done * (ph.total - ph.done)
             text += f", about {left:.0f} s left at this pace"
         print(text, file=self._lines, flush=True)

@@ -55,6 +55,20 @@ def test_the_line_waits_for_progress_and_gives_the_time_left(said, monkeypatch):
                     r"this pace$", line), line
 
 
+def test_no_time_left_from_the_first_units_of_a_phase(said, monkeypatch):
+    """A pace read off the first units (which carry a compile or a table load) is no estimate:
+    under a tenth done, the line gives how far, not a time left."""
+    tracker, out = said
+    monkeypatch.setattr(progress, "LINE_AFTER_S", 3600.0)
+    with phase("whole-corpus acceptance", 4_270_008, "output tokens") as told:
+        told(481)
+        monkeypatch.setattr(progress, "LINE_AFTER_S", 0.0)
+        told(1)
+    (line,) = out.getvalue().splitlines()
+    assert re.match(r"whole-corpus acceptance: 482 of 4,270,008 output tokens done after \d+ s$",
+                    line), line
+
+
 def test_simulations_outside_a_phase_form_one_and_inside_count_towards_it(said):
     tracker, out = said
     tracker.started(3)
