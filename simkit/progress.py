@@ -17,7 +17,8 @@ one line per phase on stderr, once the command has run LINE_AFTER_S: the phase, 
 and, once a tenth of it is done (PACE_SHARE), the time left at its pace so far; a command that
 ends within that time prints nothing. Why the tenth: a phase's first units carry its start-up
 (a kernel compile, a table load), and a pace read off them said "about 5,819 s left" of a
-replay that ended 40 s later.
+replay that ended 40 s later. A one-off wait stated `aside` (the engine's compile on a fresh
+install) is left out of the pace of the phases under way beside it.
 """
 
 from __future__ import annotations

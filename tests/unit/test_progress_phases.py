@@ -198,7 +198,8 @@ def test_a_sweep_cell_counts_as_one_cell_not_as_its_simulations(said):
 
 def test_a_one_off_wait_beside_the_runs_is_left_out_of_their_time_left(said, monkeypatch):
     """The first run of a fresh install waits for the engine's compile (an `aside` phase): the
-    runs' time left is their own pace, not the compile's (it said '774 s left' for 2 s of work)."""
+    runs' time left is their own pace, not the compile's (predict said 'about 774 s left' of
+    2 s of runs; a tenth done after the compile, 9 * 102 s here)."""
     import time
 
     tracker, out = said
