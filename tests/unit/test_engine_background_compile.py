@@ -238,3 +238,12 @@ def test_predict_compiles_the_engine_loop_only_where_its_runs_take_it(monkeypatc
     assert fast.may_take(version) is compiles
     monkeypatch.setenv(fast.ENV, "reference")        # the reference loop forced: none either
     assert not fast.may_take(version)
+
+
+def test_nothing_to_compile_under_numbas_disable_jit(monkeypatch):
+    """NUMBA_DISABLE_JIT (numba's debugging switch) compiles nothing: no compile process, not
+    one per command and one per worker."""
+    from numba import config
+
+    monkeypatch.setattr(config, "DISABLE_JIT", True)
+    assert background.cached()

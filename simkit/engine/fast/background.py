@@ -80,8 +80,13 @@ def _spawn():
 def cached() -> bool:
     """numba's cache holds every kernel of kernel.py as its source is now (each one's cache
     index lists a compiled signature; a changed source empties it): nothing to compile. Reads
-    the index files only; anything unexpected (another numba's layout) answers False."""
+    the index files only; anything unexpected (another numba's layout) answers False. Under
+    NUMBA_DISABLE_JIT nothing is ever compiled: True."""
     try:
+        from numba import config
+
+        if config.DISABLE_JIT:
+            return True
         kernels = _kernels()
         return bool(kernels) and all(f._cache._cache_file._load_index() for f in kernels)
     except Exception:                     # noqa: BLE001 - an optimisation's probe only
