@@ -73,3 +73,20 @@ def run(workload, cost_model, cfg, spec, sched, **kw):
 
     return compiled.run(workload, cost_model, cfg, spec, sched, **kw)
 
+
+def run_joint(workload, cost_model, cfg, spec, sched, times, replicas, **kw):
+    """simkit.fleet.sim.run_joint's run on the compiled loop (joint.run), or None (run the
+    reference), under the same allow-list as `run`."""
+    if refusal(cfg, spec, sched) is not None:
+        return None
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    from simkit.engine.fast.background import wait_once
+
+    wait_once()
+    from simkit.engine.fast import joint
+
+    return joint.run(workload, cost_model, cfg, spec, sched, times, replicas, **kw)
+

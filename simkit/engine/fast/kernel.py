@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.typed import List
 
 # per-step output columns
 S_REQS, S_TOKENS, S_PADDED, S_PRE_TOK, S_PRE_REQS, S_DEC_REQS, S_SPEC, S_PAD_DRAFTS, \
@@ -36,6 +37,11 @@ N_ITL_COLS = 3
 # warm-up end step, last arrival step
 N_SCALARS = 10
 ERR_NONE, ERR_STUCK, ERR_EVICT, ERR_TIE = 0, 1, 2, 3
+# engine's control array: requests delivered (joint driver), requests finished (the engine),
+# joint mode on; what a joint engine yields when it has no work
+C_DELIVERED, C_DONE, C_JOINT = 0, 1, 2
+N_CTL = 3
+JOINT_IDLE = -1.0
 # dispatcher modes (cudagraph.CudagraphMode) and step graph modes (trajectory._MODES order)
 D_NONE, D_FULL, D_FAP, D_PIECEWISE = 0, 1, 2, 3
 G_FULL, G_PIECEWISE, G_NONE = 0, 1, 2
@@ -95,16 +101,54 @@ def _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, at):
 
 @njit(cache=True)
 def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count, marks,
-               use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
-               refs, lru_prev, lru_next, lru_init, anon0, evicted0,
-               acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
-               speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
-               max_model_len, max_num_seqs, num_blocks):
+             use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
+             refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+             acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+             speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+             max_model_len, max_num_seqs, num_blocks):
     """Run a closed loop (`concurrency` clients) or, with `open_loop`, arrivals at `arr_t`
-    (priced as they run with `consts`: arrivals read the clock). Returns (scalars, steps,
-    finishes, gaps, mark steps, arrival step per request, arrival time per request, per-step
-    (step s, host-bound s, end) when priced here)."""
+    (priced as they run with `consts`: arrivals read the clock): `engine` driven to its end,
+    never yielding. Returns (scalars, steps, finishes, gaps, mark steps, arrival step per
+    request, arrival time per request, per-step (step s, host-bound s, end) when priced here)."""
     n = order.shape[0]
+    ctl = np.zeros(N_CTL, np.int64)
+    scalars = np.zeros(N_SCALARS, np.int64)
+    mark_at = np.full(marks.shape[0], -2, np.int64)
+    arrival = np.zeros(n, np.int64)
+    arrival_f = np.zeros(n)
+    out_i = List.empty_list(types.int64[:, ::1])
+    out_f = List.empty_list(types.float64[:, ::1])
+    for _ in engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurrency,
+                    warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok,
+                    H, B, refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+                    acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+                    speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+                    max_model_len, max_num_seqs, num_blocks,
+                    scalars, mark_at, arrival, arrival_f, out_i, out_f):
+        pass
+    return scalars, out_i[0], out_i[1], out_i[2], mark_at, arrival, arrival_f, out_f[0]
+
+
+@njit(cache=True)
+def engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count,
+           marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
+           refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+           acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+           speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+           max_model_len, max_num_seqs, num_blocks,
+           scalars, mark_at, arrival, arrival_f, out_i, out_f):
+    """The engine loop of every run, as a generator. Closed and open loops never yield. In
+    joint mode (open loop, ctl[C_JOINT] != 0) the run's requests are not known in advance: a
+    driver (simkit.engine.fast.joint) routes each arrival here, writing order[j] (its request),
+    arr_t[j] (the clock at its arrival), B[j] and ctl[C_DELIVERED] = j + 1; the generator yields
+    each step's end once the step is scheduled and priced (resumed at that end, it takes what
+    was delivered during the step, then updates) and JOINT_IDLE when it has no work (resumed
+    with arrivals, it wakes at their time; resumed with none, it ends). Before each yield
+    ctl[C_DONE] holds its finished count (the router reads outstanding = delivered - finished).
+    Outputs go into `scalars`, `mark_at`, `arrival`, `arrival_f` and (steps, finishes, gaps)
+    appended to `out_i`, the per-step prices to `out_f`."""
+    n = order.shape[0]
+    joint = open_loop and ctl[C_JOINT] != 0
     bs = block_size
     max_len_1 = max_model_len - 1
     # request state, by position j in the order
@@ -115,8 +159,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     spec = np.zeros(n, np.int64)
     first = np.full(n, -2, np.int64)      # step of the first token (-2: none yet)
     last = np.full(n, -2, np.int64)
-    arrival = np.zeros(n, np.int64)       # closed loop: the step whose end it is (-1: 0)
-    arrival_f = np.zeros(n)                 # open loop: the time
+    # arrival[j]: closed loop, the step whose end it is (-1: 0); arrival_f[j]: open loop, the time
     priced = np.zeros((1024 if open_loop else 1, 3))
     now = 0.0
     a_now = 0.0                             # the arrivals process's clock
@@ -158,7 +201,6 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     steps = np.zeros((1024, N_STEP_COLS), np.int64)
     fins = np.zeros((max(n, 1), N_FIN_COLS), np.int64)
     gaps = np.zeros((4096, N_ITL_COLS), np.int64)
-    mark_at = np.full(marks.shape[0], -2, np.int64)
     nfin = 0
     ngap = 0
     hit_tokens = 0
@@ -185,7 +227,9 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
 
     # the first clients (or arrivals at time 0) submit before the engine's first step
     first_n = min(concurrency, n)
-    if open_loop:
+    if joint:
+        first_n = ctl[C_DELIVERED]            # the driver routed the arrivals at time 0
+    elif open_loop:
         first_n = 0
         while first_n < n and not arr_t[first_n] > 0.0:
             first_n += 1
@@ -193,11 +237,26 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
         j = nxt
         nxt += 1
         arrival[j] = -1
+        if joint:
+            arrival_f[j] = arr_t[j]
         last_arrival = -1
         _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, (whead + wcount) % wcap)
         wcount += 1
     step = 0
     while True:
+        if nrun == 0 and wcount == 0 and joint:
+            ctl[C_DONE] = done
+            yield JOINT_IDLE                           # idle until the router delivers
+            if nxt >= ctl[C_DELIVERED]:
+                break                                  # none: the arrivals are over
+            now = arr_t[nxt]                           # the arrival wakes the engine
+            while nxt < ctl[C_DELIVERED]:
+                arrival_f[nxt] = arr_t[nxt]
+                _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                         (whead + wcount) % wcap)
+                wcount += 1
+                nxt += 1
+            continue
         if nrun == 0 and wcount == 0 and open_loop:
             if nxt >= n:
                 break
@@ -523,7 +582,16 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
             priced[step, 0] = s_step
             priced[step, 1] = ((x if x > 0.0 else 0.0) / s_step if s_step > 0 else 0.0) * s_step
             priced[step, 2] = end
-            while nxt < n:
+            if joint:
+                ctl[C_DONE] = done
+                yield end                              # resumed at the step's end
+                while nxt < ctl[C_DELIVERED]:          # arrivals during the step join the queue
+                    arrival_f[nxt] = arr_t[nxt]
+                    _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                             (whead + wcount) % wcap)
+                    wcount += 1
+                    nxt += 1
+            while nxt < n and not joint:
                 t_next = a_now + (arr_t[nxt] - a_now)
                 if t_next == end:
                     err = ERR_TIE
@@ -722,7 +790,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
         row[S_FREE] = free_blocks
         row[S_ITL] = ngap - gap0
         step += 1
-    scalars = np.zeros(N_SCALARS, np.int64)
+    ctl[C_DONE] = done
     scalars[0] = err
     scalars[1] = step
     scalars[2] = nfin
@@ -733,8 +801,10 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     scalars[7] = evicted
     scalars[8] = warm_step
     scalars[9] = last_arrival
-    return (scalars, steps[:step], fins[:nfin], gaps[:ngap], mark_at, arrival, arrival_f,
-            priced[:step] if open_loop else priced[:0])
+    out_i.append(steps[:step].copy())
+    out_i.append(fins[:nfin].copy())
+    out_i.append(gaps[:ngap].copy())
+    out_f.append(priced[:step].copy() if open_loop else priced[:0].copy())
 
 
 # kernel.price's constants (simkit.engine.fast.pricing.NAMES, then the drafter's three)
