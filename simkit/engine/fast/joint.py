@@ -15,15 +15,13 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import types
-from numba.typed import List
-
 from simkit.engine.fast import kernel as K
 from simkit.engine.fast.loop import kernel_args, record
 
-# engine's parameters, in order: run_loop's with the control array after open_loop, then outputs
-_CODE = K.engine.py_func.__code__
-ENGINE_ARGS = _CODE.co_varnames[:_CODE.co_argcount]
+# engine's parameters up to its outputs (Outputs.arrays), in order: run_loop's, with the
+# control array after open_loop
+_NAMES = K.engine.py_func.__code__.co_varnames
+ENGINE_ARGS = _NAMES[:_NAMES.index("num_blocks") + 1]
 
 
 class Replica:
@@ -37,20 +35,25 @@ class Replica:
         self.B = np.zeros(n, np.int64)
         self.per, self.H = per, args["H"]
         self.times: list[float] = []          # the requests' arrival times as given
-        self.scalars = np.zeros(K.N_SCALARS, np.int64)
-        self.arrival_f = np.zeros(n, np.float64)
-        self.out_i = List.empty_list(types.int64[:, ::1])
-        self.out_f = List.empty_list(types.float64[:, ::1])
+        self.out = K.Outputs(n, 0, args["max_num_seqs"])
         mine = dict(args, ctl=self.ctl, order=self.order, arr_t=self.arr_t, B=self.B,
-                    concurrency=0, warm_count=-1, marks=np.zeros(0, np.int64),
-                    scalars=self.scalars, mark_at=np.zeros(0, np.int64),
-                    arrival=np.zeros(n, np.int64), arrival_f=self.arrival_f,
-                    out_i=self.out_i, out_f=self.out_f)
+                    concurrency=0, warm_count=-1, marks=np.zeros(0, np.int64))
         if args["use_pc"]:                    # the prefix cache's tables are the replica's own
             mine.update(refs=args["refs"].copy(), lru_prev=args["lru_prev"].copy(),
                         lru_next=args["lru_next"].copy())
-        self.gen = K.engine(*[mine[name] for name in ENGINE_ARGS])
+        self.gen = K.engine(*[mine[name] for name in ENGINE_ARGS], *self.out.arrays())
         self.count = 0
+
+    def resume(self) -> float | None:
+        """Run the engine to its next step end or idle (JOINT_IDLE); None if it ended."""
+        try:
+            x = next(self.gen)
+            while x == K.FLUSH:
+                self.out.flush(self.ctl)
+                x = next(self.gen)
+        except StopIteration:
+            return None
+        return x
 
     def deliver(self, idx: int, now: float, t: float) -> None:
         """Request `idx` arrives at clock `now` (its time as given: `t`)."""
@@ -79,9 +82,8 @@ def drive(reps: list[Replica], times: list[float]) -> np.ndarray | None:
     r_all = range(len(reps))
 
     def resume(r: int) -> bool:
-        try:
-            x = next(reps[r].gen)
-        except StopIteration:                    # ended while arrivals remain: an error
+        x = reps[r].resume()
+        if x is None:                            # ended while arrivals remain: an error
             return False
         if x == idle_t:
             idle[r] = True
@@ -124,9 +126,9 @@ def drive(reps: list[Replica], times: list[float]) -> np.ndarray | None:
             if not resume(k):
                 return None
     for rep in reps:                                  # no more arrivals: each runs out alone
-        for _ in rep.gen:
+        while rep.resume() is not None:
             pass
-        if rep.scalars[0] != K.ERR_NONE:
+        if rep.out.scalars[0] != K.ERR_NONE:
             return None
     return choice
 
@@ -153,12 +155,11 @@ def run(workload, cost_model, cfg, spec, sched, times: list[float], replicas: in
         if not rep.count:
             runs.append(None)
             continue
-        steps, fins, gaps = rep.out_i[0], rep.out_i[1], rep.out_i[2]
-        priced = rep.out_f[0]
-        rec = record(cfg, steps, fins, gaps, priced[:, 0].copy(), priced[:, 1].copy(),
-                     priced[:, 2].copy(), rep.arrival_f)
-        (_, _, _, _, preemptions, hit_tokens, query_tokens, evicted, _,
-         _) = rep.scalars.tolist()
+        steps, gaps, priced = rep.out.collect(rep.ctl)
+        (_, _, nfin, _, preemptions, hit_tokens, query_tokens, evicted, _,
+         _) = rep.out.scalars.tolist()
+        rec = record(cfg, steps, rep.out.fins[:nfin], gaps, priced[:, 0].copy(),
+                     priced[:, 1].copy(), priced[:, 2].copy(), rep.out.arrival_f)
         prefix = {"modelled": pc is not None}
         if pc is not None:
             prefix.update(hit_rate=hit_tokens / query_tokens if query_tokens else 0.0,

@@ -29,7 +29,7 @@ _DMODE = {CudagraphMode.NONE: K.D_NONE, CudagraphMode.FULL: K.D_FULL,
           CudagraphMode.FULL_AND_PIECEWISE: K.D_FAP, CudagraphMode.PIECEWISE: K.D_PIECEWISE}
 MAX_KEY_SPACE = 1 << 26       # prefix-cache key table entries (3 int32 arrays, 1 bool)
 # run_loop's parameters, in order (the engine generator's are these but arr_t and the outputs)
-_CODE = K.run_loop.py_func.__code__
+_CODE = K.run_loop.__code__
 RUN_LOOP_ARGS = _CODE.co_varnames[:_CODE.co_argcount]
 
 
@@ -263,7 +263,7 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     spans = {int(m): None if s < 0 else (float(at[s + 1]), last_t)
              for m, s in zip(marks_a.tolist(), mark_at.tolist())}
     others = {m: summarize(rec, w, preemptions) for m, w in spans.items()}
-    if use_pc:
+    if args["use_pc"]:
         prefix.update(hit_rate=hit_tokens / query_tokens if query_tokens else 0.0,
                       hit_tokens=hit_tokens, prompt_tokens=query_tokens,
                       prefill_tokens=int(col[K.S_PRE_TOK].sum()), evicted_blocks=evicted)
