@@ -56,9 +56,10 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
     acc, dr = [], []
     for i, k in enumerate(ks):
         key = ("_fast_col", drafter, k)
-        if key not in workload._columns:
-            a, d, _ = workload.columns(drafter, k)
-            workload._columns[key] = (np.asarray(a, np.uint8), np.asarray(d, np.uint8))
+        if key not in workload._columns:             # Workload.columns' values, not as lists
+            tab, kk = workload.table(drafter), workload.effective_k(drafter, k)
+            workload._columns[key] = tuple(np.ascontiguousarray(x[:, kk - 1], np.uint8)
+                                           for x in (tab.accepted, tab.drafted))
         a, d = workload._columns[key]
         acc.append(a)
         dr.append(d)
