@@ -1,13 +1,14 @@
 """Several engines on one clock behind a load-aware router, on the compiled kernel.
 
 simkit.fleet.sim.run_joint's SimPy run (the reference) replayed event for event: each replica
-is a kernel.engine generator in joint mode, resumed at its step ends; the arrivals are routed
-here, each to the replica with the fewest outstanding (delivered, unfinished) requests, ties to
-the lowest index. Events run in SimPy's order: the step ends before an arrival's time first
-(their updates finish requests), then every arrival at that time, then the replicas they woke.
-Two replicas' events at one time touch nothing in common; an arrival at the exact end of a
-step is ordered by SimPy's event ids, so such a run (as a single open loop's tie) returns None
-and the reference runs it. tests/unit/test_fast_joint.py compares both field for field.
+is a kernel.engine generator in joint mode; the arrivals are routed here, each to the replica
+with the fewest outstanding (delivered, unfinished) requests, ties to the lowest index. Events
+run in SimPy's order: every step that ends before an arrival's time first (their updates
+finish requests; between two arrivals the replicas share nothing, so each runs through its
+steps alone, up to the horizon, the arrival's time), then every arrival at that time, then the
+replicas they woke. An arrival at the exact end of a step is ordered by SimPy's event ids, so
+such a run (as a single open loop's tie) returns None and the reference runs it.
+tests/unit/test_fast_joint.py compares both field for field.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ ENGINE_ARGS = _NAMES[:_NAMES.index("num_blocks") + 1]
 class Replica:
     """One replica's engine generator and the arrays it shares with the router."""
 
-    def __init__(self, args: dict, n: int, per: np.ndarray | None):
+    def __init__(self, args: dict, n: int, per: np.ndarray | None, horizon: np.ndarray):
         self.ctl = np.zeros(K.N_CTL, np.int64)
         self.ctl[K.C_JOINT] = 1
         self.order = np.zeros(n, np.int64)
@@ -36,7 +37,7 @@ class Replica:
         self.per, self.H = per, args["H"]
         self.times: list[float] = []          # the requests' arrival times as given
         self.out = K.Outputs(n, 0, args["max_num_seqs"])
-        mine = dict(args, ctl=self.ctl, order=self.order, arr_t=self.arr_t, B=self.B,
+        mine = dict(args, ctl=self.ctl, horizon=horizon, order=self.order, arr_t=self.arr_t, B=self.B,
                     concurrency=0, warm_count=-1, marks=np.zeros(0, np.int64))
         if args["use_pc"]:                    # the prefix cache's tables are the replica's own
             mine.update(refs=args["refs"].copy(), lru_prev=args["lru_prev"].copy(),
@@ -70,10 +71,11 @@ class Replica:
         return self.count - int(self.ctl[K.C_DONE])
 
 
-def drive(reps: list[Replica], times: list[float]) -> np.ndarray | None:
+def drive(reps: list[Replica], times: list[float], horizon: np.ndarray) -> np.ndarray | None:
     """Route every arrival and run the replicas to their ends in SimPy's event order; the
     replica of each request, or None (an arrival at a step's exact end, or an engine that
-    stopped on a state the reference reports)."""
+    stopped on a state the reference reports). `horizon`: the replicas' horizon[0], the next
+    arrival's time (each runs on alone through the steps that end before it)."""
     n = len(times)
     choice = np.zeros(n, np.int64)
     ends: list[tuple[float, int]] = []           # (step end, replica) of the busy replicas
@@ -101,12 +103,14 @@ def drive(reps: list[Replica], times: list[float]) -> np.ndarray | None:
     while i < n and not times[i] > now:            # arrivals at time 0: before any step
         route(i, now)
         i += 1
+    horizon[0] = now + (times[i] - now) if i < n else np.inf
     for r in r_all:
         if not resume(r):
             return None
     while i < n:
         t = times[i]
         now = now + (t - now) if t > now else now    # SimPy's timeout(t - now)
+        horizon[0] = now
         while ends and ends[0][0] < now:
             _, r = heapq.heappop(ends)
             if not resume(r):
@@ -125,6 +129,7 @@ def drive(reps: list[Replica], times: list[float]) -> np.ndarray | None:
         for k in woken:
             if not resume(k):
                 return None
+    horizon[0] = np.inf
     for rep in reps:                                  # no more arrivals: each runs out alone
         while rep.resume() is not None:
             pass
@@ -146,8 +151,9 @@ def run(workload, cost_model, cfg, spec, sched, times: list[float], replicas: in
     if args is None:
         return None
     per = args.pop("_per", None)
-    reps = [Replica(args, n, per) for _ in range(replicas)]
-    choice = drive(reps, [float(t) for t in times])
+    horizon = np.zeros(1)
+    reps = [Replica(args, n, per, horizon) for _ in range(replicas)]
+    choice = drive(reps, [float(t) for t in times], horizon)
     if choice is None:
         return None
     runs = []

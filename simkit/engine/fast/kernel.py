@@ -104,7 +104,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     host-bound s, end) when priced here)."""
     out = Outputs(order.shape[0], marks.shape[0], max_num_seqs)
     ctl = np.zeros(N_CTL, np.int64)
-    gen = engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurrency,
+    gen = engine(open_loop, ctl, np.zeros(1), arr_t, consts, asy, order, plen, olen, row0, concurrency,
                  warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok,
                  H, B, refs, lru_prev, lru_next, lru_init, anon0, evicted0,
                  acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
@@ -152,7 +152,7 @@ class Outputs:
 
 
 @njit(cache=True)
-def engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count,
+def engine(open_loop, ctl, horizon, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count,
            marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
            refs, lru_prev, lru_next, lru_init, anon0, evicted0,
            acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
@@ -163,9 +163,10 @@ def engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurre
     joint mode (open loop, ctl[C_JOINT] != 0) the run's requests are not known in advance: a
     driver (simkit.engine.fast.joint) routes each arrival here, writing order[j] (its request),
     arr_t[j] (the clock at its arrival), B[j] and ctl[C_DELIVERED] = j + 1; the generator yields
-    each step's end once the step is scheduled and priced (resumed at that end, it takes what
-    was delivered during the step, then updates) and JOINT_IDLE when it has no work (resumed
-    with arrivals, it wakes at their time; resumed with none, it ends). Before each yield
+    the end of a step, once scheduled and priced, that is not before horizon[0] (the next
+    arrival's time: earlier ones it runs through, nothing can arrive in them; resumed at the
+    end, it takes what was delivered during the step, then updates) and JOINT_IDLE when it has
+    no work (resumed with arrivals, it wakes at their time; with none, it ends). Before each yield
     ctl[C_DONE] holds its finished count (the router reads outstanding = delivered - finished).
     In every mode it yields FLUSH when the `steps` (and `priced`) or `gaps` buffer is full:
     their first ctl[C_STEPS] and ctl[C_GAPS] rows are taken (Outputs.flush) and refilled from
@@ -612,9 +613,10 @@ def engine(open_loop, ctl, arr_t, consts, asy, order, plen, olen, row0, concurre
             priced[step - s_base, 1] = ((x if x > 0.0 else 0.0) / s_step if s_step > 0 else 0.0) \
                 * s_step
             priced[step - s_base, 2] = end
-            if joint:
+            if joint and not end < horizon[0]:
                 ctl[C_DONE] = done
                 yield end                              # resumed at the step's end
+            if joint:
                 while nxt < ctl[C_DELIVERED]:          # arrivals during the step join the queue
                     arrival_f[nxt] = arr_t[nxt]
                     _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
