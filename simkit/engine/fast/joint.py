@@ -37,12 +37,13 @@ class Replica:
         self.per, self.H = per, args["H"]
         self.times: list[float] = []          # the requests' arrival times as given
         self.out = K.Outputs(n, 0, args["max_num_seqs"])
-        mine = dict(args, ctl=self.ctl, horizon=horizon, order=self.order, arr_t=self.arr_t, B=self.B,
-                    concurrency=0, warm_count=-1, marks=np.zeros(0, np.int64))
+        mine = dict(args, ctl=self.ctl, horizon=horizon, order=self.order, arr_t=self.arr_t,
+                    B=self.B, concurrency=0, warm_count=-1, marks=np.zeros(0, np.int64))
         if args["use_pc"]:                    # the prefix cache's tables are the replica's own
             mine.update(refs=args["refs"].copy(), lru_prev=args["lru_prev"].copy(),
                         lru_next=args["lru_next"].copy())
-        self.gen = K.engine(*[mine[name] for name in ENGINE_ARGS], *self.out.arrays())
+        self.gen = K.engine(*[mine[name] for name in ENGINE_ARGS],
+                            *self.out.arrays())
         self.count = 0
 
     def resume(self) -> float | None:

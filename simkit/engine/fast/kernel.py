@@ -104,9 +104,9 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     host-bound s, end) when priced here)."""
     out = Outputs(order.shape[0], marks.shape[0], max_num_seqs)
     ctl = np.zeros(N_CTL, np.int64)
-    gen = engine(open_loop, ctl, np.zeros(1), arr_t, consts, asy, order, plen, olen, row0, concurrency,
-                 warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok,
-                 H, B, refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+    gen = engine(open_loop, ctl, np.zeros(1), arr_t, consts, asy, order, plen, olen, row0,
+                 concurrency, warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact,
+                 modify_ok, H, B, refs, lru_prev, lru_next, lru_init, anon0, evicted0,
                  acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
                  speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
                  max_model_len, max_num_seqs, num_blocks, *out.arrays())
@@ -152,8 +152,8 @@ class Outputs:
 
 
 @njit(cache=True)
-def engine(open_loop, ctl, horizon, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count,
-           marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
+def engine(open_loop, ctl, horizon, arr_t, consts, asy, order, plen, olen, row0, concurrency,
+           warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
            refs, lru_prev, lru_next, lru_init, anon0, evicted0,
            acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
            speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
