@@ -200,3 +200,31 @@ def test_full_output_buffers_are_handed_over(monkeypatch):
     ref, new = _joint_both(monkeypatch, workload, cost, cfg, spec, _times(128, 24.0, 2), 3)
     _same(ref, new)
     assert len(flushes) > 30
+
+
+def test_chain_ids_follow_first_appearance():
+    """The prefix-cache keys the compiled loop gives prompt hashes (numpy, no per-hash Python
+    loop): numbered in order of first appearance, as a dict's setdefault numbers them, and a
+    preloaded block no prompt holds gets the next free key."""
+    from simkit.block_hash import pack
+    from simkit.engine.fast.loop import _chain_index, _lru_ids
+
+    rng = np.random.default_rng(4)
+    chains = [rng.integers(0, 40, rng.integers(0, 9)).astype(np.uint64) * (2**61 + 3)
+              for _ in range(30)]
+    ids: dict[int, int] = {}
+    want = [ids.setdefault(int(h), len(ids)) for c in chains for h in c]
+
+    class Packed:                       # what _chain_index reads of a Workload
+        def __init__(self):
+            self._columns: dict = {}
+            self.block_hashes = pack(chains)
+
+    off, flat, lens, uniq, rank = _chain_index(Packed())
+    assert flat.tolist() == want and lens.tolist() == [len(c) for c in chains]
+    assert off.tolist() == np.r_[0, np.cumsum([len(c) for c in chains])].tolist()
+    keys = [int(chains[3][0]) if len(chains[3]) else 7, 2**64 - 1, 5, int(next(iter(ids)))]
+    got, new = _lru_ids(uniq, rank, keys)
+    for h in keys:
+        ids.setdefault(h, len(ids))
+    assert got.tolist() == [ids[h] for h in keys] and len(ids) == uniq.size + new

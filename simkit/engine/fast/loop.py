@@ -33,21 +33,33 @@ _CODE = K.run_loop.__code__
 RUN_LOOP_ARGS = _CODE.co_varnames[:_CODE.co_argcount]
 
 
-def _chain_index(workload, chains: list) -> tuple:
-    """(CSR offsets, dense ids, chain lengths, hash -> id) of the workload's prompt chains, kept
-    on the workload beside its other derived columns."""
+def _chain_index(workload) -> tuple:
+    """(CSR offsets, dense ids, chain lengths, the distinct hashes sorted, their ids) of the
+    workload's prompt chains (Workload.hash_chains' packed form), ids numbered in order of
+    first appearance; kept on the workload beside its other derived columns."""
     cache = workload._columns
     if "_fast_chains" not in cache:
-        ids: dict[int, int] = {}
-        flat = []
-        for chain in chains:
-            for h in chain:
-                flat.append(ids.setdefault(h, len(ids)))
-        lens = np.array([len(c) for c in chains], np.int64)
-        off = np.zeros(len(chains) + 1, np.int64)
-        np.cumsum(lens, out=off[1:])
-        cache["_fast_chains"] = (off, np.array(flat, np.int64), lens, ids)
+        flat, off = workload.block_hashes
+        off = np.asarray(off, np.int64)
+        uniq, first, inv = np.unique(np.asarray(flat, np.uint64), return_index=True,
+                                     return_inverse=True)
+        rank = np.empty(uniq.size, np.int64)
+        rank[np.argsort(first)] = np.arange(uniq.size)
+        cache["_fast_chains"] = (off, rank[inv.reshape(-1)], np.diff(off), uniq, rank)
     return cache["_fast_chains"]
+
+
+def _lru_ids(uniq, rank, keys: list) -> tuple[np.ndarray, int]:
+    """(ids of the cached blocks `keys`, how many are no workload prompt's): a hash of the
+    workload has its id; another gets the next free one, in order."""
+    keys_a = np.array(keys, np.uint64)
+    pos = np.searchsorted(uniq, keys_a)
+    known = pos < uniq.size
+    known[known] = uniq[pos[known]] == keys_a[known]
+    ids = np.empty(keys_a.size, np.int64)
+    ids[known] = rank[pos[known]]
+    ids[~known] = uniq.size + np.arange(int((~known).sum()))
+    return ids, int((~known).sum())
 
 
 def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -88,15 +100,13 @@ def kernel_args(workload, cost_model, cfg, spec, sched, *, order: list[int], ope
     n_req = plen.size
     use_pc = pc is not None
     if use_pc:
-        off, flat, lens, ids = _chain_index(workload, chains)
-        ids = dict(ids)
+        off, flat, lens, uniq, rank = _chain_index(workload)
         lru_keys = list(pc.lru)
         held = [k for k, r in pc.refs.items() if r]
         if held:                                    # preload leaves every block free
             return None
-        for h in lru_keys:
-            ids.setdefault(h, len(ids))
-        H = len(ids)
+        lru_init, new = _lru_ids(uniq, rank, lru_keys)
+        H = uniq.size + new
         per_idx = np.maximum(lens, (plen + olen) // bs + 1) + 1   # blocks a request can key
         per = per_idx[order_a]
         B = np.empty(order_a.size, np.int64)
@@ -107,7 +117,6 @@ def kernel_args(workload, cost_model, cfg, spec, sched, *, order: list[int], ope
         if space > MAX_KEY_SPACE:
             return None
         refs = np.full(space, -1, np.int32)
-        lru_init = np.array([ids[h] for h in lru_keys], np.int64)
         refs[lru_init] = 0
         shared_a = np.zeros(n_req, np.int64) if shared is None else np.asarray(shared, np.int64)
         exact_a = np.zeros(n_req, np.bool_)
