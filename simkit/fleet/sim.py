@@ -10,7 +10,9 @@ the same engine loop and arrival code, tested equal figure for figure (tests/int
 `run_replica`: one replica, a fixed stream (load-independent routing: each replica simulated on
 its own, so groups of replicas can run anywhere). `run_joint`: N replicas and a load-aware router
 choosing at each arrival the replica with the fewest outstanding (queued or running) requests,
-ties to the lowest index.
+ties to the lowest index. Both run on the engine's compiled loop where it takes the run
+(`compiled_replica`; `compiled_joint`, its joint mode: simkit.engine.fast.joint); the SimPy
+loops here stay their reference (tests/unit/test_fast_engine.py, test_fast_joint.py).
 """
 
 from __future__ import annotations

@@ -78,15 +78,19 @@ def test_equal_arrival_times_are_routed_before_a_replica_wakes(monkeypatch):
 
     cfg = engine_config(cost)
     n = workload.num_requests
-    times = [float(i // 5) * 0.25 for i in range(n)]       # groups of five, the first at 0
     calls = _spy(monkeypatch)
-    for replicas in (3, 4):
-        calls.clear()
-        ref, new = _joint_both(monkeypatch, workload, cost, cfg, parse_configs("suffix")[0],
-                               times, replicas)
-        assert calls[1] is not None
-        _same(ref, new)
-        assert ref[0][:5].tolist() == [r % replicas for r in range(5)]
+    # groups of five, the first at 0: every 0.25 s (busy replicas) and every 30 s (each group
+    # finds the replicas idle: two of a group's requests wake one replica, and start together)
+    for gap in (0.25, 30.0):
+        times = [float(i // 5) * gap for i in range(n)]
+        for replicas in (3, 4):
+            calls.clear()
+            ref, new = _joint_both(monkeypatch, workload, cost, cfg, parse_configs("suffix")[0],
+                                   times, replicas)
+            assert calls[1] is not None
+            _same(ref, new)
+            first = [r % replicas for r in range(5)]
+            assert ref[0][:10].tolist()[:5 if gap < 1 else 10] == first * (1 if gap < 1 else 2)
 
 
 def test_an_arrival_at_a_step_end_runs_the_reference(monkeypatch):
