@@ -8,6 +8,8 @@ the SimPy loop over simkit.engine.scheduler, which stays the reference implement
 fields it was checked on, the four K policies (goodput only under the cost model it mirrors),
 table-replayed drafts. A new version, setting or policy falls back until it is added here and to the test.
 SIMKIT_ENGINE_LOOP=reference forces the reference loop (benchmarks, bisecting a difference).
+`run_joint(...)`: the fleet's load-aware joint run (simkit.fleet.sim.run_joint) on the same
+kernel (joint.py), under the same allow-list (tests/unit/test_fast_joint.py).
 """
 
 from __future__ import annotations

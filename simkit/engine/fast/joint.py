@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+
 from simkit.engine.fast import kernel as K
 from simkit.engine.fast.loop import kernel_args, record
 
@@ -69,6 +70,7 @@ class Replica:
         self.ctl[K.C_DELIVERED] = j + 1
 
     def outstanding(self) -> int:
+        """Requests delivered and not finished (queued or running), what the router reads."""
         return self.count - int(self.ctl[K.C_DONE])
 
 
