@@ -239,7 +239,7 @@ def compiled_joint(workload: Workload, cost_model, cfg: EngineConfig, spec: Spec
     chains = workload.hash_chains() if cfg.prefix_caching else None
     pc = PrefixCache(cfg.num_blocks) if chains is not None else None
     sched = Scheduler(cfg, spec, workload, cost_model, pc)
-    out = fast_joint(workload, cost_model, cfg, spec, sched, times, replicas, pc=pc, chains=chains)
+    out = fast_joint(workload, cost_model, cfg, spec, sched, times, replicas, pc=pc)
     if out is None:
         return None
     choice, runs = out

@@ -141,16 +141,15 @@ def drive(reps: list[Replica], times: list[float], horizon: np.ndarray) -> np.nd
     return choice
 
 
-def run(workload, cost_model, cfg, spec, sched, times: list[float], replicas: int, *, pc,
-        chains: list | None):
+def run(workload, cost_model, cfg, spec, sched, times: list[float], replicas: int, *,
+        pc) -> tuple | None:
     """The joint run of `replicas` engines over every request of `workload` (request i arriving
     at times[i]): (replica of each request, per replica (Recorder, preemptions, prefix counts,
     served requests, arrival times) or None when it served none), or None where the reference
     must run it. `sched` and `pc`: a reference Scheduler and PrefixCache built for one replica."""
     n = workload.num_requests
     args = kernel_args(workload, cost_model, cfg, spec, sched, order=list(range(n)),
-                       open_loop=True, pc=pc, chains=chains, shared=None, exact=frozenset(),
-                       joint=True)
+                       open_loop=True, pc=pc, shared=None, exact=frozenset(), joint=True)
     if args is None:
         return None
     per = args.pop("_per", None)

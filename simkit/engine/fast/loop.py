@@ -80,7 +80,7 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
 
 
 def kernel_args(workload, cost_model, cfg, spec, sched, *, order: list[int], open_loop: bool,
-                pc, chains: list | None, shared: list | None, exact: frozenset,
+                pc, shared: list | None, exact: frozenset,
                 joint: bool = False) -> dict | None:
     """The kernel's run-independent arguments (run_loop's and engine's, by name) for a run of
     `order` (joint: every request may come, in an order the router decides), or None where
@@ -225,7 +225,7 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     Recorder is appended to (the fleet's replicas read every request's latencies)."""
     open_loop = times is not None
     args = kernel_args(workload, cost_model, cfg, spec, sched, order=order, open_loop=open_loop,
-                       pc=pc, chains=chains, shared=shared, exact=exact)
+                       pc=pc, shared=shared, exact=exact)
     if args is None:
         return None
     asy, drafter = spec.async_scheduling, spec.drafter
