@@ -247,6 +247,19 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
     seeds), the specs it cannot run (named with the reason) and the runs. `progress(total)`
     returns the per-job callback. `phase`: the ladder is a stated phase of the command
     (simkit.progress) so named, its total the runs it will do, known before any starts."""
+    runnable, unavailable = runnable_specs(cell, specs)
+    jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
+    with _ladder_phase(phase, len(runnable), seeds, num_requests):
+        prepare(cell, runnable)
+        flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
+    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
+    return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+
+
+def runnable_specs(cell: Cell, specs: Sequence[SpecConfig]
+                   ) -> tuple[list[SpecConfig], dict[str, str]]:
+    """(the specs the cell can run, in order; name -> why, for those it cannot): run_ladder's
+    choice, for a caller that runs the jobs of several ladders of one cell together."""
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.drafters.base import NGRAM_DRAFTER
 
@@ -286,12 +299,7 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
                 cell.workload.table(spec.drafter)
             except DrafterUnavailable as exc:
                 unavailable[spec.name] = str(exc)
-    jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
-    with _ladder_phase(phase, len(runnable), seeds, num_requests):
-        prepare(cell, runnable)
-        flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
-    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
-    return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+    return runnable, unavailable
 
 
 def _ladder_phase(name: str | None, configs: int, seeds: int, num_requests: int | None):
@@ -344,4 +352,4 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
 __all__ = ["Cell", "Job", "Ladder", "WEIGHTED_RUN", "default_num_requests", "engine_config",
            "version_refusal",
            "history_cached_prefixes", "history_repeated", "ignore_sigint", "prepare", "run_jobs",
-           "repriced", "run_ladder", "stop_pool"]
+           "repriced", "run_ladder", "runnable_specs", "stop_pool"]
