@@ -67,3 +67,25 @@ def test_rows_at_is_the_take_it_replaces():
     for positions in (at["a"], at["b"], np.array([], np.int64)):
         got, want = _rows_at(frame, positions), frame.iloc[positions]
         assert got.equals(want) and list(got.index) == list(want.index)
+
+
+def test_a_prompt_is_hashed_once_per_process_with_the_same_chains(monkeypatch):
+    from simkit import block_hash
+    from simkit.app import cells
+    from simkit.choices import Ordering
+    from simkit.validation.requests import RunRequest
+
+    rng = np.random.default_rng(7)
+    reqs = [RunRequest(rng.integers(0, 50000, n).astype(np.int32), np.arange(5, dtype=np.int32))
+            for n in (40, 7, 300, 40)]
+    run = {"model": "m", "corpus": "c", "run_id": "r", "config": "vanilla", "history": "cold"}
+    want = block_hash.pack(block_hash.prompt_block_hashes(r.prompt_ids) for r in reqs)
+    monkeypatch.setattr(cells, "_CHAINS", {})
+    hashed = []
+    real = block_hash.prompt_block_hashes
+    monkeypatch.setattr(block_hash, "prompt_block_hashes",
+                        lambda ids, *a: hashed.append(len(ids)) or real(ids, *a))
+    for _ in range(2):
+        got = cells.run_workload(reqs, run, Ordering.CONCURRENT).block_hashes
+        assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
+    assert sorted(hashed) == [7, 40, 40, 300]          # each prompt once, not once per run
