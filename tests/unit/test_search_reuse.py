@@ -149,3 +149,28 @@ def test_a_tpot_binding_stays_when_no_seed_misses_ttft(monkeypatch, cell):
                                         _search(monkeypatch, cell, p99, False))
     assert all(_same(a[k], b[k]) for a, b in zip(early, full) for k in a), (early, full)
     assert full[0]["binding"] == "tpot" and len(n_early) < len(n_full)
+
+
+def test_run_jobs_runs_few_requests_here_and_many_on_workers(cell, monkeypatch):
+    from simkit.engine import runner
+
+    made = []
+    real = runner.ProcessPoolExecutor
+
+    def counting(*a, **kw):
+        made.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", counting)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    spec = parse_configs("vanilla")[0]
+    few = [Job(spec, seed, ClosedLoop(8), 32) for seed in range(3)]
+    assert not runner.pool_pays(cell, few)
+    here = run_jobs(cell, few)                              # default workers: no pool
+    assert made == []
+    assert [repr(r.metrics) for r in here] == [repr(r.metrics) for r in run_jobs(cell, few, 2)]
+    assert made == [1]                                      # workers given: honoured
+    many = [Job(spec, seed, ClosedLoop(8), runner.POOL_MIN_REQUESTS // 2) for seed in range(2)]
+    assert runner.pool_pays(cell, many)
+    run_jobs(cell, many)
+    assert made == [1, 1]
