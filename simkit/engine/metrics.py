@@ -141,6 +141,19 @@ def _p50_90_99(values: np.ndarray) -> list[float]:
     return [float(v) for v in np.percentile(values, (50, 90, 99))]
 
 
+def _run_of(sel: np.ndarray) -> slice | np.ndarray:
+    """`sel` as a slice where its True entries are one run (a window over step ends, which only
+    grow: always), else `sel`: the same elements either way, a slice without copying each of
+    the step arrays (13 copies per summary; ~6 % of a concurrency sweep's time)."""
+    if not sel.size:
+        return sel
+    i0 = int(sel.argmax())
+    n = int(np.count_nonzero(sel))
+    if n and sel[i0:i0 + n].all():
+        return slice(i0, i0 + n)
+    return sel
+
+
 def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: int) -> RunMetrics:
     """Reduce a Recorder over the steady window (None or empty -> the whole run)."""
     a = rec.arrays()
@@ -155,8 +168,9 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         sel = np.ones_like(end, dtype=bool)
         w0, w1, kind = 0.0, sim_time, "full-run"
     dur = w1 - w0
+    pick = _run_of(sel)
     (step_s, host_s, mode, padded, tokens, pad_drafts, emitted, decodes, decode_tokens, reqs,
-     accepted, kv, ks) = (a[name][sel] for name in (
+     accepted, kv, ks) = (a[name][pick] for name in (
         "step_s", "host_s", "mode", "padded", "tokens", "pad_drafts", "emitted", "decodes",
         "decode_tokens", "reqs", "accepted", "kv_used", "k"))
     n_steps = int(sel.sum())

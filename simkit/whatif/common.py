@@ -13,8 +13,8 @@ import numpy as np
 
 from simkit.app.options import RunOptions
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.runner import (Cell, Job, Ladder, default_num_requests, prepare, run_ladder,
-                                  runnable_specs)
+from simkit.engine.runner import (Cell, Job, Ladder, default_num_requests, pool_pays, prepare,
+                                  run_ladder, runnable_specs)
 from simkit.engine.summary import summarize_rows
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
@@ -146,7 +146,8 @@ def ladders_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecC
     """The ladder of `specs` at each (concurrency, requests per run) of `levels`, as ladder_of
     would run them one after the other, but on one pool of workers forked once and without
     waiting for a level's last run before the next level starts (the runs do not depend on
-    each other). One stated progress phase counts every run: `phase`, then the size."""
+    each other; here, without workers, when they are too few requests for a pool to pay:
+    runner.pool_pays). One stated progress phase counts every run: `phase`, then the size."""
     from simkit.engine.pool import JobPool, results
     from simkit.progress import phase as stated
 
@@ -158,7 +159,8 @@ def ladders_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecC
     with stated(f"{phase}: {len(levels)} level(s) x {len(runnable)} configuration(s) x "
                 f"{seeds} seed(s)", len(jobs)):
         prepare(cell, runnable)
-        with JobPool(cell, run.workers, width=len(jobs)) as pool:
+        workers = run.workers if run.workers is not None or pool_pays(cell, jobs) else 1
+        with JobPool(cell, workers, width=len(jobs)) as pool:
             flat = results(pool, [pool.submit(j) for j in jobs])
     per = len(runnable) * seeds
     out = []

@@ -83,6 +83,14 @@ def test_concurrency_levels_share_one_pool_and_match_their_own_ladders(cell, for
     for a, b in zip(together, alone):
         assert [r.result_dict() for r in a.rows] == [r.result_dict() for r in b.rows]
         assert [repr(r.metrics) for r in a.runs] == [repr(r.metrics) for r in b.runs]
+    # the default worker count: these few requests run here, no pool
+    from dataclasses import replace
+
+    here = ladders_of(replace(run, workers=None), cell.workload, cell.cost, specs,
+                      server=cell.engine, levels=levels, phase="test")
+    assert len(forks) == 1
+    assert [[repr(r.metrics) for r in x.runs] for x in here] == \
+        [[repr(r.metrics) for r in x.runs] for x in together]
 
 
 # -- the capacity search's seeds, on made-up p99s (no simulation) ---------------------------
@@ -174,3 +182,38 @@ def test_run_jobs_runs_few_requests_here_and_many_on_workers(cell, monkeypatch):
     assert runner.pool_pays(cell, many)
     run_jobs(cell, many)
     assert made == [1, 1]
+
+
+def test_a_summary_over_a_window_slice_is_the_masked_one(monkeypatch):
+    """summarize takes a window's steps as a slice (their ends only grow): the same metrics as
+    the boolean mask it replaced, also for a mask that is not one run (then used as is)."""
+    import numpy as np
+
+    from simkit.engine import metrics
+
+    rng = np.random.default_rng(3)
+    rec = metrics.Recorder()
+    n = 997
+    rec.step_s = rng.exponential(0.02, n)
+    rec.step_end = np.cumsum(rec.step_s)
+    rec.host_s = rec.step_s * rng.uniform(0, 1, n)
+    for name in ("tokens", "padded", "pad_drafts", "emitted", "decodes", "decode_tokens", "reqs",
+                 "accepted", "k"):
+        setattr(rec, name, rng.integers(0, 64, n))
+    rec.mode = rng.integers(0, 3, n).astype(np.int8)
+    rec.kv_used = rng.uniform(0, 1, n)
+    m = 300
+    rec.req_arrival = np.sort(rng.uniform(0, rec.step_end[-1], m))
+    rec.req_first = rec.req_arrival + rng.exponential(0.1, m)
+    rec.req_done = rec.req_first + rng.exponential(2.0, m)
+    rec.req_out, rec.req_preempt = rng.integers(1, 400, m), np.zeros(m, np.int64)
+    rec.itl = rng.exponential(0.02, 5000)
+    rec.itl_time = rng.uniform(0, rec.step_end[-1], 5000)
+    window = (float(rec.step_end[100]) + 1e-9, float(rec.step_end[800]))
+    sliced = metrics.summarize(rec, window, 0)
+    assert isinstance(metrics._run_of((rec.step_end > window[0]) & (rec.step_end <= window[1])),
+                      slice)
+    monkeypatch.setattr(metrics, "_run_of", lambda sel: sel)         # the mask, as before
+    assert repr(metrics.summarize(rec, window, 0)) == repr(sliced)
+    gappy = np.array([True, False, True])
+    assert metrics._run_of(gappy) is gappy
