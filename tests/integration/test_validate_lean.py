@@ -89,3 +89,28 @@ def test_a_prompt_is_hashed_once_per_process_with_the_same_chains(monkeypatch):
         got = cells.run_workload(reqs, run, Ordering.CONCURRENT).block_hashes
         assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
     assert sorted(hashed) == [7, 40, 40, 300]          # each prompt once, not once per run
+
+
+def test_run_conditions_closure_prices_as_its_methods():
+    """RunConditionsCost.step_cost (the closure validate prices every step with) gives the
+    StepCost of the method path it folds (_step_cost -> _one_thread), float for float, on a
+    measured run's recorded batches, also after pickling."""
+    import pickle
+
+    from simkit.costmodel.run_conditions import run_cost
+    from simkit.costmodel.step_records import batches, select_version
+
+    steps, runs = load_records(DEFAULT_DIR)
+    runs = select_version(runs, "0.33")
+    checked = 0
+    vanilla = runs["config"].astype(str) == "vanilla"
+    for pick in (vanilla, ~vanilla):
+        run = runs[pick].iloc[0].to_dict()
+        cost = run_cost(run)
+        assert cost.step_cost.__name__ == "step_cost" and cost._step_terms and not cost.sync
+        again = pickle.loads(pickle.dumps(cost))
+        for b in batches(steps[steps["run_id"] == run["run_id"]].iloc[::7]):
+            want = cost._step_cost(b)
+            assert cost.step_cost(b) == want and again.step_cost(b) == want
+            checked += 1
+    assert checked > 100
