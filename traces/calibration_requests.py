@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -74,9 +75,10 @@ def write_requests(path: Path, reqs: list[CalRequest]) -> None:
     write_atomic(path, write)        # whole or not at all; a full disk names the file
 
 
-def select_requests(reqs: list[CalRequest], n: int, max_model_len: int, k_max: int,
+def select_requests(reqs: Iterable[CalRequest], n: int, max_model_len: int, k_max: int,
                     max_tokens_cap: int) -> tuple[list[CalRequest], dict[str, int]]:
-    """The first n requests that fit max_model_len with capped outputs and K lookahead.
+    """The first n requests that fit max_model_len with capped outputs and K lookahead (`reqs`
+    is read one past the n-th kept, no further: a generator over a large pool is made that far).
 
     Returns the kept requests (outputs truncated to the cap) and skip counts by reason, so that
     nothing is dropped silently.

@@ -108,6 +108,13 @@ def _ranks(rel: str) -> dict[bytes, int]:
 def get_tokenizer_from_ranks(family: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
     """A family's Encoding (its pattern and special tokens) over the given BPE ranks: the
     family's own file here, or the same file a user gives as their own tokenizer."""
+    pat, specials = _pattern_and_specials(family)
+    return tiktoken.Encoding(name=f"simkit-{family}", pat_str=pat, mergeable_ranks=ranks,
+                             special_tokens=specials)
+
+
+def _pattern_and_specials(family: str) -> tuple[str, dict[str, int]]:
+    """A family's split pattern and special tokens (what its Encoding holds besides the ranks)."""
     if family == "llama3":
         pat, specials = LLAMA3_PATTERN, _llama3_specials(LLAMA31_NAMED)
     elif family == "r1-llama":
@@ -118,8 +125,7 @@ def get_tokenizer_from_ranks(family: str, ranks: dict[bytes, int]) -> tiktoken.E
         pat, specials = QWEN2_PATTERN, dict(R1_QWEN_SPECIALS)
     else:
         raise UnknownNameError("tokenizer", family, list(FAMILIES))
-    return tiktoken.Encoding(name=f"simkit-{family}", pat_str=pat, mergeable_ranks=ranks,
-                             special_tokens=specials)
+    return pat, specials
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,12 +145,14 @@ def bpe_file_for(family: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def tokenizer_fingerprint(family: str) -> str:
-    """A short digest of everything that defines a family's encoding (file bytes, pattern, specials)."""
-    enc = get_tokenizer(family)
+    """A short digest of everything that defines a family's encoding (file bytes, pattern,
+    specials), read from what the Encoding is built from: building it (about a second of BPE
+    parsing) is for encoding, which a cached corpus does not need."""
+    pat, specials = _pattern_and_specials(family)
     h = hashlib.sha256()
     h.update(_bpe_path(bpe_file_for(family)).read_bytes())
-    h.update(enc._pat_str.encode())
-    h.update(repr(sorted(enc._special_tokens.items())).encode())
+    h.update(pat.encode())
+    h.update(repr(sorted(specials.items())).encode())
     h.update(repr(sorted(OUTPUT_SPECIALS[family])).encode())
     return h.hexdigest()[:16]
 

@@ -133,8 +133,25 @@ class RunMetrics:
         return asdict(self)
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if values.size else float("nan")
+def _p50_90_99(values: np.ndarray) -> list[float]:
+    """[p50, p90, p99] of `values` (NaN when empty) from one partition instead of three: the
+    same floats as three np.percentile calls, numpy's linear interpolation being elementwise."""
+    if not values.size:
+        return [float("nan")] * 3
+    return [float(v) for v in np.percentile(values, (50, 90, 99))]
+
+
+def _run_of(sel: np.ndarray) -> slice | np.ndarray:
+    """`sel` as a slice where its True entries are one run (a window over step ends, which only
+    grow: always), else `sel`: the same elements either way, a slice without copying each of
+    the step arrays (13 copies per summary; ~6 % of a concurrency sweep's time)."""
+    if not sel.size:
+        return sel
+    i0 = int(sel.argmax())
+    n = int(np.count_nonzero(sel))
+    if n and sel[i0:i0 + n].all():
+        return slice(i0, i0 + n)
+    return sel
 
 
 def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: int) -> RunMetrics:
@@ -151,8 +168,9 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
         sel = np.ones_like(end, dtype=bool)
         w0, w1, kind = 0.0, sim_time, "full-run"
     dur = w1 - w0
+    pick = _run_of(sel)
     (step_s, host_s, mode, padded, tokens, pad_drafts, emitted, decodes, decode_tokens, reqs,
-     accepted, kv, ks) = (a[name][sel] for name in (
+     accepted, kv, ks) = (a[name][pick] for name in (
         "step_s", "host_s", "mode", "padded", "tokens", "pad_drafts", "emitted", "decodes",
         "decode_tokens", "reqs", "accepted", "kv_used", "k"))
     n_steps = int(sel.sum())
@@ -176,15 +194,16 @@ def summarize(rec: Recorder, window: tuple[float, float] | None, preemptions: in
             return float(step_s[mode == code].sum() / t_total) if t_total > 0 else 0.0
         return float((mode == code).mean())
 
+    ttft_p, tpot_p, itl_p = _p50_90_99(ttft), _p50_90_99(tpot), _p50_90_99(itl)
     return RunMetrics(
         output_tok_s=float(emitted.sum() / dur) if dur > 0 else 0.0,
         request_throughput=completions / dur if dur > 0 else 0.0,
         window_start_s=float(w0), window_end_s=float(w1), window_kind=kind,
         sim_time_s=sim_time, steps=len(rec.step_end), requests_done=len(rec.req_done),
         output_tokens=int(a["emitted"].sum()),
-        ttft_ms_p50=_pct(ttft, 50), ttft_ms_p90=_pct(ttft, 90), ttft_ms_p99=_pct(ttft, 99),
-        tpot_ms_p50=_pct(tpot, 50), tpot_ms_p90=_pct(tpot, 90), tpot_ms_p99=_pct(tpot, 99),
-        itl_ms_p50=_pct(itl, 50), itl_ms_p90=_pct(itl, 90), itl_ms_p99=_pct(itl, 99),
+        ttft_ms_p50=ttft_p[0], ttft_ms_p90=ttft_p[1], ttft_ms_p99=ttft_p[2],
+        tpot_ms_p50=tpot_p[0], tpot_ms_p90=tpot_p[1], tpot_ms_p99=tpot_p[2],
+        itl_ms_p50=itl_p[0], itl_ms_p90=itl_p[1], itl_ms_p99=itl_p[2],
         full_steps_frac=share(0, False), piecewise_steps_frac=share(1, False),
         none_steps_frac=share(2, False), full_time_frac=share(0, True),
         piecewise_time_frac=share(1, True), none_time_frac=share(2, True),

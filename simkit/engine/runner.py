@@ -150,12 +150,26 @@ def prepare(cell: Cell, specs: Sequence[SpecConfig]) -> None:
             cell.workload.columns(spec.drafter, k)
 
 
+# Below this many simulated requests in all, run_jobs with the default worker count runs the jobs
+# here: measured on the 2-core VM (compiled loop, chat, C=32), a forked pool costs ~0.07 s of
+# wall time to start and end and a request ~45 us of CPU, so under ~3,000 requests the pool
+# costs more than the second core saves (6 x 128 requests: 0.07 s here, 0.2 s on 2 workers).
+POOL_MIN_REQUESTS = 4096
+
+
+def pool_pays(cell: Cell, jobs: Sequence[Job]) -> bool:
+    """Whether `jobs` simulate enough requests (POOL_MIN_REQUESTS) for worker processes."""
+    n = sum(j.num_requests if j.num_requests is not None else cell.workload.num_requests
+            for j in jobs)
+    return n >= POOL_MIN_REQUESTS
+
+
 def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
              progress: Progress | None = None) -> list[RunResult]:
-    """Simulate every job on `cell`, on up to `workers` forked processes (default: all cores);
-    results in job order, the same whatever `workers` is. `progress(1)` after each job; the
-    command's tracker (simkit.progress) counts them too, and draws them when no `progress`
-    is given."""
+    """Simulate every job on `cell`, on up to `workers` forked processes (default: all cores,
+    or this one where the jobs are too few requests for a pool to pay: pool_pays); results in
+    job order, the same whatever `workers` is. `progress(1)` after each job; the command's
+    tracker (simkit.progress) counts them too, and draws them when no `progress` is given."""
     from simkit.progress import current
 
     tracker = current()
@@ -170,6 +184,8 @@ def run_jobs(cell: Cell, jobs: Sequence[Job], workers: int | None = None,
     prefixes = (cell.cached_prefixes if cell.cached_prefixes is not None
                 else history_cached_prefixes(cell.workload, cell.engine))
     history = (prefixes, history_repeated(cell.workload, cell.engine))
+    if workers is None and not pool_pays(cell, jobs):
+        workers = 1
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if workers == 1:
         out = []
@@ -247,6 +263,19 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
     seeds), the specs it cannot run (named with the reason) and the runs. `progress(total)`
     returns the per-job callback. `phase`: the ladder is a stated phase of the command
     (simkit.progress) so named, its total the runs it will do, known before any starts."""
+    runnable, unavailable = runnable_specs(cell, specs)
+    jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
+    with _ladder_phase(phase, len(runnable), seeds, num_requests):
+        prepare(cell, runnable)
+        flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
+    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
+    return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+
+
+def runnable_specs(cell: Cell, specs: Sequence[SpecConfig]
+                   ) -> tuple[list[SpecConfig], dict[str, str]]:
+    """(the specs the cell can run, in order; name -> why, for those it cannot): run_ladder's
+    choice, for a caller that runs the jobs of several ladders of one cell together."""
     from simkit.catalog.vllm_versions import get_vllm_version
     from simkit.drafters.base import NGRAM_DRAFTER
 
@@ -286,12 +315,7 @@ def run_ladder(cell: Cell, specs: Sequence[SpecConfig], *, seeds: int,
                 cell.workload.table(spec.drafter)
             except DrafterUnavailable as exc:
                 unavailable[spec.name] = str(exc)
-    jobs = [Job(spec, seed, load, num_requests) for spec in runnable for seed in range(seeds)]
-    with _ladder_phase(phase, len(runnable), seeds, num_requests):
-        prepare(cell, runnable)
-        flat = run_jobs(cell, jobs, workers, progress(len(jobs)) if progress else None)
-    runs = [flat[i * seeds:(i + 1) * seeds] for i in range(len(runnable))]
-    return Ladder(summarize_rows(runnable, runs), unavailable, flat)
+    return runnable, unavailable
 
 
 def _ladder_phase(name: str | None, configs: int, seeds: int, num_requests: int | None):
@@ -341,7 +365,7 @@ def engine_config(cost: Any, *, max_tokens: int = 8192, max_model_len: int = 163
                         vllm_version=getattr(cost, "vllm_version", None) or DEFAULT_VERSION)
 
 
-__all__ = ["Cell", "Job", "Ladder", "WEIGHTED_RUN", "default_num_requests", "engine_config",
-           "version_refusal",
+__all__ = ["Cell", "Job", "Ladder", "POOL_MIN_REQUESTS", "WEIGHTED_RUN", "default_num_requests",
+           "engine_config", "pool_pays", "version_refusal",
            "history_cached_prefixes", "history_repeated", "ignore_sigint", "prepare", "run_jobs",
-           "repriced", "run_ladder", "stop_pool"]
+           "repriced", "run_ladder", "runnable_specs", "stop_pool"]

@@ -31,7 +31,15 @@ class SimulationError(RuntimeError):
 def mean_accepted_per_step(workload: Workload, drafter: str, k: int) -> float:
     """Mean accepted drafts per decode step when every request runs alone from t=1 at cap K
     (what an operator reads from vLLM's acceptance metrics when tuning a K table offline).
-    A weighted workload counts each request's steps and drafts `weights[r]` times."""
+    A weighted workload counts each request's steps and drafts `weights[r]` times. Kept with
+    the workload's cached columns: every run of a dynamic-table spec asks again (10 ms each)."""
+    key = ("mean_accepted_per_step", drafter, workload.effective_k(drafter, k))
+    if key not in workload._columns:
+        workload._columns[key] = _mean_accepted(workload, drafter, k)
+    return workload._columns[key]
+
+
+def _mean_accepted(workload: Workload, drafter: str, k: int) -> float:
     acc, _, offs = workload.columns(drafter, k)
     weights = None if workload.weights is None else workload.weights.tolist()
     steps = total = 0

@@ -10,7 +10,9 @@ the same engine loop and arrival code, tested equal figure for figure (tests/int
 `run_replica`: one replica, a fixed stream (load-independent routing: each replica simulated on
 its own, so groups of replicas can run anywhere). `run_joint`: N replicas and a load-aware router
 choosing at each arrival the replica with the fewest outstanding (queued or running) requests,
-ties to the lowest index.
+ties to the lowest index. Both run on the engine's compiled loop where it takes the run
+(`compiled_replica`; `compiled_joint`, its joint mode: simkit.engine.fast.joint); the SimPy
+loops here stay their reference (tests/unit/test_fast_engine.py, test_fast_joint.py).
 """
 
 from __future__ import annotations
@@ -192,7 +194,11 @@ def compiled_replica(workload: Workload, cost_model, cfg: EngineConfig, spec: Sp
 def run_joint(workload: Workload, cost, cfg: EngineConfig, spec: SpecConfig,
               times: Sequence[float], replicas: int) -> tuple[np.ndarray, list[ReplicaRun]]:
     """N replicas sharing one clock; each arrival goes to the replica with the fewest outstanding
-    requests (ties: lowest index). Returns (replica of each request, per-replica runs)."""
+    requests (ties: lowest index). Returns (replica of each request, per-replica runs), on
+    the engine's compiled loop where it takes the run (the same figures, faster)."""
+    compiled = compiled_joint(workload, cost, cfg, spec, times, replicas)
+    if compiled is not None:
+        return compiled
     env = simpy.Environment()
     engines = [_Engine(env, workload, cost, cfg, spec) for _ in range(replicas)]
     times = [float(t) for t in times]
@@ -217,3 +223,32 @@ def run_joint(workload: Workload, cost, cfg: EngineConfig, spec: SpecConfig,
         env.process(e.loop())
     env.run()
     return choice, [e.result(per[k]) if per[k] else None for k, e in enumerate(engines)]
+
+
+def compiled_joint(workload: Workload, cost_model, cfg: EngineConfig, spec: SpecConfig,
+                   times: Sequence[float], replicas: int):
+    """run_joint's run on the engine's compiled loop (simkit.engine.fast.joint): its
+    (choice, runs), or None (run the SimPy loop above). Refuses what simulate's compiled loop
+    refuses and a stream it would not take in order (unservable requests, times going back)."""
+    from simkit.engine.fast import run_joint as fast_joint
+
+    times = [float(t) for t in times]
+    if (len(times) != workload.num_requests or not times or replicas < 1
+            or any(b < a for a, b in zip(times, times[1:])) or not usable(workload, cfg).all()):
+        return None
+    chains = workload.hash_chains() if cfg.prefix_caching else None
+    pc = PrefixCache(cfg.num_blocks) if chains is not None else None
+    sched = Scheduler(cfg, spec, workload, cost_model, pc)
+    out = fast_joint(workload, cost_model, cfg, spec, sched, times, replicas, pc=pc)
+    if out is None:
+        return None
+    choice, runs = out
+    res = []
+    for run in runs:
+        if run is None:
+            res.append(None)
+            continue
+        rec, preemptions, prefix, served, mine = run
+        window = (mine[len(mine) // 10], mine[-1]) if len(mine) > 1 else None
+        res.append(_replica_run(summarize_open(rec, window, preemptions), rec, served, prefix))
+    return choice, res

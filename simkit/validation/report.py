@@ -31,7 +31,8 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
                 progress: Callable[[str], None] | None = None,
                 history: History | None = None,
                 pools: dict[tuple, list] | None = None, keep: frozenset[str] = frozenset(),
-                kept: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                kept: dict[str, Any] | None = None,
+                diagnosis: bool = True) -> list[dict[str, Any]]:
     """One cell per selected measured run: measured vs predicted tok/s under the run's own
     conditions (its request history included, unless `history` overrides it for every run),
     the stock-async prediction for runs whose overlap the harness removed, the engine's
@@ -40,7 +41,10 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
     (validate's unseen-day predictions read the corpora its first call read). `kept`: run id ->
     its first prediction's trajectory (run_prediction.KeptRun), filled here for the runs in
     `keep`, and priced again by the predictions of a later call whose conditions it matches
-    (validate's unseen-day refits: the same runs, another calibration)."""
+    (validate's unseen-day refits: the same runs, another calibration). `diagnosis` False:
+    the cells carry the error and its interval only, without what explains it (the cost model
+    on the recorded steps, the stock-async prediction: a second simulation of a synchronised
+    vanilla run): what the unseen-day refits' figures read, in less time."""
     from simkit.errors import InputError
 
     if purpose not in PURPOSES:
@@ -67,17 +71,26 @@ def build_cells(runs, steps, *, purpose: str = "validation", seeds: int = 1,
     _refuse_unmatched(rows, rebuilt)
     # each run's steps, found once here (a filter of every step per run took ~4 ms each)
     rows_of = steps.groupby("run_id", sort=False).indices
-    own = {r["run_id"]: steps.iloc[rows_of.get(r["run_id"], [])] for r in rows}
+    own = {r["run_id"]: _rows_at(steps, rows_of.get(r["run_id"], [])) for r in rows}
     one = functools.partial(_cell, steps=own, rebuilt=rebuilt, sigma_of=sigma_of, seeds=seeds,
                             ordering=ordering, compare_orderings=compare_orderings,
                             calibration=calibration, history=history, keep=keep,
-                            kept={} if kept is None else kept)
+                            kept={} if kept is None else kept, diagnosis=diagnosis)
     cells = map_runs(one, rows, progress, group=functools.partial(_table_group, history=history))
     for cell in cells:             # a worker's kept trajectory comes back inside its cell
         trajectory = cell.pop("kept", None)
         if trajectory is not None and kept is not None:
             kept[cell["run_id"]] = trajectory
     return cells
+
+
+def _rows_at(frame, at):
+    """The rows of `frame` at the ascending positions `at`: a slice where they are contiguous
+    (the records keep one run's steps together), else a take; the same rows either way, the
+    slice without copying every column (a take of each of 196 runs' steps cost ~0.8 s)."""
+    if len(at) and at[-1] - at[0] + 1 == len(at):
+        return frame.iloc[at[0]:at[-1] + 1]
+    return frame.iloc[at]
 
 
 def _table_group(run: dict[str, Any], history: History | None) -> tuple:
@@ -113,9 +126,10 @@ def _refuse_unmatched(rows: list[dict[str, Any]], rebuilt: dict[str, tuple]) -> 
 
 def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering: Ordering,
           compare_orderings: bool, calibration: str | None,
-          history: History | None, keep: frozenset[str], kept: dict[str, Any]) -> dict[str, Any]:
+          history: History | None, keep: frozenset[str], kept: dict[str, Any],
+          diagnosis: bool = True) -> dict[str, Any]:
     """The cell of one measured run (build_cells); `steps`: run id -> its step records; under
-    "kept" its seed-0 trajectory when the run is in `keep`."""
+    "kept" its seed-0 trajectory when the run is in `keep`; `diagnosis` as build_cells'."""
     reqs, skipped = rebuilt[run["run_id"]]
     st = steps[run["run_id"]]
     check = check_against_run(reqs, run, st)
@@ -159,13 +173,15 @@ def _cell(run: dict[str, Any], *, steps, rebuilt, sigma_of, seeds: int, ordering
                        not spec else "as run") + ", front-end in the engine thread",
         "requests_match_records": check["ok"], "requests_skipped": skipped,
     }
+    if pred.kept is not None:
+        cell["kept"] = pred.kept
+    if not diagnosis:
+        return cell
     if sync and not spec:      # what stock vLLM (overlap kept, front-end process) would do
         stock = predict_run(reqs, run, ordering=ordering, sync=False, serial_frontend=False,
                             calibration=calibration, history=hist)
         cell["predicted_tok_s_stock_async"] = stock.output_tok_s
     cell["predicted_tok_s_engine_window"] = pred.other_window_tok_s[conc]
-    if pred.kept is not None:
-        cell["kept"] = pred.kept
     if spec and compare_orderings:
         other = next(o for o in ORDERINGS if o != ordering)
         cell[f"predicted_accepted_per_step_{other}"] = predict_run(

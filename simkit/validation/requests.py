@@ -43,7 +43,9 @@ def run_requests(pool: list[RunRequest], run: dict[str, Any]) -> tuple[list[RunR
     truncated to max_tokens_cap. Returns (requests, skip counts by reason)."""
     from traces.calibration_requests import CalRequest, select_requests
 
-    cal = [CalRequest(f"r{i}", r.prompt_ids, r.output_ids) for i, r in enumerate(pool)]
+    # made as select_requests takes them (it stops at the num_requests-th that fits): the pool
+    # holds the whole corpus, and a list of it per run cost ~7 ms a run, 196 runs per validate
+    cal = (CalRequest(f"r{i}", r.prompt_ids, r.output_ids) for i, r in enumerate(pool))
     kept, skipped = select_requests(cal, int(run["num_requests"]), int(run["max_model_len"]),
                                     int(run["k"] or 0), int(run["max_tokens_cap"] or 0))
     return [RunRequest(r.prompt_ids, r.output_ids) for r in kept], skipped

@@ -106,7 +106,7 @@ def _add_interval(cal: Path, runs, steps, fit_runs: set[str], progress: Any = No
 
     cells = build_cells(runs, steps, purpose="calibration", run_ids=sorted(fit_runs),
                         compare_orderings=False, calibration=str(cal), progress=progress,
-                        pools=pools)
+                        pools=pools, diagnosis=False)       # the interval reads the errors only
     doc = read_calibration(cal)
     doc["interval"] = rerun_interval(cells, runs, fit_runs, by_runner=by_runner)
     write_calibration(doc, cal)
@@ -269,7 +269,8 @@ def unseen_days(runs, steps, version: str, records: Path | None = None,
             rest = [r for r in ids if r not in known]
             cells = [] if not rest else build_cells(
                 sel, steps, purpose="all", run_ids=rest, compare_orderings=False,
-                calibration=shipped or str(cal), progress=progress, pools=pools, kept=kept)
+                calibration=shipped or str(cal), progress=progress, pools=pools, kept=kept,
+                diagnosis=False)                  # _figures reads the errors and intervals
             cells = sorted([*known.values(), *cells], key=lambda c: c["run_id"])
             held = [c for c in cells if c["purpose"] == "validation"]
             out.append({"day": day, "fitted_on_days": order[:i], "fitted_runs": len(fit_runs),

@@ -16,7 +16,10 @@ N = max(min_requests, span_factor x r x W / 0.9) requests (the engine's open-loo
 at the arrival of 10 % of them). A rate needing more than max_requests is not simulated: a short
 burst would pass any goal without the server ever filling, so such a rate counts as *not
 verified* (binding "request cap") and the answer is the largest rate that could be verified.
-The search starts at the request throughput of a closed-loop pilot at concurrency 32.
+The search starts at the request throughput of a closed-loop pilot at concurrency 32. Every
+simulation of a search runs on one JobPool (workers forked once), a rate's seeds one after
+another until one misses a goal (max_sustainable_rates says why the figures are still those
+of every seed).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from simkit.engine.config import WHATIF_CONFIGS, EngineConfig, SpecConfig, parse_configs
-from simkit.engine.runner import Cell, Job, engine_config, prepare, run_jobs
+from simkit.engine.pool import JobPool, results
+from simkit.engine.runner import Cell, Job, engine_config, prepare
 from simkit.app.options import Goals, RunOptions
 from simkit.engine.sim import ClosedLoop, OpenLoop, RunResult, request_order
 from simkit.engine.workload import Workload
@@ -49,9 +53,39 @@ def _check(runs: list[RunResult], goals: Goals) -> tuple[bool, float, float, str
     return not (bad_ttft or bad_tpot), ttft, tpot, binding
 
 
-def _ttft_missed(runs: list[RunResult], goals: Goals) -> bool:
-    """True once a seed so far misses the TTFT goal (NaN: no request in the window, a miss)."""
-    return bool(runs) and _check(runs, goals)[3] == "ttft"
+def _misses(res: RunResult, goals: Goals) -> str:
+    """The goal one seed's run misses, TTFT first ('' when it meets both; NaN misses)."""
+    return _check([res], goals)[3]
+
+
+def run_seeds(pool: JobPool, rates: list[tuple[SpecConfig, float, int, range]], goals: Goals,
+              stop_on: tuple[str, ...]) -> list[list[RunResult]]:
+    """Per (spec, rate, requests, seeds): the runs of those seeds, in seed order, one seed after
+    another and no further once a seed misses a goal in `stop_on` (() runs every seed, all at
+    once). The rates advance side by side on the pool: a free worker takes the next seed of
+    whichever rate it can."""
+    def job(i: int, seed: int) -> Job:
+        spec, rate, n, _ = rates[i]
+        return Job(spec, seed, OpenLoop(rate=rate), n)
+
+    runs: list[list[RunResult]] = [[] for _ in rates]
+    if not stop_on:
+        futures = [[pool.submit(job(i, s)) for s in seeds] for i, (_, _, _, seeds) in
+                   enumerate(rates)]
+        flat = results(pool, [f for fs in futures for f in fs])
+        it = iter(flat)
+        return [[next(it) for _ in fs] for fs in futures]
+    flying = {pool.submit(job(i, seeds[0])): i for i, (_, _, _, seeds) in enumerate(rates)
+              if len(seeds)}
+    while flying:
+        for fut in pool.done(list(flying)):
+            i = flying.pop(fut)
+            res = fut.result()
+            runs[i].append(res)
+            seeds = rates[i][3]
+            if len(runs[i]) < len(seeds) and _misses(res, goals) not in stop_on:
+                flying[pool.submit(job(i, seeds[len(runs[i])]))] = i
+    return runs
 
 
 def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: float,
@@ -63,15 +97,21 @@ def requests_for(rate: float, goals: Goals, mean_out: float, *, span_factor: flo
 
 
 def pilot_rates(cell: Cell, specs: list[SpecConfig], *, workers: int | None,
-                concurrency: int = 32) -> list[float]:
-    """Closed-loop request throughput at `concurrency` per spec: where the search starts."""
+                concurrency: int = 32, pool: JobPool | None = None) -> list[float]:
+    """Closed-loop request throughput at `concurrency` per spec: where the search starts
+    (on `pool` when given, else on a pool of its own)."""
     from simkit.progress import phase
 
     jobs = [Job(s, 0, ClosedLoop(concurrency), 4 * concurrency) for s in specs]
     with phase(f"capacity search: closed-loop pilot (C={concurrency}) of {len(specs)} "
                "configuration(s)", len(jobs)):
-        flat = [r.metrics.request_throughput for r in run_jobs(cell, jobs, workers)]
-    return [t if t > 0 else 1.0 for t in flat]
+        if pool is None:
+            with JobPool(cell, workers, width=len(jobs)) as own:
+                flat = results(own, [own.submit(j) for j in jobs])
+        else:
+            flat = results(pool, [pool.submit(j) for j in jobs])
+    return [r.metrics.request_throughput if r.metrics.request_throughput > 0 else 1.0
+            for r in flat]
 
 
 def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig], goals: Goals, *, seeds: int, min_requests: int,
@@ -81,10 +121,13 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
                           start_rates: list[float] | None = None,
                           early_stop: bool = True) -> list[dict[str, Any]]:
     """Per spec, the largest per-replica Poisson rate meeting the goals (bisection; all specs
-    advance together so that every iteration fills the worker pool). `early_stop`: a rate's
-    seeds run one after another and stop once a seed misses the TTFT goal: the rate then fails
-    with TTFT binding whatever the other seeds say (worst p99s over seeds only grow, and only
-    a passing rate's figures are printed), so every printed figure is the one all seeds give."""
+    advance together on one pool of workers forked once). `early_stop`: a rate's seeds run one
+    after another and stop once a seed misses a goal: the rate then fails whatever the other
+    seeds say (worst p99s over seeds only grow, and only a passing rate's figures are printed).
+    The binding goal of a failed rate is TTFT when any seed misses it: where a seed missed only
+    TPOT, the seeds left are run for the one failed rate whose binding is printed (the lowest),
+    after the search, again one after another until one misses TTFT. So every printed figure
+    is the one all seeds give."""
     from simkit.progress import phase
 
     if rel_tol <= 0 or span_factor <= 0 or min_requests < 1 or max_requests < min_requests:
@@ -93,54 +136,58 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
     cell = Cell(workload, cost, cfg or engine_config(cost))
     prepare(cell, specs)
     mean_out = mean_output_tokens(workload, cell.engine.max_tokens, cell.engine.max_model_len)
-    starts = start_rates or pilot_rates(cell, specs, workers=workers)
-    state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
-              "hi_bind": "", "it": 0, "done": False} for s, r0 in zip(specs, starts)]
-    for st_round in range(1, max_iter + 1):
-        live = [st for st in state if not st["done"]]
-        if not live:
-            break
-        sims = []
-        for st in live:
-            n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
-                                   min_requests=min_requests, max_requests=max_requests)
-            st["n_next"] = n
-            if fits:
-                sims.append(st)
-        runs: dict[int, list[RunResult]] = {id(st): [] for st in sims}
-        with phase(f"capacity search: round {st_round} (at most {max_iter}) of "
-                   f"{len(sims)} configuration(s) still searching x "
-                   f"{'up to ' if early_stop and seeds > 1 else ''}{seeds} seed(s)",
-                   len(sims) * seeds):
-            for group in ([list(range(seeds))] if not early_stop else
-                          [[seed] for seed in range(seeds)]):
-                todo = [st for st in sims if not _ttft_missed(runs[id(st)], goals)]
-                jobs = [Job(st["spec"], seed, OpenLoop(rate=st["next"]), st["n_next"])
-                        for st in todo for seed in group]
-                flat = run_jobs(cell, jobs, workers) if jobs else []
-                for i, st in enumerate(todo):
-                    runs[id(st)] += flat[i * len(group):(i + 1) * len(group)]
-        for st in live:
-            if st in sims:
-                ok, ttft, tpot, bind = _check(runs[id(st)], goals)
-            else:
-                ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
-            r = st["next"]
-            st["it"] += 1
-            if ok:
-                st["lo"], st["lo_m"] = r, (ttft, tpot, st["n_next"])
-            else:
-                st["hi"], st["hi_bind"] = r, bind
-            if st["hi"] == math.inf:
-                st["next"] = r * 2.0
-            elif st["lo"] == 0.0:
-                st["next"] = r / 2.0
-                if r < st["start"] * 2.0 ** -10:          # fails even at a trickle
+    every = range(seeds)
+    with JobPool(cell, workers, width=len(specs)) as pool:
+        starts = start_rates or pilot_rates(cell, specs, workers=workers, pool=pool)
+        state = [{"spec": s, "lo": 0.0, "hi": math.inf, "next": r0, "start": r0, "lo_m": None,
+                  "hi_bind": "", "hi_open": None, "it": 0, "done": False}
+                 for s, r0 in zip(specs, starts)]
+        for st_round in range(1, max_iter + 1):
+            live = [st for st in state if not st["done"]]
+            if not live:
+                break
+            sims = []
+            for st in live:
+                n, fits = requests_for(st["next"], goals, mean_out, span_factor=span_factor,
+                                       min_requests=min_requests, max_requests=max_requests)
+                st["n_next"] = n
+                if fits:
+                    sims.append(st)
+            with phase(f"capacity search: round {st_round} (at most {max_iter}) of "
+                       f"{len(sims)} configuration(s) still searching x "
+                       f"{'up to ' if early_stop and seeds > 1 else ''}{seeds} seed(s)",
+                       len(sims) * seeds):
+                ran = run_seeds(pool, [(st["spec"], st["next"], st["n_next"], every)
+                                       for st in sims], goals,
+                                ("ttft", "tpot") if early_stop else ())
+            runs = {id(st): r for st, r in zip(sims, ran)}
+            for st in live:
+                open_seeds = None
+                if st in sims:
+                    ok, ttft, tpot, bind = _check(runs[id(st)], goals)
+                    left = range(len(runs[id(st)]), seeds)
+                    if not ok and bind == "tpot" and len(left):
+                        open_seeds = left          # a later seed may still miss TTFT
+                else:
+                    ok, ttft, tpot, bind = False, math.nan, math.nan, "request cap"
+                r = st["next"]
+                st["it"] += 1
+                if ok:
+                    st["lo"], st["lo_m"] = r, (ttft, tpot, st["n_next"])
+                else:
+                    st["hi"], st["hi_bind"] = r, bind
+                    st["hi_open"] = None if open_seeds is None else (st["n_next"], open_seeds)
+                if st["hi"] == math.inf:
+                    st["next"] = r * 2.0
+                elif st["lo"] == 0.0:
+                    st["next"] = r / 2.0
+                    if r < st["start"] * 2.0 ** -10:          # fails even at a trickle
+                        st["done"] = True
+                else:
+                    st["next"] = math.sqrt(st["lo"] * st["hi"])
+                if st["lo"] > 0 and st["hi"] < math.inf and st["hi"] / st["lo"] <= 1 + rel_tol:
                     st["done"] = True
-            else:
-                st["next"] = math.sqrt(st["lo"] * st["hi"])
-            if st["lo"] > 0 and st["hi"] < math.inf and st["hi"] / st["lo"] <= 1 + rel_tol:
-                st["done"] = True
+        _settle_binding(pool, [st for st in state if st["hi_open"] is not None], goals)
     out = []
     for st in state:
         ttft, tpot, n = st["lo_m"] or (math.nan, math.nan, 0)
@@ -150,6 +197,23 @@ def max_sustainable_rates(workload: Workload, cost: Any, specs: list[SpecConfig]
                     "binding": st["hi_bind"] or "none found", "iterations": st["it"],
                     "converged": st["done"] and st["lo"] > 0})
     return out
+
+
+def _settle_binding(pool: JobPool, open_states: list[dict[str, Any]], goals: Goals) -> None:
+    """The binding goal of each state's lowest failed rate, where its seeds so far missed only
+    TPOT: its seeds not yet run, one after another until one misses TTFT (then 'ttft')."""
+    from simkit.progress import phase
+
+    if not open_states:
+        return
+    total = sum(len(st["hi_open"][1]) for st in open_states)
+    with phase(f"capacity search: the binding goal at the lowest failed rate of "
+               f"{len(open_states)} configuration(s), up to {total} more seed run(s)", total):
+        ran = run_seeds(pool, [(st["spec"], st["hi"], st["hi_open"][0], st["hi_open"][1])
+                               for st in open_states], goals, ("ttft",))
+    for st, runs in zip(open_states, ran):
+        if any(_misses(r, goals) == "ttft" for r in runs):
+            st["hi_bind"] = "ttft"
 
 
 def capacity(run: RunOptions = RunOptions(), *, target_rate: float | None = None,

@@ -13,7 +13,9 @@ import numpy as np
 
 from simkit.app.options import RunOptions
 from simkit.engine.config import EngineConfig, SpecConfig
-from simkit.engine.runner import Cell, Ladder, default_num_requests, run_ladder
+from simkit.engine.runner import (Cell, Job, Ladder, default_num_requests, pool_pays, prepare,
+                                  run_ladder, runnable_specs)
+from simkit.engine.summary import summarize_rows
 from simkit.engine.sim import ClosedLoop
 from simkit.engine.workload import Workload
 
@@ -137,3 +139,33 @@ def ladder_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecCo
     return run_ladder(Cell(workload, cost, server or run.server(cost)), specs,
                       seeds=run.seeds, num_requests=n, load=ClosedLoop(clients),
                       workers=run.workers, phase=phase)
+
+
+def ladders_of(run: RunOptions, workload: Workload, cost: Any, specs: list[SpecConfig], *,
+               server: EngineConfig, levels: list[tuple[int, int]], phase: str) -> list[Ladder]:
+    """The ladder of `specs` at each (concurrency, requests per run) of `levels`, as ladder_of
+    would run them one after the other, but on one pool of workers forked once and without
+    waiting for a level's last run before the next level starts (the runs do not depend on
+    each other; here, without workers, when they are too few requests for a pool to pay:
+    runner.pool_pays). One stated progress phase counts every run: `phase`, then the size."""
+    from simkit.engine.pool import JobPool, results
+    from simkit.progress import phase as stated
+
+    cell = Cell(workload, cost, server)
+    runnable, unavailable = runnable_specs(cell, specs)
+    seeds = run.seeds
+    jobs = [Job(spec, seed, ClosedLoop(c), n) for c, n in levels for spec in runnable
+            for seed in range(seeds)]
+    with stated(f"{phase}: {len(levels)} level(s) x {len(runnable)} configuration(s) x "
+                f"{seeds} seed(s)", len(jobs)):
+        prepare(cell, runnable)
+        workers = run.workers if run.workers is not None or pool_pays(cell, jobs) else 1
+        with JobPool(cell, workers, width=len(jobs)) as pool:
+            flat = results(pool, [pool.submit(j) for j in jobs])
+    per = len(runnable) * seeds
+    out = []
+    for i in range(len(levels)):
+        level = flat[i * per:(i + 1) * per]
+        runs = [level[j * seeds:(j + 1) * seeds] for j in range(len(runnable))]
+        out.append(Ladder(summarize_rows(runnable, runs), dict(unavailable), level))
+    return out

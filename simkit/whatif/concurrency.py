@@ -13,7 +13,7 @@ from simkit.engine.workload import Workload
 from simkit.errors import InputError
 from simkit.plotting import plt_agg, save_png
 from simkit.whatif.common import (
-    WhatIfResult, cost_of, ladder_of, skip_note, skipped_of, workload_note, workload_of)
+    WhatIfResult, cost_of, ladders_of, skip_note, skipped_of, workload_note, workload_of)
 
 COLUMNS = ["concurrency", "config", "output_tok_s", "speedup_vs_vanilla", "tpot_ms_p50",
            "ttft_ms_p50", "tpot_ms_p99", "num_requests"]
@@ -115,15 +115,11 @@ def concurrency(run: RunOptions = RunOptions(), *, levels: str = "1,2,4,8,16,32,
     workload = workload_of(run, workload)
     cost = cost_of(run)
     server = run.server(cost)
-    from simkit.progress import phase
-
     rows, unavailable, skipped = [], {}, {}
-    for i, c in enumerate(cs, 1):
-        n = max(min_requests, default_num_requests(workload, c))
-        with phase(f"concurrency {c} (level {i} of {len(cs)}): {len(specs)} configuration(s) x "
-                   f"{seeds} seed(s) of {n} requests", len(specs) * seeds):
-            ladder = ladder_of(run, workload, cost, specs, server=server, num_requests=n,
-                               concurrency=c)
+    sizes = [max(min_requests, default_num_requests(workload, c)) for c in cs]
+    ladders = ladders_of(run, workload, cost, specs, server=server, levels=list(zip(cs, sizes)),
+                         phase="concurrency")
+    for c, n, ladder in zip(cs, sizes, ladders):
         unavailable.update(ladder.unavailable)
         skipped = skipped or skipped_of(ladder)      # one workload and server: the same
         for r in ladder.rows:

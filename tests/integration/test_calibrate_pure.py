@@ -144,6 +144,22 @@ def test_select_requests_counts_what_it_skips():
     assert skipped == {"too_long_for_max_model_len": 1}
 
 
+def test_select_requests_reads_no_further_than_the_last_kept():
+    """simkit validate hands it a generator over the whole corpus pool (validation.requests):
+    each request is made only as far as the selection reads."""
+    made = []
+
+    def pool():
+        for i in range(1000):
+            made.append(i)
+            yield CalRequest(f"r{i}", np.arange(10 + 90 * (i % 3 == 1), dtype=np.int32),
+                             np.arange(5, dtype=np.int32))
+
+    kept, skipped = select_requests(pool(), 4, max_model_len=99, k_max=4, max_tokens_cap=0)
+    assert [r.id for r in kept] == ["r0", "r2", "r3", "r5"]
+    assert skipped == {"too_long_for_max_model_len": 2} and made == list(range(7))   # one past
+
+
 @pytest.mark.skipif(traces_src_dir() is None, reason="needs ../shared/traces-src")
 def test_request_files_from_the_real_corpus_round_trip(tmp_path):
     from calibrate.make_requests import make

@@ -109,3 +109,32 @@ def test_chat_template_tokens():
     assert 9906 in ids  # content trimmed, so "Hello" is encoded without a leading space
     q = encode_prompt("qwen", qwen25_chat([("system", "S"), ("user", "Hi")], False))
     assert q[0] == 151644 and q[-1] == 198 and q.count(151644) == 2
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fingerprint_is_the_encodings_without_building_it(family, monkeypatch):
+    """A cached corpus's key needs the fingerprint, not the Encoding (a second of BPE parsing):
+    the digest is the one of the built Encoding's own pattern and specials."""
+    import hashlib
+
+    from traces import tokenizers as tk
+
+    tk.tokenizer_fingerprint.cache_clear()
+    built = []
+    real = tk.get_tokenizer_from_ranks
+    monkeypatch.setattr(tk, "get_tokenizer_from_ranks",
+                        lambda *a: built.append(a[0]) or real(*a))
+    tk.get_tokenizer.cache_clear()
+    try:
+        got = tk.tokenizer_fingerprint(family)
+        assert built == []
+        enc = tk.get_tokenizer(family)
+        h = hashlib.sha256()
+        h.update(tk._bpe_path(tk.bpe_file_for(family)).read_bytes())
+        h.update(enc._pat_str.encode())
+        h.update(repr(sorted(enc._special_tokens.items())).encode())
+        h.update(repr(sorted(tk.OUTPUT_SPECIALS[family])).encode())
+        assert got == h.hexdigest()[:16]
+    finally:
+        tk.get_tokenizer.cache_clear()
+        tk.tokenizer_fingerprint.cache_clear()

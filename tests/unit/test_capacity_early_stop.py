@@ -1,6 +1,7 @@
-"""The capacity search stops a rate's seeds once one misses the TTFT goal: the same rows as
-running every seed (the printed figures are those of passing rates, which run every seed, and a
-failed rate's binding goal is decided by the first TTFT miss), in fewer simulations."""
+"""The capacity search stops a rate's seeds once one misses a goal: the same rows as running
+every seed (the printed figures are those of passing rates, which run every seed, and the
+binding goal of the lowest failed rate is settled by its remaining seeds where a seed missed
+only TPOT), in fewer simulations. tests/unit/test_search_reuse.py covers the settling."""
 
 from __future__ import annotations
 

@@ -107,7 +107,12 @@ def test_capacity_search_rounds_are_phases_of_known_size(said):
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("capacity search: closed-loop pilot (C=32) of 2 configuration(s)"
                                ": 0 of 2 simulations")
-    rounds = [ln for ln in lines[1:]]
+    # after the rounds, where a lowest failed rate stopped on a TPOT-only miss: its seeds left
+    settle = [ln for ln in lines[1:] if "binding goal" in ln]
+    rounds = [ln for ln in lines[1:] if ln not in settle]
+    assert all(re.match(r"capacity search: the binding goal at the lowest failed rate of \d "
+                        r"configuration\(s\), up to \d+ more seed run\(s\): 0 of \d+ "
+                        r"simulations", ln) for ln in settle) and len(settle) <= 1, settle
     assert len(rounds) == max(r["iterations"] for r in rows)
     for i, ln in enumerate(rounds, 1):
         m = re.match(r"capacity search: round (\d+) \(at most 40\) of (\d) configuration\(s\) "

@@ -8,6 +8,8 @@ the SimPy loop over simkit.engine.scheduler, which stays the reference implement
 fields it was checked on, the four K policies (goodput only under the cost model it mirrors),
 table-replayed drafts. A new version, setting or policy falls back until it is added here and to the test.
 SIMKIT_ENGINE_LOOP=reference forces the reference loop (benchmarks, bisecting a difference).
+`run_joint(...)`: the fleet's load-aware joint run (simkit.fleet.sim.run_joint) on the same
+kernel (joint.py), under the same allow-list (tests/unit/test_fast_joint.py).
 """
 
 from __future__ import annotations
@@ -80,4 +82,21 @@ def run(workload, cost_model, cfg, spec, sched, **kw):
     from simkit.engine.fast import loop as compiled
 
     return compiled.run(workload, cost_model, cfg, spec, sched, **kw)
+
+
+def run_joint(workload, cost_model, cfg, spec, sched, times, replicas, **kw):
+    """simkit.fleet.sim.run_joint's run on the compiled loop (joint.run), or None (run the
+    reference), under the same allow-list as `run`."""
+    if refusal(cfg, spec, sched) is not None:
+        return None
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    from simkit.engine.fast.background import wait_once
+
+    wait_once()
+    from simkit.engine.fast import joint
+
+    return joint.run(workload, cost_model, cfg, spec, sched, times, replicas, **kw)
 

@@ -36,19 +36,17 @@ N_ITL_COLS = 3
 # warm-up end step, last arrival step
 N_SCALARS = 10
 ERR_NONE, ERR_STUCK, ERR_EVICT, ERR_TIE = 0, 1, 2, 3
+# engine's control array: requests delivered (joint driver), requests finished (the engine),
+# joint mode on, the step and gap rows its buffers hold; what it yields when a joint engine
+# has no work, when its buffers are full; the buffers' rows
+C_DELIVERED, C_DONE, C_JOINT, C_STEPS, C_GAPS = range(5)
+N_CTL = 5
+JOINT_IDLE, FLUSH = -1.0, -2.0
+STEP_ROWS, GAP_ROWS = 4096, 16384
 # dispatcher modes (cudagraph.CudagraphMode) and step graph modes (trajectory._MODES order)
 D_NONE, D_FULL, D_FAP, D_PIECEWISE = 0, 1, 2, 3
 G_FULL, G_PIECEWISE, G_NONE = 0, 1, 2
 CHUNK, LAST, DECODE = 0, 1, 2
-
-
-@njit(cache=True)
-def _grow(a, n):
-    if n < a.shape[0]:
-        return a
-    b = np.empty((a.shape[0] * 2, a.shape[1]), a.dtype)
-    b[:a.shape[0]] = a
-    return b
 
 
 @njit(cache=True)
@@ -93,18 +91,90 @@ def _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, at):
     wq[at] = j
 
 
-@njit(cache=True)
 def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency, warm_count, marks,
-               use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
-               refs, lru_prev, lru_next, lru_init, anon0, evicted0,
-               acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
-               speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
-               max_model_len, max_num_seqs, num_blocks):
+             use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
+             refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+             acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+             speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+             max_model_len, max_num_seqs, num_blocks):
     """Run a closed loop (`concurrency` clients) or, with `open_loop`, arrivals at `arr_t`
-    (priced as they run with `consts`: arrivals read the clock). Returns (scalars, steps,
-    finishes, gaps, mark steps, arrival step per request, arrival time per request, per-step
-    (step s, host-bound s, end) when priced here)."""
+    (priced as they run with `consts`: arrivals read the clock): `engine` driven to its end
+    (it yields only to hand over full output buffers). Returns (scalars, steps, finishes, gaps,
+    mark steps, arrival step per request, arrival time per request, per-step (step s,
+    host-bound s, end) when priced here)."""
+    out = Outputs(order.shape[0], marks.shape[0], max_num_seqs)
+    ctl = np.zeros(N_CTL, np.int64)
+    gen = engine(open_loop, ctl, np.zeros(1), arr_t, consts, asy, order, plen, olen, row0,
+                 concurrency, warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact,
+                 modify_ok, H, B, refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+                 acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+                 speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+                 max_model_len, max_num_seqs, num_blocks, *out.arrays())
+    for _ in gen:                        # FLUSH only: no joint mode here
+        out.flush(ctl)
+    steps, gaps, priced = out.collect(ctl)
+    return (out.scalars, steps, out.fins[:out.scalars[2]], gaps, out.mark_at, out.arrival,
+            out.arrival_f, priced if open_loop else priced[:0])
+
+
+class Outputs:
+    """An engine run's output arrays: the ones it fills in place, and the step, gap and price
+    buffers it hands over (FLUSH) whenever one is full, collected here in order."""
+
+    def __init__(self, n: int, n_marks: int, max_num_seqs: int):
+        self.scalars = np.zeros(N_SCALARS, np.int64)
+        self.mark_at = np.full(n_marks, -2, np.int64)
+        self.arrival = np.zeros(n, np.int64)
+        self.arrival_f = np.zeros(n)
+        self.fins = np.zeros((max(n, 1), N_FIN_COLS), np.int64)
+        self.steps = np.zeros((STEP_ROWS, N_STEP_COLS), np.int64)
+        # a step adds at most one gap per running request (max_num_seqs)
+        self.gaps = np.zeros((max(GAP_ROWS, 4 * (max_num_seqs + 1)), N_ITL_COLS), np.int64)
+        self.priced = np.zeros((STEP_ROWS, 3))
+        self.parts: tuple[list, list, list] = ([], [], [])
+
+    def arrays(self) -> tuple:
+        """engine's output arguments, in order."""
+        return (self.scalars, self.mark_at, self.arrival, self.arrival_f, self.fins,
+                self.steps, self.gaps, self.priced)
+
+    def flush(self, ctl) -> None:
+        """Keep the buffers' rows the engine wrote since its last flush (ctl's counts)."""
+        s, g = int(ctl[C_STEPS]), int(ctl[C_GAPS])
+        self.parts[0].append(self.steps[:s].copy())
+        self.parts[1].append(self.gaps[:g].copy())
+        self.parts[2].append(self.priced[:s].copy())
+
+    def collect(self, ctl) -> tuple:
+        """(steps, gaps, prices) of the whole run, once the engine has ended."""
+        self.flush(ctl)
+        return tuple(p[0] if len(p) == 1 else np.concatenate(p) for p in self.parts)
+
+
+@njit(cache=True)
+def engine(open_loop, ctl, horizon, arr_t, consts, asy, order, plen, olen, row0, concurrency,
+           warm_count, marks, use_pc, ch_off, ch_ids, nkeys, shared, exact, modify_ok, H, B,
+           refs, lru_prev, lru_next, lru_init, anon0, evicted0,
+           acc2d, dr2d, kcol, pol_mode, ks, ktab, k_init, alpha, threshold,
+           speculative, pad, dsizes, dcount, dq, dmode, block_size, budget0,
+           max_model_len, max_num_seqs, num_blocks,
+           scalars, mark_at, arrival, arrival_f, fins, steps, gaps, priced):
+    """The engine loop of every run, as a generator. Closed and open loops never yield. In
+    joint mode (open loop, ctl[C_JOINT] != 0) the run's requests are not known in advance: a
+    driver (simkit.engine.fast.joint) routes each arrival here, writing order[j] (its request),
+    arr_t[j] (the clock at its arrival), B[j] and ctl[C_DELIVERED] = j + 1; the generator yields
+    the end of a step, once scheduled and priced, that is not before horizon[0] (the next
+    arrival's time: earlier ones it runs through, nothing can arrive in them; resumed at the
+    end, it takes what was delivered during the step, then updates) and JOINT_IDLE when it has
+    no work (resumed with arrivals, it wakes at their time; with none, it ends). Before each yield
+    ctl[C_DONE] holds its finished count (the router reads outstanding = delivered - finished).
+    In every mode it yields FLUSH when the `steps` (and `priced`) or `gaps` buffer is full:
+    their first ctl[C_STEPS] and ctl[C_GAPS] rows are taken (Outputs.flush) and refilled from
+    the top (a generator cannot return arrays, nor grow its caller's); at its end those counts
+    are the rows since the last flush. `scalars`, `mark_at`, `arrival`, `arrival_f` and `fins`
+    (one row per request) are filled in place."""
     n = order.shape[0]
+    joint = open_loop and ctl[C_JOINT] != 0
     bs = block_size
     max_len_1 = max_model_len - 1
     # request state, by position j in the order
@@ -115,9 +185,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     spec = np.zeros(n, np.int64)
     first = np.full(n, -2, np.int64)      # step of the first token (-2: none yet)
     last = np.full(n, -2, np.int64)
-    arrival = np.zeros(n, np.int64)       # closed loop: the step whose end it is (-1: 0)
-    arrival_f = np.zeros(n)                 # open loop: the time
-    priced = np.zeros((1024 if open_loop else 1, 3))
+    # arrival[j]: closed loop, the step whose end it is (-1: 0); arrival_f[j]: open loop, the time
     now = 0.0
     a_now = 0.0                             # the arrivals process's clock
     preempts = np.zeros(n, np.int64)
@@ -155,10 +223,10 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     uncond = np.ones(kmax + 1)
     k_cur = k_init
     # outputs
-    steps = np.zeros((1024, N_STEP_COLS), np.int64)
-    fins = np.zeros((max(n, 1), N_FIN_COLS), np.int64)
-    gaps = np.zeros((4096, N_ITL_COLS), np.int64)
-    mark_at = np.full(marks.shape[0], -2, np.int64)
+    s_base = 0                              # the step and gap held in the buffers' first rows
+    g_base = 0
+    s_rows = steps.shape[0]
+    g_room = gaps.shape[0] - max_num_seqs - 1
     nfin = 0
     ngap = 0
     hit_tokens = 0
@@ -185,7 +253,9 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
 
     # the first clients (or arrivals at time 0) submit before the engine's first step
     first_n = min(concurrency, n)
-    if open_loop:
+    if joint:
+        first_n = ctl[C_DELIVERED]            # the driver routed the arrivals at time 0
+    elif open_loop:
         first_n = 0
         while first_n < n and not arr_t[first_n] > 0.0:
             first_n += 1
@@ -193,11 +263,32 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
         j = nxt
         nxt += 1
         arrival[j] = -1
+        if joint:
+            arrival_f[j] = arr_t[j]
         last_arrival = -1
         _enqueue(j, order, seen, modified, exact, modify_ok, use_pc, wq, (whead + wcount) % wcap)
         wcount += 1
     step = 0
     while True:
+        if step - s_base == s_rows or ngap - g_base > g_room:
+            ctl[C_STEPS] = step - s_base
+            ctl[C_GAPS] = ngap - g_base
+            yield FLUSH                                # the caller takes the full buffers
+            s_base = step
+            g_base = ngap
+        if nrun == 0 and wcount == 0 and joint:
+            ctl[C_DONE] = done
+            yield JOINT_IDLE                           # idle until the router delivers
+            if nxt >= ctl[C_DELIVERED]:
+                break                                  # none: the arrivals are over
+            now = arr_t[nxt]                           # the arrival wakes the engine
+            while nxt < ctl[C_DELIVERED]:
+                arrival_f[nxt] = arr_t[nxt]
+                _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                         (whead + wcount) % wcap)
+                wcount += 1
+                nxt += 1
+            continue
         if nrun == 0 and wcount == 0 and open_loop:
             if nxt >= n:
                 break
@@ -482,8 +573,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
             break
         mode, padded = _dispatch(dsizes, dcount, dq, dmode, max_num_seqs, k, num_tokens, ne,
                                  max_q)
-        steps = _grow(steps, step)
-        row = steps[step]
+        row = steps[step - s_base]
         row[S_REQS] = ne
         row[S_TOKENS] = num_tokens
         row[S_PADDED] = padded
@@ -518,12 +608,22 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                                 prefill_tokens, prefill_reqs, mode, sched_acc,
                                 drafting if speculative else 0, asy)
             end = now + s_step
-            priced = _grow(priced, step)
             x = s_step - dev
-            priced[step, 0] = s_step
-            priced[step, 1] = ((x if x > 0.0 else 0.0) / s_step if s_step > 0 else 0.0) * s_step
-            priced[step, 2] = end
-            while nxt < n:
+            priced[step - s_base, 0] = s_step
+            priced[step - s_base, 1] = ((x if x > 0.0 else 0.0) / s_step if s_step > 0 else 0.0) \
+                * s_step
+            priced[step - s_base, 2] = end
+            if joint and not end < horizon[0]:
+                ctl[C_DONE] = done
+                yield end                              # resumed at the step's end
+            if joint:
+                while nxt < ctl[C_DELIVERED]:          # arrivals during the step join the queue
+                    arrival_f[nxt] = arr_t[nxt]
+                    _enqueue(nxt, order, seen, modified, exact, modify_ok, use_pc, wq,
+                             (whead + wcount) % wcap)
+                    wcount += 1
+                    nxt += 1
+            while nxt < n and not joint:
                 t_next = a_now + (arr_t[nxt] - a_now)
                 if t_next == end:
                     err = ERR_TIE
@@ -581,10 +681,9 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
             if first[j] == -2:
                 first[j] = step
             else:
-                gaps = _grow(gaps, ngap)
-                gaps[ngap, 0] = step
-                gaps[ngap, 1] = last[j]
-                gaps[ngap, 2] = j
+                gaps[ngap - g_base, 0] = step
+                gaps[ngap - g_base, 1] = last[j]
+                gaps[ngap - g_base, 2] = j
                 ngap += 1
             last[j] = step
             if t >= olen[idx]:
@@ -714,7 +813,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
                     spec[j] = 0 if no_draft else knew
                 else:
                     spec[j] = d
-        row = steps[step]
+        row = steps[step - s_base]
         row[S_EMITTED] = emitted
         row[S_ACCEPTED] = accepted
         row[S_DECODES] = decodes
@@ -722,7 +821,7 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
         row[S_FREE] = free_blocks
         row[S_ITL] = ngap - gap0
         step += 1
-    scalars = np.zeros(N_SCALARS, np.int64)
+    ctl[C_DONE] = done
     scalars[0] = err
     scalars[1] = step
     scalars[2] = nfin
@@ -733,8 +832,8 @@ def run_loop(open_loop, arr_t, consts, asy, order, plen, olen, row0, concurrency
     scalars[7] = evicted
     scalars[8] = warm_step
     scalars[9] = last_arrival
-    return (scalars, steps[:step], fins[:nfin], gaps[:ngap], mark_at, arrival, arrival_f,
-            priced[:step] if open_loop else priced[:0])
+    ctl[C_STEPS] = step - s_base
+    ctl[C_GAPS] = ngap - g_base
 
 
 # kernel.price's constants (simkit.engine.fast.pricing.NAMES, then the drafter's three)

@@ -28,23 +28,38 @@ _MODES = (GraphMode.FULL, GraphMode.PIECEWISE, GraphMode.NONE)
 _DMODE = {CudagraphMode.NONE: K.D_NONE, CudagraphMode.FULL: K.D_FULL,
           CudagraphMode.FULL_AND_PIECEWISE: K.D_FAP, CudagraphMode.PIECEWISE: K.D_PIECEWISE}
 MAX_KEY_SPACE = 1 << 26       # prefix-cache key table entries (3 int32 arrays, 1 bool)
+# run_loop's parameters, in order (the engine generator's are these but arr_t and the outputs)
+_CODE = K.run_loop.__code__
+RUN_LOOP_ARGS = _CODE.co_varnames[:_CODE.co_argcount]
 
 
-def _chain_index(workload, chains: list) -> tuple:
-    """(CSR offsets, dense ids, chain lengths, hash -> id) of the workload's prompt chains, kept
-    on the workload beside its other derived columns."""
+def _chain_index(workload) -> tuple:
+    """(CSR offsets, dense ids, chain lengths, the distinct hashes sorted, their ids) of the
+    workload's prompt chains (Workload.hash_chains' packed form), ids numbered in order of
+    first appearance; kept on the workload beside its other derived columns."""
     cache = workload._columns
     if "_fast_chains" not in cache:
-        ids: dict[int, int] = {}
-        flat = []
-        for chain in chains:
-            for h in chain:
-                flat.append(ids.setdefault(h, len(ids)))
-        lens = np.array([len(c) for c in chains], np.int64)
-        off = np.zeros(len(chains) + 1, np.int64)
-        np.cumsum(lens, out=off[1:])
-        cache["_fast_chains"] = (off, np.array(flat, np.int64), lens, ids)
+        flat, off = workload.block_hashes
+        off = np.asarray(off, np.int64)
+        uniq, first, inv = np.unique(np.asarray(flat, np.uint64), return_index=True,
+                                     return_inverse=True)
+        rank = np.empty(uniq.size, np.int64)
+        rank[np.argsort(first)] = np.arange(uniq.size)
+        cache["_fast_chains"] = (off, rank[inv.reshape(-1)], np.diff(off), uniq, rank)
     return cache["_fast_chains"]
+
+
+def _lru_ids(uniq, rank, keys: list) -> tuple[np.ndarray, int]:
+    """(ids of the cached blocks `keys`, how many are no workload prompt's): a hash of the
+    workload has its id; another gets the next free one, in order."""
+    keys_a = np.array(keys, np.uint64)
+    pos = np.searchsorted(uniq, keys_a)
+    known = pos < uniq.size
+    known[known] = uniq[pos[known]] == keys_a[known]
+    ids = np.empty(keys_a.size, np.int64)
+    ids[known] = rank[pos[known]]
+    ids[~known] = uniq.size + np.arange(int((~known).sum()))
+    return ids, int((~known).sum())
 
 
 def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,9 +68,10 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
     acc, dr = [], []
     for i, k in enumerate(ks):
         key = ("_fast_col", drafter, k)
-        if key not in workload._columns:
-            a, d, _ = workload.columns(drafter, k)
-            workload._columns[key] = (np.asarray(a, np.uint8), np.asarray(d, np.uint8))
+        if key not in workload._columns:             # Workload.columns' values, not as lists
+            tab, kk = workload.table(drafter), workload.effective_k(drafter, k)
+            workload._columns[key] = tuple(np.ascontiguousarray(x[:, kk - 1], np.uint8)
+                                           for x in (tab.accepted, tab.drafted))
         a, d = workload._columns[key]
         acc.append(a)
         dr.append(d)
@@ -63,18 +79,13 @@ def _columns(workload, drafter: str, ks: Sequence[int]) -> tuple[np.ndarray, np.
     return np.stack(acc), np.stack(dr), kcol
 
 
-def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
-        concurrency: int, times: list[float] | None, warm_count: int | None,
-        marks: Sequence[int], pc, prefix: dict | None, chains: list | None,
-        shared: list | None, exact: frozenset, capture: bool, seed: int, result_type: type,
-        recorder: list | None = None):
-    """simulate's run on the compiled kernel: a closed loop of `concurrency` clients, or open-
-    loop arrivals at `times`; None where the reference loop must run it (an open loop under a
-    cost model the kernel cannot price, a tie between an arrival and a step's end) or say what
-    went wrong. `sched`: a reference Scheduler built for the run (its dispatchers, K policy and
-    initial K are the run's); `result_type`: simulate's RunResult; `recorder`: a list the run's
-    Recorder is appended to (the fleet's replicas read every request's latencies)."""
-    open_loop = times is not None
+def kernel_args(workload, cost_model, cfg, spec, sched, *, order: list[int], open_loop: bool,
+                pc, shared: list | None, exact: frozenset,
+                joint: bool = False) -> dict | None:
+    """The kernel's run-independent arguments (run_loop's and engine's, by name) for a run of
+    `order` (joint: every request may come, in an order the router decides), or None where
+    the kernel cannot take it. Under prefix caching, joint runs get `_per`: the keys each
+    request can use by workload index (its engine's B[j] follows the arrivals)."""
     asy, drafter = spec.async_scheduling, spec.drafter
     consts = constants(cost_model, drafter)
     if open_loop and consts is None:
@@ -89,16 +100,15 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     n_req = plen.size
     use_pc = pc is not None
     if use_pc:
-        off, flat, lens, ids = _chain_index(workload, chains)
-        ids = dict(ids)
+        off, flat, lens, uniq, rank = _chain_index(workload)
         lru_keys = list(pc.lru)
         held = [k for k, r in pc.refs.items() if r]
         if held:                                    # preload leaves every block free
             return None
-        for h in lru_keys:
-            ids.setdefault(h, len(ids))
-        H = len(ids)
-        per = np.maximum(lens, (plen + olen) // bs + 1)[order_a] + 1   # blocks request j can key
+        lru_init, new = _lru_ids(uniq, rank, lru_keys)
+        H = uniq.size + new
+        per_idx = np.maximum(lens, (plen + olen) // bs + 1) + 1   # blocks a request can key
+        per = per_idx[order_a]
         B = np.empty(order_a.size, np.int64)
         B[:1] = H
         np.cumsum(per[:-1], out=B[1:])
@@ -107,7 +117,6 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
         if space > MAX_KEY_SPACE:
             return None
         refs = np.full(space, -1, np.int32)
-        lru_init = np.array([ids[h] for h in lru_keys], np.int64)
         refs[lru_init] = 0
         shared_a = np.zeros(n_req, np.int64) if shared is None else np.asarray(shared, np.int64)
         exact_a = np.zeros(n_req, np.bool_)
@@ -162,16 +171,71 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
         dsizes[k, :len(d.sizes)] = d.sizes
         dcount[k] = len(d.sizes)
         dq[k] = 1 + d.num_spec_tokens
-    marks_a = np.asarray(sorted(set(marks)), np.int64)
+    args = dict(
+        open_loop=bool(open_loop), consts=consts if consts is not None else np.zeros(0),
+        asy=bool(asy), order=order_a, plen=plen, olen=olen, row0=row0, use_pc=use_pc,
+        ch_off=off, ch_ids=flat, nkeys=lens, shared=shared_a, exact=exact_a,
+        modify_ok=shared is not None, H=H, B=B, refs=refs, lru_prev=prev_a, lru_next=next_a,
+        lru_init=lru_init, anon0=int(anon0), evicted0=int(evicted0), acc2d=acc2d, dr2d=dr2d,
+        kcol=kcol, pol_mode=pol_mode, ks=ks_sorted, ktab=ktab, k_init=int(sched.k_cur),
+        alpha=alpha, threshold=threshold, speculative=bool(spec.speculative),
+        pad=bool(spec.pad), dsizes=dsizes, dcount=dcount, dq=dq, dmode=_DMODE[modes.pop()],
+        block_size=bs, budget0=cfg.max_num_batched_tokens, max_model_len=cfg.max_model_len,
+        max_num_seqs=cfg.max_num_seqs, num_blocks=cfg.num_blocks)
+    if joint and use_pc:
+        args["_per"] = per_idx
+    return args
 
+
+def record(cfg, steps, fins, gaps, step_s, host_s, ends, arrived) -> Recorder:
+    """The Recorder simulate's loop fills, from a kernel run's counts, its priced steps and each
+    request's arrival time (`arrived`, by position j)."""
+    # the Recorder gets arrays of the dtypes its lists become (the same numbers, no round trip)
+    step_s, host_s, ends = (np.asarray(x, np.float64) for x in (step_s, host_s, ends))
+    at = np.concatenate(([0.0], ends))                 # step index + 1 -> time
+    rec = Recorder()
+    rec.step_end, rec.step_s, rec.host_s = ends, step_s, host_s
+    col = steps.T
+    rec.mode = col[K.S_MODE].astype(np.int8)
+    rec.tokens, rec.padded, rec.pad_drafts = col[K.S_TOKENS], col[K.S_PADDED], col[K.S_PAD_DRAFTS]
+    rec.emitted, rec.accepted = col[K.S_EMITTED], col[K.S_ACCEPTED]
+    rec.decodes, rec.decode_tokens = col[K.S_DECODES], col[K.S_DEC_TOKENS]
+    rec.reqs, rec.k = col[K.S_REQS], col[K.S_K].copy()
+    total = cfg.num_blocks
+    rec.kv_used = 1.0 - col[K.S_FREE] / total if total else np.zeros(steps.shape[0])
+    rec.req_arrival = arrived[fins[:, 0]]
+    rec.req_first = at[fins[:, 1] + 1]
+    rec.req_done = at[fins[:, 2] + 1]
+    rec.req_out, rec.req_preempt = fins[:, 3].copy(), fins[:, 4].copy()
+    rec.itl = at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]
+    rec.itl_time = arrived[gaps[:, 2]]
+    return rec
+
+
+def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: dict,
+        concurrency: int, times: list[float] | None, warm_count: int | None,
+        marks: Sequence[int], pc, prefix: dict | None, chains: list | None,
+        shared: list | None, exact: frozenset, capture: bool, seed: int, result_type: type,
+        recorder: list | None = None):
+    """simulate's run on the compiled kernel: a closed loop of `concurrency` clients, or open-
+    loop arrivals at `times`; None where the reference loop must run it (an open loop under a
+    cost model the kernel cannot price, a tie between an arrival and a step's end) or say what
+    went wrong. `sched`: a reference Scheduler built for the run (its dispatchers, K policy and
+    initial K are the run's); `result_type`: simulate's RunResult; `recorder`: a list the run's
+    Recorder is appended to (the fleet's replicas read every request's latencies)."""
+    open_loop = times is not None
+    args = kernel_args(workload, cost_model, cfg, spec, sched, order=order, open_loop=open_loop,
+                       pc=pc, shared=shared, exact=exact)
+    if args is None:
+        return None
+    asy, drafter = spec.async_scheduling, spec.drafter
+    consts = args["consts"] if args["consts"].size else None
+    marks_a = np.asarray(sorted(set(marks)), np.int64)
+    args.update(arr_t=np.asarray(times if open_loop else [], np.float64),
+                concurrency=int(concurrency), marks=marks_a,
+                warm_count=-1 if warm_count is None else int(warm_count))
     scalars, steps, fins, gaps, mark_at, arr_step, arr_time, priced = K.run_loop(
-        open_loop, np.asarray(times if open_loop else [], np.float64),
-        consts if consts is not None else np.zeros(0), asy, order_a, plen, olen, row0, int(concurrency), -1 if warm_count is None else int(warm_count), marks_a,
-        use_pc, off, flat, lens, shared_a, exact_a, shared is not None, H, B,
-        refs, prev_a, next_a, lru_init, int(anon0), int(evicted0),
-        acc2d, dr2d, kcol, pol_mode, ks_sorted, ktab, int(sched.k_cur), alpha, threshold,
-        bool(spec.speculative), bool(spec.pad), dsizes, dcount, dq, _DMODE[modes.pop()],
-        bs, cfg.max_num_batched_tokens, cfg.max_model_len, cfg.max_num_seqs, cfg.num_blocks)
+        *[args[name] for name in RUN_LOOP_ARGS])
     if scalars[0] != K.ERR_NONE:
         return None
     (_, n_steps, _, _, preemptions, hit_tokens, query_tokens, evicted, warm_step,
@@ -193,26 +257,10 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
         step_s, host_s, ends = priced[:, 0].copy(), priced[:, 1].copy(), priced[:, 2].copy()
     else:
         step_s, host_s, ends = K.price_steps(steps, consts, asy)
-    # the Recorder gets arrays of the dtypes its lists become (the same numbers, no round trip)
-    step_s, host_s, ends = (np.asarray(x, np.float64) for x in (step_s, host_s, ends))
-    at = np.concatenate(([0.0], ends))                 # step index + 1 -> time
-    rec = Recorder()
-    rec.step_end, rec.step_s, rec.host_s = ends, step_s, host_s
+    at = np.concatenate(([0.0], np.asarray(ends, np.float64)))   # step index + 1 -> time
+    rec = record(cfg, steps, fins, gaps, step_s, host_s, ends,
+                 arr_time if open_loop else at[arr_step + 1])
     col = steps.T
-    rec.mode = col[K.S_MODE].astype(np.int8)
-    rec.tokens, rec.padded, rec.pad_drafts = col[K.S_TOKENS], col[K.S_PADDED], col[K.S_PAD_DRAFTS]
-    rec.emitted, rec.accepted = col[K.S_EMITTED], col[K.S_ACCEPTED]
-    rec.decodes, rec.decode_tokens = col[K.S_DECODES], col[K.S_DEC_TOKENS]
-    rec.reqs, rec.k = col[K.S_REQS], col[K.S_K].copy()
-    total = cfg.num_blocks
-    rec.kv_used = 1.0 - col[K.S_FREE] / total if total else np.zeros(n_steps)
-    arrived = arr_time if open_loop else at[arr_step + 1]
-    rec.req_arrival = arrived[fins[:, 0]]
-    rec.req_first = at[fins[:, 1] + 1]
-    rec.req_done = at[fins[:, 2] + 1]
-    rec.req_out, rec.req_preempt = fins[:, 3].copy(), fins[:, 4].copy()
-    rec.itl = at[gaps[:, 0] + 1] - at[gaps[:, 1] + 1]
-    rec.itl_time = arrived[gaps[:, 2]]
 
     last_t = float(at[last_arrival + 1])
     if open_loop:
@@ -225,7 +273,7 @@ def run(workload, cost_model, cfg, spec, sched, *, order: list[int], skipped: di
     spans = {int(m): None if s < 0 else (float(at[s + 1]), last_t)
              for m, s in zip(marks_a.tolist(), mark_at.tolist())}
     others = {m: summarize(rec, w, preemptions) for m, w in spans.items()}
-    if use_pc:
+    if args["use_pc"]:
         prefix.update(hit_rate=hit_tokens / query_tokens if query_tokens else 0.0,
                       hit_tokens=hit_tokens, prompt_tokens=query_tokens,
                       prefill_tokens=int(col[K.S_PRE_TOK].sum()), evicted_blocks=evicted)
