@@ -140,6 +140,7 @@ RAW_MIX = pytest.mark.xdist_group("raw-llama-3.1-8b-mix")
 
 @RAW_MIX
 @pytest.mark.parametrize("label", ["cold", "hot"])
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_shipped_history_tables_are_the_raw_build(label, tmp_path):
     """A rebuild from the raw traces writes the same history bytes, and the raw table is the
     shipped one."""

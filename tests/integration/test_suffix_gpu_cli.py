@@ -27,6 +27,7 @@ def test_shipped_profile_has_no_suffix_gpu_table():
     assert isinstance(res.exception, InputError) and "no suffix_gpu table" in str(res.exception)
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_raw_traces_give_the_profile_samples_table():
     if traces_src_dir() is None:
         pytest.skip("raw traces (../shared/traces-src) not present")
