@@ -80,7 +80,6 @@ SLOW = [
 
 
 @pytest.mark.parametrize("argv,needs", SLOW)
-@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_ctrl_c_stops_a_slow_readme_command_at_once(argv, needs, tmp_path):
     """Ctrl-C to the whole process group, as a terminal sends it, once the command is into
     its simulations: one line, exit 130, within seconds (a hang guard, not a timing figure:
@@ -123,7 +122,6 @@ def test_status_spinner_is_silent_off_a_terminal(capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_a_what_if_draws_its_bar_on_a_terminal_stderr(tmp_path):
     """The what-ifs had no progress of their own: on a terminal the tracker draws a bar on
     stderr for each stated phase (each history here), nothing on stdout, which holds the
