@@ -166,7 +166,9 @@ def _patch_lang_once_per_launch() -> None:
     are untouched (the oracle's output is byte-identical)."""
     from triton.runtime import interpreter
 
-    patch, launches = interpreter._patch_lang, []
+    patch, launches = getattr(interpreter, "_patch_lang", None), []
+    if patch is None:                           # another Triton: its interpreter as it is
+        return
 
     class _Launch:
         def __init__(self, fn):
