@@ -12,6 +12,9 @@ one tier (the README's `python3 -m pytest -q` runs them all, on every core: pyte
 Helpers the tiers share stay beside this file (engine_doubles, cli_helpers, user_traffic,
 golden/, data/); pytest puts this folder on sys.path.
 
+- the order: the tests marked slow first, then the other integration tests, the unit tests
+  last (start_rank), each rank in pytest-randomly's shuffled order: on the xdist workers the
+  long tests start first and the short ones fill the end.
 - the run's own simkit cache (SIMKIT_CACHE_DIR in the run's temporary folder; session start),
   and no_environment_leak (autouse): a test that leaves a SIMKIT_* variable changed fails.
 - reset_process_caches (autouse): each test starts with simkit's per-process memory empty (the
@@ -96,11 +99,23 @@ def pytest_sessionfinish(session):
 
 
 def pytest_collection_modifyitems(items):
-    """Mark each test with its tier (its folder under tests/)."""
+    """Mark each test with its tier (its folder under tests/), then put the long tests first
+    (start_rank): the xdist workers take tests in this order, so the long ones start early and
+    the many short ones fill the end of the run, instead of one worker finishing a long test
+    alone while the other idles (pytest-randomly's shuffle is kept within each rank; runs
+    after it, and every worker computes the same order)."""
     for item in items:
         tier = Path(str(item.fspath)).parent.name
         if tier in TIERS:
             item.add_marker(tier)
+    items.sort(key=start_rank)                      # stable
+
+
+def start_rank(item) -> int:
+    """0: marked slow (tests/slow, and the long ones elsewhere: pytest.mark.slow); 1: the other
+    integration tests; 2: the rest (unit: seconds in all)."""
+    names = {m.name for m in item.iter_markers()}
+    return 0 if "slow" in names else 1 if "integration" in names else 2
 
 
 @pytest.fixture(autouse=True)

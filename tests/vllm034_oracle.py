@@ -155,11 +155,47 @@ class Speculator:
         return drafts.tolist(), num_valid.tolist(), last_bucket.tolist()
 
 
+def _patch_lang_once_per_launch() -> None:
+    """Triton 3.8's interpreter patches triton.language for the interpreter at each kernel launch
+    (undone when the launch ends) and again at every call of an inner @triton.jit function (the
+    kernels' helpers, triton.language's zeros, max, sum: patches never undone). Within a launch,
+    a second patch for the same module's functions changes nothing (its members are patched
+    already, the rest are the same lambdas anew), yet each is a scan of the language modules:
+    ~23,000 of them per run, a third of the oracle's time. Here the first call per module and
+    launch patches as before and the repeats are skipped. The kernels and what they compute
+    are untouched (the oracle's output is byte-identical)."""
+    from triton.runtime import interpreter
+
+    patch, launches = getattr(interpreter, "_patch_lang", None), []
+    if patch is None:                           # another Triton: its interpreter as it is
+        return
+
+    class _Launch:
+        def __init__(self, fn):
+            self.scope, self.patched = patch(fn), {id(fn.__globals__)}
+
+        def restore(self) -> None:
+            launches.remove(self)
+            self.scope.restore()
+
+    def patch_once(fn):
+        if not launches:                        # a kernel launch (kernels launch no kernels)
+            launches.append(_Launch(fn))
+            return launches[-1]
+        if id(fn.__globals__) not in launches[-1].patched:   # an inner call: its module's first
+            launches[-1].patched.add(id(fn.__globals__))
+            return patch(fn)
+        return None                             # the callers of inner calls ignore the result
+
+    interpreter._patch_lang = patch_once
+
+
 def main(cases_path: str, out_path: str) -> None:
     why = missing()
     if why:
         sys.exit(f"oracle unavailable: {why}")
     sys.path.insert(0, str(oracle_dir() / "site"))
+    _patch_lang_once_per_launch()
     kern = _load_kernels(Path(os.path.dirname(os.path.abspath(out_path))))
     cases = json.loads(Path(cases_path).read_text())
     results = []

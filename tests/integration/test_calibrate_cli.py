@@ -48,6 +48,7 @@ def test_run_rejects_bad_input_before_starting_an_engine(tmp_path):
     assert p.returncode == 2 and "llama-3.1-8b__chat.jsonl" in p.stderr
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_merge_refuses_duplicate_runs_and_keeps_every_row(tmp_path):
     from calibrate.merge import merge
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 V033 = ROOT / "calibrate" / "data" / "vllm-0.33"
@@ -48,6 +49,7 @@ def _plan_records(plan: dict, out: Path) -> list[str]:
     return sorted(mine.run_id)
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_walkthrough_plan_fit_predict_on_recorded_runs(tmp_path):
     p = _simkit("calibrate", "plan", "--model", "llama-3.1-8b", "--corpus", "chat",
                 "--vllm-version", "0.33", "--format", "json", "--out", str(tmp_path / "plan.sh"))
@@ -136,6 +138,7 @@ def test_readme_gpu_host_step_is_the_plan_script_alone():
     assert [ln.split()[1:3] for ln in gpu] == [["bash", "plan.sh"]]
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_fit_prints_a_readable_summary_whose_counts_are_runs(tmp_path):
     """calibrate fit printed raw JSON whose "validation runs (held out of the fit)" was a count
     of steps (46,109 for 19 runs): the summary counts runs and steps, JSON under --format json."""

@@ -78,6 +78,7 @@ SMALL = ["--model", "llama-3.1-8b", "--corpus", "math", "--seeds", "1", "--confi
 
 
 @pytest.mark.skipif("not __import__('simkit.paths').paths.traces_src_dir()")
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_default_is_keep_byte_identical_and_extend_changes_figures():
     default = _predict(SMALL)
     keep = _predict(SMALL + ["--capped-outputs", "keep"])

@@ -158,6 +158,7 @@ def test_join_runs_brings_run_settings(exact):
         join_runs(steps, runs.iloc[1:])
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_fit_on_real_h200_records_when_present():
     """The estimator fits every committed H200 record and cross-validates on them: coefficients
     non-negative, a finite CV error. Two folds, not five: what is checked holds for any split
@@ -209,6 +210,7 @@ def test_fit_calibration_from_a_record_folder(tmp_path):
     assert main(["--records", str(tmp_path / "nothing"), "--name", "x"]) == 2
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_embedded_h200_calibration_predicts_held_out_validation_runs():
     """The default H200 profile was fitted without the validation runs; they (other corpora, and
     Qwen2.5-32B and Llama-3.1-70B at TP=2, models it never saw) check it. Mean step time per

@@ -16,6 +16,9 @@ from simkit.paths import traces_src_dir
 
 needs_traces = pytest.mark.skipif(traces_src_dir() is None,
                                   reason="raw traces (../shared/traces-src) not present")
+# the readers of fleet_validation_rows (built once per run, 18 CPU-s) on one xdist worker, in turn
+# (test_readme's fleet figures too): none waits on the run lock while another worker builds them
+pytestmark = pytest.mark.xdist_group("fleet-validation")
 
 
 @pytest.fixture

@@ -176,6 +176,7 @@ def test_history_describe_and_dict_are_consistent():
 
 
 @needs_traces
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_compiled_prelude_equals_the_reference_engine(chat_slice):
     from simkit.acceptance.build import build_table
     from simkit.acceptance.history_tables import prelude_outputs

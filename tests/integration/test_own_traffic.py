@@ -46,6 +46,7 @@ def readme_commands() -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_readme_own_traffic_walkthrough_runs_verbatim(user_dir, capsys):
     cmds = readme_commands()
     assert [c.split()[1] for c in cmds][:3] == ["traces", "traces", "predict"]
@@ -67,6 +68,7 @@ def test_readme_own_traffic_walkthrough_runs_verbatim(user_dir, capsys):
     assert "failed" not in outputs["whatif hardware"]
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
     code, _, err = run(capsys, ["traces", "import", "mytraffic.jsonl", "--format", "openai",
                                 "--model", "llama-3.1-8b", "--name", "mine"])
@@ -105,6 +107,7 @@ def test_imported_corpus_works_like_a_built_in(user_dir, capsys):
     assert code == 2 and "imported corpora are not shipped" in err
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_too_few_requests_say_there_is_no_steady_window(user_dir, capsys):
     run(capsys, ["traces", "import", "mytraffic.jsonl", "--format", "openai", "--model",
                  "llama-3.1-8b", "--name", "mine"])

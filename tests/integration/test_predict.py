@@ -108,6 +108,9 @@ def test_predict_is_byte_identical_across_runs_and_worker_counts(real_profiles):
     assert _predict_json(SMALL + ["--workers", "1"]) == _predict_json(SMALL + ["--workers", "2"])
 
 
+# its raw build replays llama-3.1-8b/mix whole (the sample's statistics, once per run in the run's
+# cache): on the worker of test_profile_histories.py's raw builds of it, in turn, not at once
+@pytest.mark.xdist_group("raw-llama-3.1-8b-mix")
 def test_shipped_profile_predicts_what_the_raw_traces_predict(real_profiles):
     """A fresh machine (shipped profiles) gets the figures the raw traces give."""
     from simkit.paths import traces_src_dir

@@ -28,6 +28,7 @@ def _need_raw():
         pytest.skip("raw traces (../shared/traces-src) not present")
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_every_model_and_corpus_is_shipped_and_consistent():
     for model, corpus in PAIRS:
         prof = profiles.load_profile(model, corpus, source="shipped")
@@ -111,6 +112,7 @@ def test_npz_dtypes_reads_what_numpy_loads(tmp_path):
     assert loaded == {"a": np.dtype(np.int32), "b": np.dtype(np.uint8)}
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_shipped_set_is_small_and_holds_no_token_ids():
     files = list(profiles.shipped_dir().glob("*/*"))
     # 24 MiB: the four full-thinking reasoning profiles (the R1 distills' KORGym and R1's
@@ -259,6 +261,7 @@ def test_shipped_history_is_kept_and_checked():
         profiles.load_profile("llama-3.1-8b", "code", source="shipped", history=other)
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_warm_and_cold_profiles_differ_where_the_tree_matters():
     """Same sample, lengths and local trees; the warm tree (whole corpus before each sampled request)
     gives more accepted tokens than the sample alone. Exactness of warm rows: tests/integration/test_replay.py."""

@@ -214,6 +214,7 @@ def test_calibration_plan_without_the_raw_traces_estimates_from_the_shipped_prof
     assert "from the shipped profile's 128-request sample" in one_line(text)
 
 
+@pytest.mark.xdist_group("fleet-validation")    # with the other readers of fleet_validation_rows
 def test_fleet_validation_figures_are_what_fleet_validate_prints(request, monkeypatch):
     """`fleet validate --format json` as the user runs it, its replay of the recorded runs
     (validate_fleet, the default calibration) the one the fleet validation tests check, computed

@@ -402,6 +402,7 @@ def test_docs_report_explains_every_column_and_assumption():
         assert f"`{key}`" in doc, key
 
 
+@pytest.mark.xdist_group("readme-prediction")    # with test_readme_fresh's run of the command
 def test_readme_predict_example_is_what_the_command_prints(readme_prediction):
     """The README's worked example is pasted output; fail when the report drifts from it.
     The README shows a fresh machine (shipped profiles): the command above it, run as a fresh

@@ -27,6 +27,7 @@ def test_shipped_profile_has_no_suffix_gpu_table():
     assert isinstance(res.exception, InputError) and "no suffix_gpu table" in str(res.exception)
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_raw_traces_give_the_profile_samples_table():
     if traces_src_dir() is None:
         pytest.skip("raw traces (../shared/traces-src) not present")
@@ -42,8 +43,8 @@ def test_raw_traces_give_the_profile_samples_table():
     assert doc["drafter"] == "suffix_gpu" and doc["weighted"] and doc["history"] == "cold"
     assert doc["params"]["corpus_tokens"] == 1 << 20 and doc["params"]["max_depth"] == 24
     prof = profiles.profile_from_raw("llama-3.1-8b", "code", history=parse_history("cold"))
-    reqs = [load_corpus("code", "llama-3.1-8b").requests[i]
-            for i in prof.provenance["sample_indices"]]
+    corpus = load_corpus("code", "llama-3.1-8b").requests      # once: not once per sampled index
+    reqs = [corpus[i] for i in prof.provenance["sample_indices"]]
     direct = build_table(reqs, drafter="suffix_gpu", kmax=16)
     for r, k in zip(doc["results"], (1, 8, 16)):
         want = json.loads(json.dumps(summarize(direct, k, weights=prof.weights)))

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
+# both tests read the module's two small pytest runs (a few CPU-s each): on one xdist worker,
+# so they run once
+pytestmark = pytest.mark.xdist_group("suite-isolation")
 TESTS = '''
 import os
 

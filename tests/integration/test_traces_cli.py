@@ -41,6 +41,7 @@ def test_list_json_has_every_corpus_with_real_counts():
     assert rows["code"]["producers"] == ["Llama-3.1-8B-Instruct", "Qwen2.5-7B-Instruct"]
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_list_table_shows_proxy_notes_for_proxy_model():
     out = _run("list", "--model", "deepseek-r1")
     assert "corpora for deepseek-r1" in out

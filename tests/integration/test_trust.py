@@ -480,6 +480,7 @@ def test_commands_that_need_raw_traces_say_so_first(capsys, monkeypatch, tmp_pat
     assert "**Getting the raw traces.**" in (ROOT / "docs" / "guide.md").read_text()
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_traces_list_says_which_corpora_mix_holds(capsys):
     from simkit.paths import traces_src_dir
 

@@ -153,6 +153,7 @@ def test_every_preamble_row_replays_the_same_requests(levels, max_model_len, max
     assert all(u == used[0] for u in used)
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_whatif_prefix_counts_the_requests_the_longest_preamble_leaves_out(capsys):
     """The 16k row was another request set (1,131 tok/s above the 4k row's 962), silently."""
     from simkit.whatif.prefix import same_requests
@@ -349,6 +350,7 @@ def test_an_overloaded_open_loop_ranks_no_config(capsys):
 # -- 6. delivered throughput, never offered load, in every per-GPU and cost figure ------------
 
 @pytest.mark.parametrize("rate,replicas", [(200, 1), (5, 2)])
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_fleet_per_gpu_and_cost_figures_are_of_delivered_tokens(capsys, rate, replicas):
     """--replicas 1 --rate 200 printed 81,091 tok/s per GPU while the replica served 9,970,
     and priced the tokens from the offered load (about 8x too cheap)."""

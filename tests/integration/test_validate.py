@@ -29,6 +29,7 @@ def records():
 
 
 @needs_traces
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_requests_rebuilt_match_every_run(records):
     """Same requests as the GPU runs: count and total output tokens of every run (runs.
     total_output_tokens and the sum of the steps' emitted tokens): the 199 vLLM 0.26 runs (70B

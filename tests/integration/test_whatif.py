@@ -57,6 +57,12 @@ def capacity_search(workload, once_per_run):
     return cost, specs, loose, tight, loose_goals, tight_goals
 
 
+# the tests of the capacity searches (once per run) on one xdist worker, in turn: none waits on
+# the run lock while another worker searches
+CAPACITY_WORKER = pytest.mark.xdist_group("capacity-search")
+
+
+@CAPACITY_WORKER
 def test_capacity_tighter_goal_never_allows_more_rate(capacity_search):
     _, _, loose, tight, lg, tg = capacity_search
     for lo, ti in zip(loose, tight):
@@ -67,6 +73,7 @@ def test_capacity_tighter_goal_never_allows_more_rate(capacity_search):
         assert ti["tpot_ms_p99"] <= tg.tpot_ms_p99
 
 
+@CAPACITY_WORKER
 def test_capacity_answer_meets_goals_and_next_step_fails(capacity_search, workload):
     """Re-simulate at the answer (must pass) and at the bracket's upper side (must fail)."""
     from simkit.engine.sim import OpenLoop, simulate
@@ -95,6 +102,7 @@ def test_capacity_answer_meets_goals_and_next_step_fails(capacity_search, worklo
         assert not (m2.tpot_ms_p99 <= goals.tpot_ms_p99 and m2.ttft_ms_p99 <= goals.ttft_ms_p99)
 
 
+@CAPACITY_WORKER
 def test_capacity_replicas_monotone_in_target(workload, capacity_search, tmp_path):
     from simkit.whatif.capacity import capacity, plot
 

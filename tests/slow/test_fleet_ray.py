@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("one_ray_instance")   # one local Ray instance at a time
+pytestmark = [pytest.mark.usefixtures("one_ray_instance"),   # one local Ray instance at a time
+              pytest.mark.xdist_group("ray")]   # the Ray tests on one worker: none waits for the lock
 
 from simkit.paths import traces_src_dir
 

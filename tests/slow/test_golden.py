@@ -14,7 +14,13 @@ from golden.cases import CASES, HERE, SHARED_PREDICTION, run_case, traces_presen
 HAVE_TRACES = traces_present()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+# the cases that read the shared prediction run on one xdist worker: the first builds it, the
+# others read it, and no worker waits on the run lock while another builds it
+PARAMS = [pytest.param(c, id=c.name, marks=pytest.mark.xdist_group("golden-shared-prediction"))
+          if c.name in SHARED_PREDICTION else pytest.param(c, id=c.name) for c in CASES]
+
+
+@pytest.mark.parametrize("case", PARAMS)
 def test_golden_output(case, tmp_path, request):
     if case.needs_traces and not HAVE_TRACES:
         pytest.skip("needs the raw traces (SIMKIT_TRACES_SRC)")

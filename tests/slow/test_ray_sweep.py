@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 ONE_RAY = pytest.mark.usefixtures("one_ray_instance")   # one local Ray instance at a time
+RAY_WORKER = pytest.mark.xdist_group("ray")   # the Ray tests on one worker: none waits for the lock
 
 
 @pytest.mark.slow
 @ONE_RAY
+@RAY_WORKER
 def test_ray_sweep_equals_local_sweep(tmp_path):
     import ray  # noqa: F401  (in the [test] extra: its absence fails, never skips)
     import pandas as pd
@@ -33,6 +35,7 @@ def test_ray_sweep_equals_local_sweep(tmp_path):
 
 @pytest.mark.slow
 @ONE_RAY
+@RAY_WORKER
 def test_sweep_command_with_ray_executor(tmp_path):
     import ray  # noqa: F401  (in the [test] extra: its absence fails, never skips)
     from typer.testing import CliRunner

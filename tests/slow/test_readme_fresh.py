@@ -58,9 +58,19 @@ def _chain(cmd: str) -> str | None:
                  if any(cmd.startswith(p) for p in prefixes)), None)
 
 
+# the README's pasted prediction (conftest readme_prediction, run once per pytest run) shares a
+# worker with test_report's check of its output: no worker waits on the lock while the other runs it
+README_PREDICTION_GROUP = "readme-prediction"
+
+
+def _group(cmd: str) -> str | None:
+    return README_PREDICTION_GROUP if cmd == README_PREDICTION else _chain(cmd)
+
+
 def _params() -> list:
-    """Every README command, those of a chain on its chain's xdist worker."""
-    return [pytest.param(cmd, marks=pytest.mark.xdist_group(_chain(cmd))) if _chain(cmd)
+    """Every README command, those of a chain on its chain's xdist worker (and the pasted
+    prediction on the worker of its other reader)."""
+    return [pytest.param(cmd, marks=pytest.mark.xdist_group(_group(cmd))) if _group(cmd)
             else cmd for cmd in readme_commands()]
 
 

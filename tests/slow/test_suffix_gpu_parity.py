@@ -34,7 +34,8 @@ from simkit.paths import traces_src_dir
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import vllm034_oracle as oracle  # noqa: E402
 
-pytestmark = pytest.mark.vllm034
+# both tests read the module's oracle run (~15 CPU-s): on one xdist worker, so it runs once
+pytestmark = [pytest.mark.vllm034, pytest.mark.xdist_group("vllm034-oracle")]
 
 MODEL = "llama-3.1-8b"
 CORPORA = ("chat", "code")

@@ -117,6 +117,7 @@ def test_refits_fitted_ahead_are_the_refits_fitted_in_place(monkeypatch):
     assert not failed.dir.exists()
 
 
+@pytest.mark.slow      # long: starts first (tests/conftest.py start_rank)
 def test_refits_from_the_records_validate_holds_equal_refits_read_again():
     """Refits given the records validate has read (`loaded`) write, byte for byte, the refits
     made from reading the record folder again (fit_frame is load_record_dir's filter)."""
