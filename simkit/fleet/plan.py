@@ -223,10 +223,9 @@ class Fleet:
                     acc = np.zeros((int(offs[-1]), t.kmax), np.uint8)
                     dr = np.zeros_like(acc)
                     params = dict(t.params)
-                toffs = np.asarray(t.offsets)
-                for j, i in enumerate(idx.tolist()):
-                    acc[offs[i]:offs[i + 1]] = t.accepted[toffs[j]:toffs[j + 1]]
-                    dr[offs[i]:offs[i + 1]] = t.drafted[toffs[j]:toffs[j + 1]]
+                rows = _stream_rows(offs, idx, np.asarray(t.offsets))
+                acc[rows] = t.accepted[:rows.size]
+                dr[rows] = t.drafted[:rows.size]
             tables["suffix"] = AcceptanceTable(model="", corpus="", drafter="suffix",
                                                params=params, kmax=acc.shape[1],
                                                ordering=self.ordering, prompt_len=plen,
@@ -234,6 +233,17 @@ class Fleet:
                                                drafted=dr)
         return Workload(plen, olen, tables, name="fleet",
                         block_hashes=pack([self.chains[d] for d in tr.draws.tolist()]))
+
+
+def _stream_rows(offs: np.ndarray, idx: np.ndarray, toffs: np.ndarray) -> np.ndarray:
+    """The whole traffic's table rows of the requests `idx` (arrival positions, in a replica's
+    stream order), in the order that replica's own table holds them (toffs: its offsets), so
+    that one gather moves the table instead of a slice per request."""
+    lens = offs[idx + 1] - offs[idx]
+    if not np.array_equal(np.diff(toffs[:idx.size + 1]), lens):
+        raise ValueError("a replica's table does not hold its stream's output tokens")
+    within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    return np.repeat(offs[idx], lens) + within
 
 
 def fleet_point(policy: str, n: int, config: str, parts: list[tuple[dict, Any]],
