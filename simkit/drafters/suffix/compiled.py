@@ -70,15 +70,21 @@ def pack(requests: Sequence, with_prompt: np.ndarray) -> tuple[np.ndarray, np.nd
     return flat, pbase, plen, olen
 
 
-def _require_numba(*stages: str) -> None:
-    """numba present, and the background compile (jit_lock.start) done with these of its
-    jit_lock.STAGES (none named: all of them), if one runs."""
+def require_numba_installed() -> None:
+    """numba importable, else the ImportError that names the way out; called before anything
+    that imports the kernels (they import numba first: a bare "No module named 'numba'")."""
     try:
         import numba  # noqa: F401
     except ImportError as exc:
         raise ImportError("the compiled suffix drafter needs numba (a dependency of simkit: "
                           "pip install -e . installs it); engine='python' or SIMKIT_PURE_DRAFTER=1 "
                           "uses the pure-Python drafter instead") from exc
+
+
+def _require_numba(*stages: str) -> None:
+    """numba present, and the background compile (jit_lock.start) done with these of its
+    jit_lock.STAGES (none named: all of them), if one runs."""
+    require_numba_installed()
     from simkit.drafters.suffix.jit_lock import wait_once
 
     for stage in stages or (None,):
@@ -109,6 +115,7 @@ def replay_sequential(requests: Sequence, params: SuffixParams, kmax: int, rowba
                       acc: np.ndarray, dr: np.ndarray, progress: Callable[[int], None] | None) -> None:
     """Sequential replay into acc/dr (uint8, rows x kmax); rowbase[r] = first row of request r, or
     -1 for a request that only enters the global tree (build_warm_table)."""
+    require_numba_installed()
     from simkit.drafters.suffix.kernels import sequential_chunk
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)
@@ -138,6 +145,7 @@ def replay_concurrent(requests: Sequence, params: SuffixParams, kmax: int, rowba
     """Round-robin replay of `concurrency` in-flight requests (one output token per tick) into acc/dr.
     `prelude`: responses inserted into the global tree first, in order, each complete before the
     replay starts (a request history; the same insert-only walk as the sequential replay's)."""
+    require_numba_installed()
     from simkit.drafters.suffix.kernels import concurrent_all, sequential_chunk
 
     rowbase = np.ascontiguousarray(rowbase, np.int64)

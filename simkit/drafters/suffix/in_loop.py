@@ -77,6 +77,8 @@ class CompiledInLoopSuffix:
         import numpy as np
 
         from simkit.drafters.suffix import compiled
+
+        compiled.require_numba_installed()       # before the kernels' imports (numba's)
         from simkit.drafters.suffix.core import new_forest
         from simkit.drafters.suffix.kernels import GROOT, _scratch
         from simkit.drafters.suffix.kernels_in_loop import NCOLS
