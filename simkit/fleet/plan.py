@@ -50,14 +50,6 @@ def assign(traffic: Traffic, policy: str, n: int) -> np.ndarray:
     return route(policy, [traffic.pool[i].prompt_ids for i in traffic.draws.tolist()], n)
 
 
-_GROUPS: list[list[ReplicaJob]] = []   # the replica groups of the evaluation being forked
-
-
-def _run_forked_group(g: int) -> list[dict]:
-    """A forked worker's part of an evaluation: group `g`, inherited from the parent."""
-    return run_group(_GROUPS[g])
-
-
 class Fleet:
     """Evaluations of one traffic on one (cost model, engine limits), memoized per (policy, n)."""
 
@@ -122,20 +114,14 @@ class Fleet:
                                            draws=first.draws[:1], times=first.times[:1],
                                            chains=None if first.chains is None else
                                            first.chains[:1])])
-        # the groups are handed over by the fork, not pickled to the workers (each holds its
-        # replicas' requests: token ids of the whole traffic per evaluation)
-        _GROUPS[:] = [jobs[g::self.workers] for g in range(self.workers)]
-        try:
-            with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
-                                     initializer=ignore_sigint) as pool:
-                try:
-                    parts = [result(f) for f in [pool.submit(_run_forked_group, g)
-                                                 for g in range(self.workers)]]
-                except KeyboardInterrupt:      # end the workers now, not after their groups
-                    stop_pool(pool)
-                    raise
-        finally:
-            _GROUPS.clear()
+        groups = [jobs[g::self.workers] for g in range(self.workers)]
+        with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
+                                 initializer=ignore_sigint) as pool:
+            try:
+                parts = [result(f) for f in [pool.submit(run_group, g) for g in groups]]
+            except KeyboardInterrupt:          # end the workers now, not after their groups
+                stop_pool(pool)
+                raise
         flat = [r for part in parts for r in part]
         return sorted(flat, key=lambda r: r["replica"])
 
