@@ -101,25 +101,14 @@ def build_lock(path: Path):
     """An exclusive lock on building the table at `path` (a file under cache_dir()/LOCKS, kept:
     removing a lock file others may be waiting on would let two builds run); where the file
     system has no locks, nothing is held (the store's atomic rename keeps the cache whole)."""
-    import contextlib
-    import fcntl
+    from simkit.filelock import exclusive
 
-    @contextlib.contextmanager
-    def held():
+    def lock_file() -> str:
         folder = Path(cache_dir()) / LOCKS
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fh = open(folder / f"{path.name}.lock", "a")
-        except OSError:
-            yield
-            return
-        with fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-            except OSError:
-                pass
-            yield
-    return held()
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder / f"{path.name}.lock")
+
+    return exclusive(lock_file)
 
 
 def _load(path: Path, model: str, corpus: str) -> AcceptanceTable | None:

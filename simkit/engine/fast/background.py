@@ -150,18 +150,10 @@ def compile_lock() -> Iterator[None]:
     """Hold COMPILE_LOCK, in the folder numba caches the kernels in (writable, and shared by
     exactly the processes that read that cache), for the block: one process at a time
     compiles into a cache. Where no lock can be had, the block runs unlocked."""
-    try:
-        import fcntl
+    from simkit.filelock import exclusive
 
-        fh = open(_compile_lock_path(), "a")
-    except Exception:                     # noqa: BLE001 - no POSIX locks, no such cache, another
-        yield                             # numba's layout: unlocked
-        return
-    with fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except OSError:
-            pass
+    # no such cache folder, another numba's layout: unlocked
+    with exclusive(_compile_lock_path, unavailable=(Exception,)):
         yield
 
 
