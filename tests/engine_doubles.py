@@ -36,8 +36,10 @@ class LinearCost:
 
 
 def make_table(prompt_len, output_len, accepted_fn, drafted_fn, kmax: int = 16,
-               drafter: str = "suffix") -> AcceptanceTable:
-    """A table whose a(t,K), d(t,K) come from functions of (request, t, K); rows t = 0..L-1."""
+               drafter: str = "suffix", slots: bool = False) -> AcceptanceTable:
+    """A table whose a(t,K), d(t,K) come from functions of (request, t, K); rows t = 0..L-1.
+    `slots`: a(t,K) counts accepted slots <= K (vLLM 0.34's fillers included, so it may exceed
+    d); otherwise accepted drafts <= d."""
     plen = np.asarray(prompt_len, np.int32)
     olen = np.asarray(output_len, np.int32)
     offsets = np.zeros(len(olen) + 1, np.int64)
@@ -49,7 +51,7 @@ def make_table(prompt_len, output_len, accepted_fn, drafted_fn, kmax: int = 16,
             for k in range(1, kmax + 1):
                 d = min(k, drafted_fn(r, t, k))
                 dr[offsets[r] + t, k - 1] = d
-                acc[offsets[r] + t, k - 1] = min(d, accepted_fn(r, t, k))
+                acc[offsets[r] + t, k - 1] = min(k if slots else d, accepted_fn(r, t, k))
     return AcceptanceTable(model="test", corpus="test", drafter=drafter, params={}, kmax=kmax,
                            ordering="sequential", prompt_len=plen, output_len=olen,
                            offsets=offsets, accepted=acc, drafted=dr)

@@ -5,7 +5,7 @@ checks, dense expansion, one-step lag and graph tiers) and the transferred calib
 import numpy as np
 import pytest
 
-from engine_doubles import LinearCost
+from engine_doubles import LinearCost, make_table
 from simkit.acceptance.table import AcceptanceTable
 from simkit.catalog.vllm_versions import (GRAPH_RULES, HARNESS_ADAPTERS, RUNNERS, VERSIONS,
                                           get_vllm_version)
@@ -29,19 +29,7 @@ def gpu_table(prompt_len, output_len, drafted_fn, accepted_fn, kmax=12,
               drafter="suffix_gpu") -> AcceptanceTable:
     """A suffix_gpu-style table: d(t,K) real drafts <= K, a(t,K) accepted SLOTS <= K (fillers
     included, so a may exceed d)."""
-    plen, olen = np.asarray(prompt_len, np.int32), np.asarray(output_len, np.int32)
-    offsets = np.zeros(len(olen) + 1, np.int64)
-    offsets[1:] = np.cumsum(olen)
-    acc = np.zeros((int(offsets[-1]), kmax), np.uint8)
-    dr = np.zeros_like(acc)
-    for r, L in enumerate(olen):
-        for t in range(int(L)):
-            for k in range(1, kmax + 1):
-                dr[offsets[r] + t, k - 1] = min(k, drafted_fn(r, t, k))
-                acc[offsets[r] + t, k - 1] = min(k, accepted_fn(r, t, k))
-    return AcceptanceTable(model="test", corpus="test", drafter=drafter, params={}, kmax=kmax,
-                           ordering="sequential", prompt_len=plen, output_len=olen,
-                           offsets=offsets, accepted=acc, drafted=dr)
+    return make_table(prompt_len, output_len, accepted_fn, drafted_fn, kmax, drafter, slots=True)
 
 
 def _workload(n=12, drafter="suffix_gpu"):
